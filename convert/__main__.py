@@ -1,0 +1,50 @@
+"""python -m convert --model CKPT_DIR --output DIR --device cpu|cpu_fp16|gpu|cpu_fp32 ..."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from convert.pipeline import PROFILES, convert_checkpoint
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m convert",
+        description="Build an OmniVoice ONNX model folder (bidirectional backbone) from a PyTorch checkpoint.",
+    )
+    parser.add_argument("--model", required=True, help="OmniVoice PyTorch checkpoint folder")
+    parser.add_argument("--output", required=True, help="folder to write")
+    parser.add_argument("--device", choices=list(PROFILES), default="cpu",
+                        help="precision profile: cpu = int4 backbone + int4 embeddings; cpu_fp16 = fp16 audio "
+                             "graphs + int4 backbone; gpu = fp16 for the CUDA provider; cpu_fp32 = reference-exact")
+    codec = parser.add_mutually_exclusive_group()
+    codec.add_argument("--include-higgs", action="store_true", default=True,
+                       help="include the audio codec graphs in audio_tokenizer/ (default)")
+    codec.add_argument("--no-higgs", dest="include_higgs", action="store_false",
+                       help="build the backbone graphs only")
+    codec.add_argument("--higgs-only", action="store_true", help="build only the audio codec graphs")
+    parser.add_argument("--higgs-precision", choices=["fp16", "fp32"], default=None,
+                        help="codec precision (default: the profile's)")
+    parser.add_argument("--int4-accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=None,
+                        help="MatMulNBits accuracy level for the int4 backbone (4 = int8 activations)")
+    parser.add_argument("--causal", action="store_true",
+                        help="keep genai's causal attention (the published export's mistake; for tests only)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        folder = convert_checkpoint(
+            args.model, args.output, profile=args.device, include_codec=args.include_higgs,
+            codec_only=args.higgs_only, codec_precision=args.higgs_precision,
+            bidirectional=not args.causal, int4_accuracy_level=args.int4_accuracy_level,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"done: {folder} ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
