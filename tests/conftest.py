@@ -39,3 +39,40 @@ def reference_model(tiny_checkpoint):
 def artifacts_dir() -> pathlib.Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+def _convert(tiny_checkpoint, root, profile, name=None, **kwargs):
+    from convert.pipeline import convert_checkpoint
+
+    return convert_checkpoint(tiny_checkpoint, root / (name or profile), profile=profile,
+                              progress=lambda line: None, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx")
+
+
+@pytest.fixture(scope="session")
+def tiny_fp32_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
+    """The reference-exact CPU folder (cpu_fp32 profile) with the codec."""
+    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32")
+
+
+@pytest.fixture(scope="session")
+def tiny_int4_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
+    """The default CPU folder (int4 backbone and embeddings, fp32 heads) with the codec."""
+    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_fp16_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
+    """cpu_fp16: fp16 audio graphs, int4 backbone, without the codec."""
+    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp16", include_codec=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
+    """An fp32 folder whose backbone keeps genai's causal attention, as the published export does."""
+    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32", name="causal", include_codec=False,
+                    bidirectional=False)

@@ -1,0 +1,152 @@
+"""OmniVoice's forward pass on ONNX Runtime: embeddings -> backbone -> audio heads.
+
+``OmniVoiceOnnx.logits(input_ids, audio_mask, lengths)`` computes what
+``OmniVoice.forward(input_ids, audio_mask, attention_mask)`` computes in the
+reference, for right-padded rows that each attend only within their own length.
+The backbone is onnxruntime-genai's graph; it is fed an empty KV cache, so every
+call is a full forward (the reference has no KV cache either).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Sequence
+
+import numpy as np
+
+from .manifest import BACKBONE_GRAPHS, ModelFolderError
+
+_NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
+                "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+
+
+def providers_for(provider: str) -> list[str]:
+    """ONNX Runtime execution providers for ``provider`` ("cpu" or "cuda")."""
+    import onnxruntime as ort
+
+    if provider == "cpu":
+        return ["CPUExecutionProvider"]
+    if provider == "cuda":
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise ValueError(
+                "provider 'cuda' asked for, but this onnxruntime has no CUDA provider "
+                f"(available: {', '.join(ort.get_available_providers())}); install onnxruntime-gpu "
+                "or use provider='cpu'."
+            )
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    raise ValueError(f"provider must be 'cpu' or 'cuda', got {provider!r}")
+
+
+def session_options(threads: int | None = None):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return options
+
+
+def read_genai_decoder_config(folder: pathlib.Path) -> dict:
+    import json
+
+    path = folder / "genai_config.json"
+    if not path.is_file():
+        raise ModelFolderError(f"genai_config.json is missing from {folder}; download or build the model folder again.")
+    return json.loads(path.read_text(encoding="utf-8"))["model"]["decoder"]
+
+
+def open_session(path: pathlib.Path, providers: Sequence[str], options):
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise ModelFolderError(f"{path.name} is missing from {path.parent}; download or build the model folder again.")
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+    except Exception as exc:  # onnxruntime raises its own exception types
+        raise ModelFolderError(
+            f"{path.name} in {path.parent} cannot be loaded by onnxruntime ({exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0][:300]}); download or build the model folder again."
+        ) from exc
+
+
+class OmniVoiceOnnx:
+    """The three graphs of a model folder, run in sequence."""
+
+    def __init__(self, folder: str | pathlib.Path, provider: str = "cpu", threads: int | None = None):
+        self.folder = pathlib.Path(folder)
+        self.provider = provider
+        providers = providers_for(provider)
+        options = session_options(threads)
+        self.embeddings = open_session(self.folder / BACKBONE_GRAPHS["audio_embeddings"], providers, options)
+        self.backbone = open_session(self.folder / BACKBONE_GRAPHS["backbone"], providers, options)
+        self.heads = open_session(self.folder / BACKBONE_GRAPHS["audio_heads"], providers, options)
+
+        inputs = {i.name: i for i in self.backbone.get_inputs()}
+        self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
+        if "inputs_embeds" not in inputs or "attention_mask" not in inputs:
+            raise ModelFolderError(
+                f"{BACKBONE_GRAPHS['backbone']} in {self.folder} does not take inputs_embeds and attention_mask: "
+                "it was not built with exclude_embeds (see convert/pipeline.py)."
+            )
+        self.embeds_type = _NUMPY_TYPES[inputs["inputs_embeds"].type]
+        self.mask_type = _NUMPY_TYPES[inputs["attention_mask"].type]
+        if self.past_names:
+            # [batch, kv_heads, past, head_dim]; genai leaves head_dim symbolic, its config has it
+            decoder = read_genai_decoder_config(self.folder)
+            self.kv_heads, self.head_dim = int(decoder["num_key_value_heads"]), int(decoder["head_size"])
+            self.past_type = _NUMPY_TYPES[inputs[self.past_names[0]].type]
+        self.hidden_size = int(self.embeddings.get_outputs()[0].shape[-1])
+        self.heads_input_type = _NUMPY_TYPES[self.heads.get_inputs()[0].type]
+        self.backbone_outputs = ["hidden_states"]
+
+    # --- the three stages ---------------------------------------------------------
+
+    def embed(self, input_ids: np.ndarray, audio_mask: np.ndarray) -> np.ndarray:
+        """input_ids [B, 8, S] int64, audio_mask [B, S] bool -> inputs_embeds [B, S, H]."""
+        return self.embeddings.run(None, {"input_ids": input_ids.astype(np.int64, copy=False),
+                                          "audio_mask": audio_mask.astype(np.bool_, copy=False)})[0]
+
+    def hidden_states(self, inputs_embeds: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
+        """Backbone over right-padded rows; row b attends to its first ``lengths[b]`` positions."""
+        batch, seq = inputs_embeds.shape[:2]
+        mask = np.zeros((batch, seq), dtype=self.mask_type)
+        for row, length in enumerate(lengths):
+            mask[row, :length] = 1
+        feeds = {"inputs_embeds": inputs_embeds.astype(self.embeds_type, copy=False), "attention_mask": mask}
+        if self.past_names:
+            empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_type)
+            feeds.update({name: empty for name in self.past_names})
+        return self.backbone.run(self.backbone_outputs, feeds)[0]
+
+    def audio_logits(self, hidden_states: np.ndarray) -> np.ndarray:
+        """hidden_states [B, S, H] -> logits [B, 8, S, 1025] float32."""
+        logits = self.heads.run(None, {"hidden_states": hidden_states.astype(self.heads_input_type, copy=False)})[0]
+        return logits.astype(np.float32, copy=False)
+
+    def logits(self, input_ids: np.ndarray, audio_mask: np.ndarray, lengths: Sequence[int] | None = None,
+               positions: slice | None = None) -> np.ndarray:
+        """The full forward; ``positions`` restricts the heads to a slice of the sequence."""
+        lengths = [input_ids.shape[-1]] * input_ids.shape[0] if lengths is None else lengths
+        hidden = self.hidden_states(self.embed(input_ids, audio_mask), lengths)
+        if positions is not None:
+            hidden = hidden[:, positions]
+        return self.audio_logits(hidden)
+
+    # --- the bidirectional check --------------------------------------------------
+
+    def attends_bidirectionally(self, length: int = 6, tolerance: float = 1e-6) -> bool:
+        """Two short forwards that differ only at the last position: does position 0 move?
+
+        A causal backbone cannot let position 0 see the last position, so its
+        first output is identical in both runs.
+        """
+        rng = np.random.default_rng(0)
+        embeds = rng.standard_normal((1, length, self.hidden_size)).astype(np.float32)
+        changed = embeds.copy()
+        changed[0, -1] += 1.0
+        first = self.hidden_states(embeds, [length])[0, 0].astype(np.float32)
+        second = self.hidden_states(changed, [length])[0, 0].astype(np.float32)
+        return bool(np.abs(first - second).max() > tolerance)
