@@ -1,0 +1,434 @@
+"""OmniVoice's generation loop on ONNX Runtime, step by step as the reference runs it.
+
+Read next to ``omnivoice/models/omnivoice.py``:
+
+* ``OmniVoiceEngine.prepare``    <- ``generate`` / ``_preprocess_all`` (language, instruct,
+                                    target length, duration and speed, chunking decision)
+* ``OmniVoiceEngine._rows``      <- ``_prepare_inference_inputs`` (the conditional row) and the
+                                    unconditional row of ``_generate_iterative`` (target frames only)
+* ``OmniVoiceEngine._unmask``    <- ``_generate_iterative``'s step loop (one forward per row,
+                                    ``sampling.decode_step`` for the scoring and selection)
+* ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
+                                    chunks when there is no voice) and ``_decode_and_post_process``
+
+One difference of form, not of result: the reference runs the conditional and
+unconditional rows as one batch padded to the longer row, each row attending
+only within its own length; here they are two unpadded forwards, which
+compute the same function without the padding's cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import secrets
+import time
+from typing import Iterator, Optional, Union
+
+import numpy as np
+
+from . import audio as audio_ops
+from .codec import AudioCodec
+from .duration import chunk_for_generation, estimate_target_frames, needs_chunking, plan_target_frames
+from .languages import resolve_language
+from .manifest import CODEC_DIR, ModelFolderError, load_manifest, verify_files
+from .onnx_model import OmniVoiceOnnx, providers_for, session_options
+from .sampling import decode_step, unmask_schedule
+from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
+from .voice import Voice
+from .voice_design import has_chinese, resolve_instruct
+
+SAMPLE_RATE = 24000
+FRAME_RATE = 25
+MAX_DURATION_SECONDS = 600.0
+
+
+# --- what the loop reports -------------------------------------------------------------
+
+@dataclasses.dataclass
+class StepEvent:
+    """One unmasking step finished."""
+
+    chunk: int            # 0-based chunk index
+    num_chunks: int
+    step: int             # 1-based step number
+    num_steps: int
+    codes: np.ndarray     # int64 [8, T] after this step (1024 = still masked)
+    decided: np.ndarray   # bool [8, T]: the cells this step decided
+    elapsed: float        # seconds since generation started
+    kind: str = "step"
+
+
+@dataclasses.dataclass
+class ChunkEvent:
+    """One chunk's codes are final and decoded (playback can start)."""
+
+    chunk: int
+    num_chunks: int
+    codes: np.ndarray     # int64 [8, T]
+    audio: np.ndarray     # float32 [960 * T], the chunk's raw decoded audio (before post-processing)
+    elapsed: float
+    kind: str = "chunk"
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    """The final audio and how it was made."""
+
+    audio: np.ndarray            # float32 [N] at 24 kHz, post-processed
+    sample_rate: int
+    codes: list[np.ndarray]      # int64 [8, T] per chunk
+    seed: int
+    chunks: list[str]
+    timings: dict[str, float]    # seconds per stage, and "total"
+    settings: dict
+    kind: str = "result"
+
+    @property
+    def frames(self) -> int:
+        return int(sum(c.shape[-1] for c in self.codes))
+
+    @property
+    def duration(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: seconds of compute per second of audio (below 1 is faster than real time)."""
+        return self.timings["total"] / self.duration if self.duration else float("inf")
+
+
+@dataclasses.dataclass
+class GenerationPlan:
+    """A validated request: everything ``_run`` needs, decided before any compute."""
+
+    text: str
+    chunks: list[str]
+    target_frames: int           # of the whole text (before chunking)
+    speed: float
+    language: Optional[str]
+    instruct: Optional[str]
+    voice: Optional[Voice]
+    settings: dict
+
+    @property
+    def num_steps(self) -> int:
+        return self.settings["num_step"]
+
+
+class Timer:
+    """Accumulates seconds per stage."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def add(self, stage: str, started: float) -> float:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - started
+        return now
+
+
+# --- the engine --------------------------------------------------------------------------
+
+class OmniVoiceEngine:
+    """Loads a model folder and generates speech with the reference's loop.
+
+    ``model_dir`` is a folder in the layout of ``convert`` (ours, or a repaired
+    copy of the published export).  The manifest and the files are checked
+    (``verify="sha256"`` re-hashes every file, ``"size"`` only checks sizes);
+    then a two-forward probe checks that the backbone attends in both
+    directions, so no folder can silently run the wrong (causal) model.
+    """
+
+    def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
+                 verify: str = "sha256"):
+        self.folder = pathlib.Path(model_dir)
+        if not self.folder.is_dir():
+            raise ModelFolderError(f"{self.folder} is not a folder; give the path of an OmniVoice ONNX model folder.")
+        self.manifest = load_manifest(self.folder)
+        if verify not in ("sha256", "size", "none"):
+            raise ValueError("verify must be 'sha256', 'size' or 'none'")
+        if verify != "none":
+            verify_files(self.folder, self.manifest, checksums=verify == "sha256")
+        self.provider, self.threads = provider, threads
+        self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        if not self.model.attends_bidirectionally():
+            raise ModelFolderError(
+                f"The backbone in {self.folder} attends causally, so it computes a different model than "
+                "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
+                "omnivoice_demo.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it."
+            )
+        constants = self.manifest.get("model", {})
+        self.num_codebooks = int(constants.get("num_codebooks", 8))
+        self.mask_id = int(constants.get("audio_mask_id", 1024))
+        self.tokenizer = load_text_tokenizer(self.folder)
+        codec_dir = self.folder / CODEC_DIR
+        self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
+                      if codec_dir.is_dir() else None)
+        # seconds per (frame x step) of the backbone, measured as the engine runs (for time estimates)
+        self.seconds_per_frame_step: Optional[float] = None
+
+    @property
+    def profile(self) -> str:
+        return self.manifest.get("profile", "unknown")
+
+    def describe(self) -> dict:
+        return {"folder": str(self.folder), "profile": self.profile, "provider": self.provider,
+                "threads": self.threads, "precision": self.manifest.get("precision", {}),
+                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", [])}
+
+    def _require_codec(self) -> AudioCodec:
+        if self.codec is None:
+            raise ModelFolderError(f"{self.folder} has no {CODEC_DIR}/ folder with the codec graphs; "
+                                   "build it with `python -m convert ... --include-higgs`.")
+        return self.codec
+
+    # --- codec round trip and voices --------------------------------------------------
+
+    def encode(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """Codes ``[8, T]`` of any audio: mixed to mono, resampled to 24 kHz, cut to a multiple of 960."""
+        wav = _as_float_audio(audio, "audio")
+        wav = audio_ops.to_mono(wav)
+        if sample_rate != SAMPLE_RATE:
+            from .resample import resample
+
+            wav = resample(wav, int(sample_rate), SAMPLE_RATE)
+        usable = wav.shape[-1] // 960 * 960
+        if usable == 0:
+            raise ValueError("The audio is shorter than one codec frame (40 ms); give a longer clip.")
+        return self._require_codec().encode(np.ascontiguousarray(wav[0, :usable]))
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Audio (float32, 24 kHz) of codes ``[8, T]``."""
+        return self._require_codec().decode(codes)
+
+    def clone_voice(self, audio: Union[np.ndarray, str, pathlib.Path], sample_rate: Optional[int] = None,
+                    transcript: Optional[str] = None, preprocess: bool = True, name: str = "") -> Voice:
+        """A reusable voice from a reference clip and its transcript (``create_voice_clone_prompt``).
+
+        ``audio`` is an array (``[samples]`` or ``[channels, samples]``) with its
+        ``sample_rate``, or the path of an audio file.  The transcript is
+        required: this program ships no speech recogniser.
+        """
+        if isinstance(audio, (str, pathlib.Path)):
+            audio, sample_rate = audio_ops.load_audio_file(audio)
+        if sample_rate is None:
+            raise ValueError("sample_rate is required with an audio array")
+        if transcript is None or not transcript.strip():
+            raise ValueError("The transcript of the reference audio is missing: type exactly what is said in "
+                             "the clip (the model needs it to clone the voice).")
+        wav, rms = audio_ops.prepare_reference(_as_float_audio(audio, "reference audio"), int(sample_rate),
+                                               transcript_given=True, preprocess=preprocess)
+        codes = self._require_codec().encode(np.ascontiguousarray(wav[0]))
+        text = add_punctuation(transcript) if preprocess else transcript.strip()
+        return Voice(codes=codes, transcript=text, rms=rms, name=name)
+
+    # --- planning ---------------------------------------------------------------------
+
+    def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
+                voice: Union[Voice, str, pathlib.Path, None] = None, duration: Optional[float] = None,
+                speed: float = 1.0, num_step: int = 32, guidance_scale: float = 2.0, t_shift: float = 0.1,
+                layer_penalty_factor: float = 5.0, position_temperature: float = 5.0,
+                class_temperature: float = 0.0, denoise: bool = True, postprocess: bool = True,
+                seed: Optional[int] = None, chunk_duration: float = 15.0,
+                chunk_threshold: float = 30.0) -> GenerationPlan:
+        """Validate a request and decide its length and chunks (``_preprocess_all``); no compute."""
+        text = validate_text(text)
+        code = resolve_language(language)
+        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
+        if isinstance(voice, (str, pathlib.Path)):
+            voice = Voice.load(voice)
+        if voice is not None and not isinstance(voice, Voice):
+            raise ValueError("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice")
+        _check_number("speed", speed, low=0.1, high=10.0)
+        if duration is not None:
+            _check_number("duration", duration, low=0.1, high=MAX_DURATION_SECONDS)
+        _check_number("num_step", num_step, low=1, high=256, integer=True)
+        _check_number("guidance_scale", guidance_scale, low=0.0, high=20.0)
+        _check_number("t_shift", t_shift, low=1e-3, high=10.0)
+        _check_number("layer_penalty_factor", layer_penalty_factor, low=0.0, high=100.0)
+        _check_number("position_temperature", position_temperature, low=0.0, high=100.0)
+        _check_number("class_temperature", class_temperature, low=0.0, high=100.0)
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        _check_number("seed", seed, low=0, high=2**63 - 1, integer=True)
+
+        ref_text = voice.transcript if voice else None
+        ref_frames = voice.frames if voice else None
+        target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=speed, duration=duration)
+        chunks = (chunk_for_generation(text, target, chunk_duration) if needs_chunking(target, chunk_threshold)
+                  else [text])
+        settings = dict(num_step=int(num_step), guidance_scale=float(guidance_scale), t_shift=float(t_shift),
+                        layer_penalty_factor=float(layer_penalty_factor),
+                        position_temperature=float(position_temperature),
+                        class_temperature=float(class_temperature), denoise=bool(denoise),
+                        postprocess=bool(postprocess), seed=int(seed), duration=duration, speed=float(speed),
+                        language=code, instruct=resolved_instruct, voice=voice.name if voice else None)
+        return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
+                              instruct=resolved_instruct, voice=voice, settings=settings)
+
+    def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
+        """Seconds the backbone will take, from this machine's measured speed (None before any run)."""
+        if self.seconds_per_frame_step is None:
+            return None
+        frames = plan.target_frames
+        prefix = len(self.tokenizer.encode(plan.text).ids) + (plan.voice.frames if plan.voice else 0)
+        rows = 2 if plan.settings["guidance_scale"] != 0 else 1
+        return self.seconds_per_frame_step * (frames + prefix + (frames if rows == 2 else 0)) * plan.num_steps
+
+    # --- generation -----------------------------------------------------------------
+
+    def stream(self, text: str, **kwargs) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """Events of one generation: a ``StepEvent`` per step, a ``ChunkEvent`` per chunk, then the result.
+
+        The request is validated now (a ``ValueError`` here, before any
+        compute); closing the returned generator stops the work within a step.
+        """
+        plan = self.prepare(text, **kwargs)
+        self._require_codec()
+        return self._run(plan)
+
+    def generate(self, text: str, **kwargs) -> GenerationResult:
+        """Speech for ``text``; the arguments are those of ``prepare``."""
+        result = None
+        for event in self.stream(text, **kwargs):
+            result = event
+        assert isinstance(result, GenerationResult)
+        return result
+
+    def _run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        settings = plan.settings
+        rng = np.random.default_rng(settings["seed"])
+        timer = Timer()
+        started = time.perf_counter()
+        voice = plan.voice
+        chunk_codes: list[np.ndarray] = []
+        chunk_audio: list[np.ndarray] = []
+        for index, chunk_text in enumerate(plan.chunks):
+            # the reference of this chunk: the voice, or chunk 0's output when there is none (_generate_chunked)
+            if voice is not None:
+                ref_text, ref_codes = voice.transcript, voice.codes
+            elif index > 0:
+                ref_text, ref_codes = plan.chunks[0], chunk_codes[0]
+            else:
+                ref_text, ref_codes = None, None
+            if len(plan.chunks) == 1:
+                frames = plan.target_frames
+            else:
+                frames = estimate_target_frames(chunk_text, ref_text,
+                                                ref_codes.shape[-1] if ref_codes is not None else None,
+                                                speed=plan.speed)
+            tick = time.perf_counter()
+            cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
+            timer.add("prompt", tick)
+
+            tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
+            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, rng, settings, timer):
+                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=settings["num_step"],
+                                codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started)
+            chunk_codes.append(tokens)
+
+            tick = time.perf_counter()
+            chunk_audio.append(self.codec.decode(tokens))
+            timer.add("codec_decode", tick)
+            yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=chunk_audio[-1],
+                             elapsed=time.perf_counter() - started)
+
+        tick = time.perf_counter()
+        joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
+        final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=settings["postprocess"],
+                                            sample_rate=SAMPLE_RATE)
+        timer.add("postprocess", tick)
+        timings = dict(timer.seconds, total=time.perf_counter() - started)
+        yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
+                               codes=chunk_codes, seed=settings["seed"], chunks=list(plan.chunks), timings=timings,
+                               settings=settings)
+
+    def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
+              plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:
+        """The conditional row (``_prepare_inference_inputs``): ids [1, 8, L] and audio mask [1, L].
+
+        ``[style + text ids on all 8 rows] [reference codes] [frames x mask id]``;
+        the audio mask is True from the first audio position to the end.
+        """
+        text_ids = build_condition_ids(text, self.tokenizer, ref_text=ref_text, language=plan.language,
+                                       instruct=plan.instruct, denoise=plan.settings["denoise"],
+                                       has_reference=ref_codes is not None)
+        parts = [np.broadcast_to(text_ids, (self.num_codebooks, len(text_ids)))]
+        if ref_codes is not None:
+            parts.append(np.asarray(ref_codes, dtype=np.int64))
+        parts.append(np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64))
+        ids = np.concatenate(parts, axis=1)[np.newaxis]
+        audio_mask = np.zeros((1, ids.shape[-1]), dtype=bool)
+        audio_mask[0, len(text_ids):] = True
+        return np.ascontiguousarray(ids), audio_mask
+
+    def _unmask(self, tokens: np.ndarray, cond_ids: np.ndarray, cond_audio_mask: np.ndarray,
+                rng: np.random.Generator, settings: dict, timer: Timer) -> Iterator[tuple[int, np.ndarray]]:
+        """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided)."""
+        frames = tokens.shape[-1]
+        length = cond_ids.shape[-1]
+        target = slice(length - frames, length)
+        guided = settings["guidance_scale"] != 0
+        # the unconditional row is the target frames alone, all audio, positions 0..T-1
+        uncond_audio_mask = np.ones((1, frames), dtype=bool)
+        schedule = unmask_schedule(frames, self.num_codebooks, settings["num_step"], settings["t_shift"])
+        model = self.model
+        for step, k in enumerate(schedule, start=1):
+            if k <= 0:  # the reference computes this step's forward and then skips the item
+                yield step, np.zeros(tokens.shape, dtype=bool)
+                continue
+            tick = time.perf_counter()
+            cond_ids[0, :, target] = tokens
+            cond_embeds = model.embed(cond_ids, cond_audio_mask)
+            uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if guided else None
+            tick = timer.add("embeddings", tick)
+            cond_hidden = model.hidden_states(cond_embeds, [length])[:, target]
+            uncond_hidden = model.hidden_states(uncond_embeds, [frames]) if guided else None
+            backbone_done = time.perf_counter()
+            self._measure_speed(backbone_done - tick, length + (frames if guided else 0))
+            tick = timer.add("backbone", tick)
+            cond_logits = model.audio_logits(cond_hidden)[0]
+            uncond_logits = model.audio_logits(uncond_hidden)[0] if guided else None
+            tick = timer.add("heads", tick)
+            decided = decode_step(tokens, cond_logits, uncond_logits, k,
+                                  guidance_scale=settings["guidance_scale"],
+                                  class_temperature=settings["class_temperature"],
+                                  layer_penalty_factor=settings["layer_penalty_factor"],
+                                  position_temperature=settings["position_temperature"],
+                                  rng=rng, mask_id=self.mask_id, overwrite=True)
+            timer.add("sampling", tick)
+            yield step, decided
+
+    def _measure_speed(self, seconds: float, positions: int) -> None:
+        sample = seconds / max(positions, 1)
+        previous = self.seconds_per_frame_step
+        self.seconds_per_frame_step = sample if previous is None else 0.8 * previous + 0.2 * sample
+
+
+def _as_float_audio(audio, what: str) -> np.ndarray:
+    array = np.asarray(audio)
+    if array.size == 0:
+        raise ValueError(f"The {what} has no samples.")
+    if np.issubdtype(array.dtype, np.integer):
+        # integer PCM (as from a microphone): scale to [-1, 1]
+        array = array.astype(np.float32) / float(np.iinfo(array.dtype).max + 1)
+    elif not np.issubdtype(array.dtype, np.floating):
+        raise ValueError(f"The {what} must be numbers, got {array.dtype}.")
+    array = array.astype(np.float32, copy=False)
+    if array.ndim == 1:
+        array = array[np.newaxis, :]
+    if array.ndim != 2:
+        raise ValueError(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
+    if not np.isfinite(array).all():
+        raise ValueError(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
+    return array
+
+
+def _check_number(name: str, value, *, low: float, high: float, integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}.")
+    if integer and float(value) != int(value):
+        raise ValueError(f"{name} must be a whole number, got {value!r}.")
+    if not (low <= float(value) <= high) or np.isnan(float(value)):
+        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}.")
