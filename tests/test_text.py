@@ -414,3 +414,21 @@ def test_chunking_matches_generate_chunked():
                         r, n = chunks[0], lens[0]
                     lens.append(duration.estimate_target_frames(c, r, n, sp))
                 assert [c[1][0] for c in model.calls] == lens
+
+
+def test_text_audio_and_sampling_modules_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from omnivoice_demo import languages, voice_design, text, duration, sampling, audio\n"
+        "audio._pydub()\n"
+        "bad = [m for m in ('torch', 'transformers', 'omnivoice', 'torchaudio') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
