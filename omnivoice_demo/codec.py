@@ -1,0 +1,164 @@
+"""The Higgs Audio V2 codec on ONNX Runtime: 24 kHz audio <-> 8 x T codes.
+
+``AudioCodec(codec_dir)`` opens the four graphs written by
+``convert.codec.export_codec`` (the layout of the published community export):
+
+* encode: ``acoustic_encoder`` (24 kHz waveform) and ``semantic_encoder``
+  (the same audio resampled to 16 kHz by ``omnivoice_demo.resample``, which
+  reproduces ``torchaudio.functional.resample``) feed ``quantizer_encoder``,
+  which returns the codes;
+* decode: ``higgs_decoder`` turns codes back into 24 kHz audio, 960 samples
+  per frame.
+
+Only onnxruntime and NumPy are imported.  Input names are read from the
+sessions, so a folder whose graphs name their inputs differently (but keep the
+order and shapes) works as well.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Iterable, Sequence
+
+import numpy as np
+import onnxruntime as ort
+
+from .manifest import CODEC_GRAPHS
+from .resample import resample, resampled_length
+
+__all__ = ["AudioCodec", "CODEC_GRAPH_FILES"]
+
+#: Graph roles -> file names inside the codec folder (the manifest's paths, less ``audio_tokenizer/``).
+CODEC_GRAPH_FILES = {role: pathlib.PurePosixPath(rel).name for role, rel in CODEC_GRAPHS.items()}
+
+
+class AudioCodec:
+    """Encode 24 kHz mono audio to codes ``[8, T]`` and decode codes back to audio.
+
+    ``codec_dir`` is the ``audio_tokenizer/`` folder of a model folder.
+    ``providers`` and ``session_options`` are passed to every
+    ``onnxruntime.InferenceSession``.
+    """
+
+    sample_rate = 24000
+    semantic_sample_rate = 16000
+    hop_length = 960
+    frame_rate = 25
+    num_codebooks = 8
+    codebook_size = 1024
+
+    def __init__(
+        self,
+        codec_dir: str | pathlib.Path,
+        providers: Sequence[str] | Iterable = ("CPUExecutionProvider",),
+        session_options: ort.SessionOptions | None = None,
+    ):
+        self.codec_dir = pathlib.Path(codec_dir)
+        missing = [f for f in CODEC_GRAPH_FILES.values() if not (self.codec_dir / f).is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"{self.codec_dir} lacks the codec graph(s) {', '.join(missing)}; "
+                "export them with convert.codec.export_codec or download the model folder again."
+            )
+        providers = list(providers)
+        self.sessions = {
+            role: ort.InferenceSession(str(self.codec_dir / name), sess_options=session_options,
+                                       providers=providers)
+            for role, name in CODEC_GRAPH_FILES.items()
+        }
+        self._inputs = {role: [i.name for i in s.get_inputs()] for role, s in self.sessions.items()}
+        # quantizer_encoder: map (acoustic, semantic) by name when the names say which is which
+        names = self._inputs["quantizer_encoder"]
+        if len(names) != 2:
+            raise ValueError(f"quantizer_encoder must take 2 inputs, it takes {names}")
+        semantic_first = "semantic" in names[0].lower() and "acoustic" not in names[0].lower()
+        self._quantizer_order = (names[1], names[0]) if semantic_first else (names[0], names[1])
+
+    # ------------------------------------------------------------------ encode
+
+    def encode(self, audio_24k: np.ndarray) -> np.ndarray:
+        """Codes ``int64 [8, T]`` of mono 24 kHz audio whose length is a multiple of 960 (T = N / 960).
+
+        Trim first, as the reference's ``create_voice_clone_prompt`` does:
+        ``audio = audio[: len(audio) // 960 * 960]``.
+        """
+        return self.encode_batch(self._check_audio(audio_24k)[None, :])[0]
+
+    def encode_batch(self, audio_24k: np.ndarray) -> np.ndarray:
+        """Codes ``int64 [B, 8, T]`` of a batch ``[B, N]`` of equal-length clips (N a multiple of 960)."""
+        audio = np.asarray(audio_24k)
+        if audio.ndim != 2:
+            raise ValueError(f"encode_batch expects audio of shape [batch, samples], got {audio.shape}")
+        for row in audio:
+            self._check_audio(row)
+        audio = np.ascontiguousarray(audio, dtype=np.float32)
+        acoustic = self.sessions["acoustic_encoder"].run(
+            None, {self._inputs["acoustic_encoder"][0]: audio[:, None, :]})[0]
+        audio_16k = resample(audio, self.sample_rate, self.semantic_sample_rate)
+        semantic = self.sessions["semantic_encoder"].run(
+            None, {self._inputs["semantic_encoder"][0]: np.ascontiguousarray(audio_16k)})[0]
+        if acoustic.shape[2] != semantic.shape[2]:
+            raise RuntimeError(
+                f"acoustic ({acoustic.shape[2]}) and semantic ({semantic.shape[2]}) frame counts differ "
+                f"for {audio.shape[1]} samples; the codec graphs do not match each other"
+            )
+        name_a, name_s = self._quantizer_order
+        codes = self.sessions["quantizer_encoder"].run(
+            None, {name_a: acoustic.astype(np.float32, copy=False),
+                   name_s: semantic.astype(np.float32, copy=False)})[0]
+        # [Q, B, T] -> [B, Q, T]
+        return np.ascontiguousarray(codes.transpose(1, 0, 2).astype(np.int64, copy=False))
+
+    def _check_audio(self, audio: np.ndarray) -> np.ndarray:
+        audio = np.asarray(audio)
+        if audio.ndim != 1:
+            raise ValueError(
+                f"encode expects mono audio as a 1-D array of samples at {self.sample_rate} Hz, "
+                f"got shape {audio.shape}; mix channels down first (mean over channels)"
+            )
+        if not np.issubdtype(audio.dtype, np.floating):
+            raise ValueError(f"audio must be floating point (-1..1), got {audio.dtype}")
+        n = audio.shape[0]
+        if n == 0 or n % self.hop_length:
+            raise ValueError(
+                f"audio length {n} is not a positive multiple of {self.hop_length} samples "
+                f"(one codec frame at {self.sample_rate} Hz); trim it as the reference does: "
+                f"audio[:len(audio) // {self.hop_length} * {self.hop_length}]"
+            )
+        if not np.isfinite(audio).all():
+            raise ValueError("audio contains NaN or infinite samples")
+        return audio
+
+    @staticmethod
+    def semantic_input_length(num_samples_24k: int) -> int:
+        """Length of the 16 kHz waveform the semantic graph receives for N samples at 24 kHz."""
+        return resampled_length(num_samples_24k, AudioCodec.sample_rate, AudioCodec.semantic_sample_rate)
+
+    # ------------------------------------------------------------------ decode
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Audio (1-D float32, 960*T samples at 24 kHz) of codes ``[8, T]`` (values 0..1023)."""
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[0] != self.num_codebooks:
+            raise ValueError(f"decode expects codes of shape [{self.num_codebooks}, frames], got {codes.shape}")
+        return self.decode_batch(codes[None])[0]
+
+    def decode_batch(self, codes: np.ndarray) -> np.ndarray:
+        """Audio ``float32 [B, 960*T]`` of codes ``[B, 8, T]``."""
+        codes = np.asarray(codes)
+        if codes.ndim != 3 or codes.shape[1] != self.num_codebooks:
+            raise ValueError(
+                f"decode_batch expects codes of shape [batch, {self.num_codebooks}, frames], got {codes.shape}")
+        if codes.shape[2] == 0:
+            raise ValueError("codes have no frames")
+        if not np.issubdtype(codes.dtype, np.integer):
+            raise ValueError(f"codes must be integers, got {codes.dtype}")
+        low, high = int(codes.min()), int(codes.max())
+        if low < 0 or high >= self.codebook_size:
+            raise ValueError(
+                f"codes must lie in 0..{self.codebook_size - 1}, got values in {low}..{high} "
+                f"(1024 is the mask id: every position must be decoded before the codec runs)"
+            )
+        feed = np.ascontiguousarray(codes.transpose(1, 0, 2), dtype=np.int64)  # [8, B, T]
+        audio = self.sessions["higgs_decoder"].run(None, {self._inputs["higgs_decoder"][0]: feed})[0]
+        return np.ascontiguousarray(audio[:, 0, :], dtype=np.float32)
