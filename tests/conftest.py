@@ -74,5 +74,4 @@ def tiny_fp16_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def tiny_causal_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
     """An fp32 folder whose backbone keeps genai's causal attention, as the published export does."""
-    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32", name="causal", include_codec=False,
-                    bidirectional=False)
+    return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32", name="causal", bidirectional=False)
