@@ -817,6 +817,18 @@ class _HubResolver:
                     f"Offline, and the file list of {self.label(commit)} is not cached."))
             return self._download_and_assemble(commit, listing, final, attrs)
 
+    def _prune(self, commit: str) -> None:
+        """Remove our ready folders of this precision for commits no ref of ours points to any more
+        (the revision moved on); the Hugging Face cache is left to its own tools."""
+        refs = self.root / "refs"
+        wanted = {commit} | {p.read_text(encoding="utf-8").strip() for p in refs.glob("*") if p.is_file()}
+        for old in self.root.iterdir():
+            if old.name in wanted or old.name == "refs" or not re.fullmatch(r"[0-9a-f]{40}", old.name):
+                continue
+            shutil.rmtree(old / self.precision, ignore_errors=True)
+            if not any(p.is_dir() for p in old.iterdir()):
+                shutil.rmtree(old, ignore_errors=True)
+
     def _ready(self, result: ResolvedModel) -> ResolvedModel:
         result.notices = list(self.reporter.notices)
         self.reporter.emit("ready", f"model ready: {result}")
@@ -898,6 +910,7 @@ class _HubResolver:
                 raise ModelFolderError(f"{label}: {exc}") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        self._prune(commit)
         result = ResolvedModel.make(final, subfolder=folder, repaired=repaired, **attrs)
         if repaired:
             self.reporter.notice("repair", _repair_notice(label, final, True))
