@@ -39,8 +39,10 @@ dynamo exporter fails on the dynamic audio length; opset 20) from a workflow
 given as a Python dict.  ``precision="fp16"`` then runs Olive's
 ``OnnxFloatToFloat16`` pass (``keep_io_types``) on each fp32 graph, keeping in
 fp32: ConvTranspose/Resize (acoustic graphs), LayerNormalization (semantic),
-the whole quantizer_encoder (tiny, and an argmin over fp16 distances flips
-codes), and the decoder when a probe shows fp16 non-finite output or drift.
+the whole quantizer_encoder (12 MB at full size, so fp16 saves little, and an
+argmin over fp16 distances flips near-tie codes: 99.7% agreement on the tiny
+test codec against 100% in fp32), and the decoder when a probe shows fp16
+non-finite output or drift.
 ``audio_tokenizer/codec_export.json`` records what each graph holds.
 
 Graphs below ``EXTERNAL_DATA_THRESHOLD`` bytes keep their weights inside the
@@ -97,7 +99,7 @@ FP16_OP_BLOCK_LIST: dict[str, list[str]] = {
     "semantic_encoder": ["LayerNormalization"],
     "higgs_decoder": ["ConvTranspose", "Resize"],
 }
-#: Graphs never converted to fp16 (see module docstring).
+#: Graphs never converted to fp16 (see the module docstring).
 FP16_KEEP_FP32 = ("quantizer_encoder",)
 #: The fp16 decoder is replaced by the fp32 one below this SNR against fp32 (dB) on the probe.
 FP16_DECODER_MIN_SNR_DB = 30.0
@@ -375,6 +377,17 @@ def _save_graph(source: pathlib.Path, target: pathlib.Path) -> list[pathlib.Path
     return [target, target.with_name(data_name)]
 
 
+def _copy_graph(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+    """Copy a graph into the scratch folder, its weights in one external-data file beside it."""
+    import onnx
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    model = onnx.load(str(source), load_external_data=True)
+    onnx.save_model(model, str(target), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=target.name + ".data", size_threshold=1024)
+    return target
+
+
 def _check_io(path: pathlib.Path, name: str) -> None:
     import onnx
 
@@ -418,11 +431,15 @@ def export_codec(
     output_dir: str | pathlib.Path,
     precision: str = "fp32",
     progress: Callable[[str], None] = print,
+    reuse_fp32_from: str | pathlib.Path | None = None,
 ) -> list[pathlib.Path]:
     """Export ``checkpoint_dir/audio_tokenizer`` to ``output_dir/audio_tokenizer/``; return the files written.
 
     ``checkpoint_dir`` is an OmniVoice checkpoint (holding ``audio_tokenizer/``)
     or the codec folder itself.  ``precision`` is ``"fp32"`` or ``"fp16"``.
+    ``reuse_fp32_from``: a model folder holding an fp32 export of the same
+    checkpoint (``audio_tokenizer/*.onnx``); its graphs are taken instead of
+    tracing again (for building the fp16 variant next to the fp32 one).
     """
     from omnivoice_demo.manifest import CODEC_DIR, CODEC_GRAPHS
 
@@ -459,6 +476,12 @@ def export_codec(
         tmp = pathlib.Path(tmp)
         fp32_paths = {}
         for name in names:
+            reuse = pathlib.Path(reuse_fp32_from) / CODEC_GRAPHS[name] if reuse_fp32_from else None
+            if reuse is not None:
+                step(f"taking the fp32 {name} from {reuse}")
+                _check_io(reuse, name)
+                fp32_paths[name] = _copy_graph(reuse, tmp / f"{name}_fp32" / "model.onnx")
+                continue
             step(f"exporting {name} (Olive OnnxConversion, opset {OPSET}, legacy exporter)")
             fp32_paths[name] = _olive_convert(name, codec, tmp / f"{name}_fp32")
             _check_io(fp32_paths[name], name)
@@ -468,7 +491,7 @@ def export_codec(
         if precision == "fp16":
             for name in names:
                 if name in FP16_KEEP_FP32:
-                    step(f"{name}: kept fp32 (tiny; fp16 distances flip codes)")
+                    step(f"{name}: kept fp32 (small; fp16 distances flip near-tie codes)")
                     continue
                 blocked = FP16_OP_BLOCK_LIST.get(name, [])
                 step(f"converting {name} to fp16 (Olive OnnxFloatToFloat16, fp32 ops: {blocked or 'none'})")

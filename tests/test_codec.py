@@ -69,11 +69,13 @@ def export_fp32(tiny_checkpoint, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def export_fp16(tiny_checkpoint, tmp_path_factory):
+def export_fp16(tiny_checkpoint, export_fp32, tmp_path_factory):
+    """The fp16 build, converted from the fp32 graphs above (the same graphs a fresh trace gives)."""
     from convert.codec import export_codec
 
     out = tmp_path_factory.mktemp("codec_fp16")
-    files = export_codec(tiny_checkpoint, out, precision="fp16", progress=lambda _msg: None)
+    files = export_codec(tiny_checkpoint, out, precision="fp16", progress=lambda _msg: None,
+                         reuse_fp32_from=export_fp32[0])
     return out, files
 
 
@@ -279,7 +281,7 @@ def test_export_layout(export_fp32):
 # --------------------------------------------------------------------------- (b) encode
 
 
-ENCODE_LENGTHS = [960 * 3, 960 * 25, 960 * 61, 24000 + 123, 960 * 40 + 959, 17000]
+ENCODE_LENGTHS = [960 * 3, 960 * 25, 24000 + 123, 960 * 40 + 959, 17000]
 
 
 @pytest.mark.parametrize("length", ENCODE_LENGTHS)
@@ -454,3 +456,22 @@ def reference_branches_batch(codec, audio: np.ndarray):
         acoustic = codec.acoustic_encoder(x)
     assert acoustic.shape[2] == semantic.shape[2]
     return acoustic.numpy(), semantic.numpy()
+
+
+def test_large_graphs_get_one_external_data_file(export_fp32, tmp_path, monkeypatch):
+    """Above EXTERNAL_DATA_THRESHOLD a graph is saved with exactly one ``<graph>.onnx.data`` beside it."""
+    import onnxruntime as ort
+
+    import convert.codec as codec_export
+
+    source = export_fp32[0] / "audio_tokenizer" / "quantizer_encoder.onnx"
+    monkeypatch.setattr(codec_export, "EXTERNAL_DATA_THRESHOLD", 0)
+    written = codec_export._save_graph(source, tmp_path / "quantizer_encoder.onnx")
+    assert [p.name for p in written] == ["quantizer_encoder.onnx", "quantizer_encoder.onnx.data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quantizer_encoder.onnx", "quantizer_encoder.onnx.data"]
+    rng = np.random.default_rng(0)
+    feed = {"acoustic_features": rng.standard_normal((1, 32, 4)).astype(np.float32),
+            "semantic_features": rng.standard_normal((1, 32, 4)).astype(np.float32)}
+    moved = ort.InferenceSession(str(written[0]), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    original = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    assert np.array_equal(moved, original)
