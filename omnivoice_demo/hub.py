@@ -863,8 +863,9 @@ class _HubResolver:
         except LocalEntryNotFoundError as exc:
             raise ModelNotAvailableError(_offline_help(
                 self.repo_id, self.precision,
-                f"Offline, and these files of {label} are not in the Hugging Face cache ({self.hf_cache}): "
-                f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")) from exc
+                f"The Hub cannot be used (offline or unreachable) and {len(missing)} of the {len(paths)} files "
+                f"of {label} ({_fmt_bytes(progress.bytes_total)}) are not in the Hugging Face cache "
+                f"({self.hf_cache}): {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}.")) from exc
         except (OSError, *_connection_errors()) as exc:
             raise ModelDownloadError(
                 f"Downloading {label} from {self.endpoint} failed ({type(exc).__name__}: {exc}). "

@@ -321,6 +321,10 @@ def test_offline_with_warm_cache_works_with_the_server_stopped(published_repo, t
     assert again == online
     assert any("could not be reached" in (e.notice or "") for e in events)
 
+    # another precision was never downloaded: the error names its files
+    with pytest.raises(ModelNotAvailableError, match=r"files of .*\(cuda/\).* not in the Hugging Face cache.*network access"):
+        resolve_model(REPO, precision="cuda", offline=True)
+
 
 def test_offline_with_cold_cache_says_what_is_missing_and_how_to_get_it(hf_env, server):
     with pytest.raises(ModelNotAvailableError) as info:
