@@ -1196,17 +1196,19 @@ def resolve_from_args(args: argparse.Namespace, progress: ProgressCallback | Non
 def console_progress(stream=None, interval: float = 0.5) -> ProgressCallback:
     """A progress callback that writes short lines to stderr (download lines at most every ``interval``)."""
     stream = stream or sys.stderr
-    state = {"last": 0.0}
+    state = {"last": 0.0, "stage": None, "message": None}
 
     def callback(event: ProgressEvent) -> None:
         now = time.monotonic()
         if event.notice:
             print(f"NOTE: {event.notice}", file=stream, flush=True)
             return
-        if event.stage == "download" and event.bytes_total and now - state["last"] < interval \
-                and event.bytes_done < event.bytes_total:
+        if event.message == state["message"]:
             return
-        state["last"] = now
+        throttled = event.stage == "download" and event.stage == state["stage"] and now - state["last"] < interval
+        if throttled and event.bytes_done < event.bytes_total:
+            return
+        state.update(last=now, stage=event.stage, message=event.message)
         fraction = event.fraction
         prefix = f"[{event.stage}{'' if fraction is None else f' {fraction * 100:5.1f}%'}]"
         print(f"{prefix} {event.message}", file=stream, flush=True)
