@@ -74,6 +74,7 @@ log = logging.getLogger(__name__)
 DEFAULT_REPO = "onnx-community/OmniVoice-Onnx"
 DEFAULT_CHECKPOINT_REPO = "k2-fsa/OmniVoice"
 PRECISIONS = ("int4", "fp16", "fp32", "cuda")
+DEFAULT_PRECISION = "int4"
 #: precision asked for -> convert profile (``convert.pipeline.PROFILES``) and our manifest's "profile"
 PRECISION_PROFILES = {"int4": "cpu", "fp16": "cpu_fp16", "fp32": "cpu_fp32", "cuda": "gpu"}
 #: folder names that mean a precision (the published layout: int4/, cuda/, fp16 at the root)
@@ -1124,7 +1125,7 @@ def parse_spec(spec: str | os.PathLike | None, build: bool = False) -> tuple[str
         f"{text!r} is neither an existing folder nor a Hub repo id (owner/name[@revision]).")
 
 
-def resolve_model(spec: str | os.PathLike | None = None, precision: str = "int4",
+def resolve_model(spec: str | os.PathLike | None = None, precision: str | None = None,
                   cache_dir: str | os.PathLike | None = None, offline: bool | None = None, build: bool = False,
                   progress: ProgressCallback | None = None, *, revision: str | None = None,
                   checksums: bool = True, force_download: bool = False) -> ResolvedModel:
@@ -1142,13 +1143,17 @@ def resolve_model(spec: str | os.PathLike | None = None, precision: str = "int4"
     ``BuildExtrasMissingError`` and ``ModelFolderError`` (a file is corrupt or missing;
     the message names it).
     """
+    kind, value, spec_revision = parse_spec(spec, build)
+    if precision is None:
+        # a model folder given as it is keeps its own precision; otherwise the default
+        precision = (precision_of_manifest(_read_json(value / MANIFEST_NAME)) if kind == "local" and not build
+                     else None) or DEFAULT_PRECISION
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     offline = env_offline() if offline is None else bool(offline)
     cache = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     reporter = _Reporter(progress)
-    kind, value, spec_revision = parse_spec(spec, build)
     revision = revision or spec_revision
     with _hf_session(offline):
         if build:
@@ -1169,8 +1174,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     group.add_argument("--model", default=None, metavar="DIR|REPO",
                        help=f"a model folder, or a Hub repo id[@revision] (default {DEFAULT_REPO}; "
                             f"with --build: the PyTorch checkpoint, default {DEFAULT_CHECKPOINT_REPO})")
-    group.add_argument("--precision", default="int4", choices=PRECISIONS,
-                       help="which model folder to use (default int4)")
+    group.add_argument("--precision", default=None, choices=PRECISIONS,
+                       help=f"which model folder to use (default: a model folder's own, else {DEFAULT_PRECISION})")
     group.add_argument("--offline", action="store_const", const=True, default=None,
                        help="use only what is cached (default: HF_HUB_OFFLINE)")
     group.add_argument("--build", action="store_true",
@@ -1186,7 +1191,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 def resolve_from_args(args: argparse.Namespace, progress: ProgressCallback | None = None) -> ResolvedModel:
     """``resolve_model`` with the values of ``add_model_arguments``; progress goes to stderr by default."""
     return resolve_model(
-        getattr(args, "model", None), precision=getattr(args, "precision", "int4"),
+        getattr(args, "model", None), precision=getattr(args, "precision", None),
         cache_dir=getattr(args, "model_cache", None), offline=getattr(args, "offline", None),
         build=getattr(args, "build", False), progress=progress or console_progress(),
         force_download=getattr(args, "force_download", False),
