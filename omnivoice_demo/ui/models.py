@@ -1,0 +1,257 @@
+"""The app's models: resolve (download, repair, build) and load in the background, keep several loaded.
+
+The app starts serving before any model is loaded; ``ModelManager.start_load``
+runs ``hub.resolve_model`` and ``OmniVoiceEngine`` in a thread while the model
+bar shows its progress (``status()``).  Several models can stay loaded (the
+Benchmark tab compares them); one is *active* for Speak, Clone and Codec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+import re
+import threading
+import time
+from collections import OrderedDict
+from typing import Optional
+
+from ..engine import OmniVoiceEngine
+
+log = logging.getLogger(__name__)
+
+MODEL_CARD = "https://huggingface.co/k2-fsa/OmniVoice"
+CODEC_CARD = "https://huggingface.co/bosonai/higgs-audio-v2-tokenizer"
+
+
+class ModelNotReady(ValueError):
+    """No model can serve a request now; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    label: str
+    engine: OmniVoiceEngine
+    folder: pathlib.Path
+    source: str
+    precision: str
+    provider: str
+    repaired: bool
+    notices: list[str]
+    licence: str
+    load_seconds: float
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def summary(self) -> str:
+        return f"{self.label} ({self.engine.profile}, {self.provider})"
+
+
+@dataclasses.dataclass
+class LoadStatus:
+    state: str = "idle"            # idle | loading | ready | error
+    message: str = ""
+    stage: str = ""
+    fraction: Optional[float] = None
+    notices: list[str] = dataclasses.field(default_factory=list)
+    request: str = ""
+    started: float = 0.0
+
+
+def licence_text(folder: pathlib.Path) -> str:
+    """What the folder says about the weights' licence (a LICENSE file or a model card's ``license:``)."""
+    for place in (folder, folder.parent):
+        for name in ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE"):
+            path = place / name
+            if path.is_file():
+                first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+                return f"{first[0].strip() if first else 'see the file'} ({path})"
+        card = place / "README.md"
+        if card.is_file():
+            text = card.read_text(encoding="utf-8", errors="replace")
+            match = re.search(r"^---\s*$(.*?)^---\s*$", text, re.S | re.M)
+            if match:
+                lic = re.search(r"^license:\s*(\S+)", match.group(1), re.M)
+                if lic:
+                    return f"{lic.group(1)} (from the model card {card})"
+    return (f"not stated in the model folder; the weights' licence is that of the OmniVoice model card "
+            f"({MODEL_CARD}) and the Higgs audio codec's ({CODEC_CARD}); read them before using the audio.")
+
+
+def available_providers() -> list[str]:
+    import onnxruntime as ort
+
+    names = ort.get_available_providers()
+    return ["cpu"] + (["cuda"] if "CUDAExecutionProvider" in names else [])
+
+
+class ModelManager:
+    """Loaded models, the active one, and the background loader's status."""
+
+    def __init__(self, provider: str = "cpu", threads: Optional[int] = None, cache_dir=None,
+                 offline: Optional[bool] = None, max_loaded: int = 3):
+        self.provider = provider
+        self.threads = threads
+        self.cache_dir = cache_dir
+        self.offline = offline
+        self.max_loaded = max_loaded
+        self.models: "OrderedDict[str, LoadedModel]" = OrderedDict()
+        self.active: Optional[str] = None
+        self.status = LoadStatus()
+        self._lock = threading.RLock()
+        self._thread: Optional[threading.Thread] = None
+
+    # --- loading ----------------------------------------------------------------------
+
+    @property
+    def loading(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start_load(self, spec: Optional[str], precision: str = "int4", provider: Optional[str] = None,
+                   offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> bool:
+        """Resolve and load in a thread; False when a load is already running."""
+        with self._lock:
+            if self.loading:
+                return False
+            self._set_status(state="loading", message="starting", stage="resolve", fraction=None, notices=[],
+                             request=self._describe_request(spec, precision, build), started=time.monotonic())
+            self._thread = threading.Thread(target=self._load_quietly, name="omnivoice-model-loader", daemon=True,
+                                            args=(spec, precision, provider, offline, build, force_download))
+            self._thread.start()
+            return True
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _load_quietly(self, *args) -> None:
+        try:
+            self.load(*args)
+        except Exception:  # load() has recorded the message in the status
+            log.debug("model load failed", exc_info=True)
+
+    def load(self, spec: Optional[str], precision: str = "int4", provider: Optional[str] = None,
+             offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> LoadedModel:
+        """Resolve ``spec`` (``hub.resolve_model``), open the engine, make it active.  Raises on failure."""
+        from .. import hub
+
+        provider = provider or self.provider
+        request = self._describe_request(spec, precision, build)
+        with self._lock:
+            if self.status.state != "loading":
+                self._set_status(state="loading", message="starting", stage="resolve", fraction=None, notices=[],
+                                 request=request, started=time.monotonic())
+        try:
+            if provider not in available_providers():
+                raise hub.ModelNotAvailableError(
+                    f"The {provider} provider is not available in this onnxruntime "
+                    f"({', '.join(available_providers())} are); choose cpu, or install onnxruntime-gpu.")
+            started = time.perf_counter()
+            folder = hub.resolve_model(spec, precision=precision, cache_dir=self.cache_dir,
+                                       offline=self.offline if offline is None else offline, build=build,
+                                       progress=self._on_progress, force_download=force_download)
+            self._set_status(stage="load", message=f"opening the ONNX sessions in {folder}", fraction=None)
+            engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size")
+            notices = list(getattr(folder, "notices", []) or [])
+            loaded = LoadedModel(
+                label=self._label(precision, provider, folder), engine=engine, folder=pathlib.Path(folder),
+                source=getattr(folder, "source", "") or str(spec or hub.DEFAULT_REPO), precision=precision,
+                provider=provider, repaired=bool(getattr(folder, "repaired", False)), notices=notices,
+                licence=licence_text(pathlib.Path(folder)), load_seconds=time.perf_counter() - started)
+        except Exception as exc:
+            message = str(exc) if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, ValueError):
+                log.exception("loading %s failed", request)
+            self._set_status(state="error", message=message, stage="error", fraction=None)
+            raise
+        with self._lock:
+            self.models[loaded.label] = loaded
+            self.models.move_to_end(loaded.label)
+            while len(self.models) > self.max_loaded:
+                oldest = next(iter(self.models))
+                if oldest == loaded.label:
+                    break
+                self.models.pop(oldest)
+            self.active = loaded.label
+            self._set_status(state="ready", message=f"ready in {loaded.load_seconds:.1f} s", stage="ready",
+                             fraction=1.0, notices=notices)
+        return loaded
+
+    def add(self, engine: OmniVoiceEngine, label: Optional[str] = None, precision: str = "") -> LoadedModel:
+        """Register an engine opened elsewhere (tests, embedding the UI in another program)."""
+        loaded = LoadedModel(label=label or self._label(precision or engine.profile, engine.provider, engine.folder),
+                             engine=engine, folder=engine.folder, source=str(engine.folder),
+                             precision=precision or engine.profile, provider=engine.provider, repaired=False,
+                             notices=[], licence=licence_text(engine.folder), load_seconds=0.0)
+        with self._lock:
+            self.models[loaded.label] = loaded
+            self.active = loaded.label
+            self._set_status(state="ready", message="ready", stage="ready", fraction=1.0)
+        return loaded
+
+    def _label(self, precision: str, provider: str, folder) -> str:
+        base = f"{precision} · {provider} · {pathlib.Path(folder).name}"
+        label, n = base, 2
+        while label in self.models and self.models[label].folder != pathlib.Path(folder):
+            label, n = f"{base} ({n})", n + 1
+        return label
+
+    @staticmethod
+    def _describe_request(spec, precision, build) -> str:
+        from .. import hub
+
+        what = str(spec) if spec else (hub.DEFAULT_CHECKPOINT_REPO if build else hub.DEFAULT_REPO)
+        return f"{what} ({precision}{', build' if build else ''})"
+
+    def _on_progress(self, event) -> None:
+        fields = dict(stage=event.stage, message=event.message, fraction=event.fraction)
+        with self._lock:
+            if event.notice and event.notice not in self.status.notices:
+                self.status.notices.append(event.notice)
+            self._set_status(**fields)
+
+    def _set_status(self, **fields) -> None:
+        with self._lock:
+            for key, value in fields.items():
+                setattr(self.status, key, value)
+
+    # --- use --------------------------------------------------------------------------
+
+    def get(self, label: Optional[str] = None) -> LoadedModel:
+        """The active model (or ``label``); ``ModelNotReady`` with what to do when there is none."""
+        with self._lock:
+            if label:
+                if label not in self.models:
+                    raise ModelNotReady(f"The model {label!r} is not loaded; load it in the Model tab.")
+                return self.models[label]
+            if self.active and self.active in self.models:
+                return self.models[self.active]
+            status = self.status
+        if status.state == "loading":
+            fraction = f" {status.fraction * 100:.0f}%" if status.fraction is not None else ""
+            raise ModelNotReady(f"The model is still loading ({status.stage}{fraction}: {status.message}). "
+                                "Try again when the model bar says it is ready.")
+        if status.state == "error":
+            raise ModelNotReady(f"No model is loaded: {status.message}")
+        raise ModelNotReady("No model is loaded. Open the Model tab, choose a model folder or Hub repo and "
+                            "press Load (or start the app with --model DIR).")
+
+    def set_active(self, label: str) -> LoadedModel:
+        with self._lock:
+            if label not in self.models:
+                raise ModelNotReady(f"The model {label!r} is not loaded.")
+            self.active = label
+            return self.models[label]
+
+    def unload(self, label: str) -> None:
+        with self._lock:
+            self.models.pop(label, None)
+            if self.active == label:
+                self.active = next(reversed(self.models), None) if self.models else None
+                if self.active is None:
+                    self.status = LoadStatus(message="no model loaded")
+
+    def labels(self) -> list[str]:
+        with self._lock:
+            return list(self.models)
