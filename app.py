@@ -1,0 +1,66 @@
+"""OmniVoice ONNX Studio: the Gradio app (also the ``app_file`` of a Hugging Face Space).
+
+    python app.py [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
+                  [--host 127.0.0.1] [--port 7860] [--share] [--inbrowser] [--offline]
+
+The page is served at once; the model is resolved (found in the cache,
+downloaded, repaired or built) and loaded in the background while the model
+bar shows the progress.  Without ``--model`` the default Hub repo is used.
+Listens on the loopback interface unless ``--host`` says otherwise (on a Space,
+GRADIO_SERVER_NAME sets it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    from omnivoice_demo.hub import add_model_arguments
+
+    parser = argparse.ArgumentParser(prog="app.py", description="OmniVoice ONNX Studio (Gradio app)")
+    add_model_arguments(parser)
+    parser.add_argument("--provider", default="cpu", choices=["cpu", "cuda"],
+                        help="ONNX Runtime execution provider (default cpu)")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="interface to listen on (default 127.0.0.1: this machine only; 0.0.0.0: the network)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+                        help="port (default 7860)")
+    parser.add_argument("--share", action="store_true", help="also make a temporary public gradio.live link")
+    parser.add_argument("--inbrowser", action="store_true", help="open the app in the default browser")
+    parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def make_studio(args: argparse.Namespace):
+    from omnivoice_demo.ui import ModelManager, Studio, VoiceLibrary
+
+    manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
+                           offline=args.offline)
+    # on a shared Space every visitor would see every saved voice: keep them per browser session there
+    voices = VoiceLibrary(private=bool(os.environ.get("SPACE_ID")))
+    return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb)
+
+
+def main(argv=None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    args = parse_args(argv)
+    from omnivoice_demo.ui import layout
+
+    studio = make_studio(args)
+    demo = layout.build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
+    # resolve and load in the background: the page is up before the model is
+    studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,
+                             args.force_download)
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
+                css=layout.css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
+                allowed_paths=[str(studio.out_dir)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
