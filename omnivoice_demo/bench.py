@@ -220,20 +220,30 @@ def run_published_style_system(folder: str, case: str, text: str, steps: int, re
 
     import onnx
 
-    from .engine import OmniVoiceEngine
+    from .duration import plan_target_frames
     from .onnx_model import OmniVoiceOnnx
     from .repair import attention_nodes
+    from .text import build_condition_ids, load_text_tokenizer
 
     _, duration, _ = CASES[case]
-    engine = OmniVoiceEngine(folder, threads=threads, verify="none")
-    plan = engine.prepare(text, duration=duration, num_step=steps, seed=seed)
-    frames = plan.target_frames
-    ids, mask = engine._rows(plan.chunks[0], frames, None, None, plan)
-    with tempfile.TemporaryDirectory() as tmp:
+    frames, _ = plan_target_frames(text, duration=duration)
+    # the conditional row as the engine builds it; the published loop has no language/instruct, but the
+    # few style tokens do not change the cost
+    text_ids = build_condition_ids(text, load_text_tokenizer(folder))
+    ids = np.concatenate([np.broadcast_to(text_ids, (8, len(text_ids))),
+                          np.full((8, frames), 1024, dtype=np.int64)], axis=1)[np.newaxis]
+    mask = np.zeros((1, ids.shape[-1]), dtype=bool)
+    mask[0, len(text_ids):] = True
+    # a causal copy beside the folder: hard links (onnxruntime refuses external data reached through a
+    # symlink that leaves the model's folder), a copy where links are not possible
+    with tempfile.TemporaryDirectory(dir=pathlib.Path(folder).resolve().parent) as tmp:
         causal = pathlib.Path(tmp)
         for item in pathlib.Path(folder).iterdir():
             if item.is_file() and item.name != "llm_decoder.onnx":
-                os.symlink(item, causal / item.name)
+                try:
+                    os.link(item, causal / item.name)
+                except OSError:
+                    shutil.copy2(item, causal / item.name)
         graph = onnx.load(str(pathlib.Path(folder) / "llm_decoder.onnx"), load_external_data=False)
         for node in attention_nodes(graph):
             for attribute in node.attribute:
