@@ -1,0 +1,39 @@
+"""The benchmark runs end to end on the tiny model: every system, the table, the JSON."""
+
+from __future__ import annotations
+
+import json
+
+from omnivoice_demo import bench
+
+
+def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder, tiny_checkpoint, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    code = bench.main(["--model", str(tiny_fp32_folder), "--model", str(tiny_int4_folder), "--reference",
+                       str(tiny_checkpoint), "--case", "auto", "--steps", "2", "--published-style",
+                       "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "GEMM fp32" in printed and "speedup_vs_pytorch" in printed
+    report = json.loads(out.read_text())
+    rows = {row["system"]: row for row in report["cases"]["auto"]["rows"]}
+    assert not [row for row in rows.values() if "error" in row], rows
+    assert {"engine:cpu_fp32", "engine:cpu", "pytorch"} <= set(rows)
+    assert any(name.startswith("published-style") for name in rows)
+    fp32 = rows["engine:cpu_fp32"]
+    assert fp32["total_s"] > 0 and fp32["rtf"] > 0 and fp32["peak_rss_mb"] > 0
+    assert 0 < fp32["gemm_fraction"] and fp32["gemm_reference"] == "fp32"
+    assert rows["engine:cpu"]["gemm_reference"] == "int8"
+    assert rows["pytorch"]["speedup_vs_pytorch"] == 1.0
+    assert report["gemm"]["fp32"] > 0 and report["gemm"]["int8"] > 0
+
+
+def test_backbone_flops_counts_matrix_products_and_attention():
+    dims = dict(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, head_dim=128,
+                num_key_value_heads=8, intermediate_size=3072)
+    one = bench.backbone_flops(dims, [100])
+    # per layer: q/k/v/o projections 2*L*1024*(2048+2048) + 2*L*2048*1024, MLP 3*2*L*1024*3072,
+    # attention 4*L^2*2048
+    per_layer = 2 * 100 * 1024 * 4096 + 2 * 100 * 2048 * 1024 + 6 * 100 * 1024 * 3072 + 4 * 100 * 100 * 2048
+    assert one == 28 * per_layer
+    assert bench.backbone_flops(dims, [100, 50]) > one
