@@ -151,6 +151,12 @@ class OmniVoiceEngine:
         if verify != "none":
             verify_files(self.folder, self.manifest, checksums=verify == "sha256")
         self.provider, self.threads = provider, threads
+        if self.manifest.get("execution_provider") == "cuda" and provider != "cuda":
+            raise ModelFolderError(
+                f"{self.folder} was built for the CUDA provider (profile {self.profile}): its backbone uses "
+                "attention features onnxruntime implements only on CUDA. Use provider='cuda' on a machine "
+                "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
+            )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
         if not self.model.attends_bidirectionally():
             raise ModelFolderError(

@@ -211,3 +211,25 @@ def test_cli_rejects_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
 
     assert main(["--model", str(tmp_path), "--output", str(tmp_path / "out"), "--device", "cpu_fp32"]) == 2
     assert "not an OmniVoice checkpoint folder" in capsys.readouterr().err
+
+
+def test_gpu_profile_builds_bidirectional_fp16_for_cuda(tiny_checkpoint, tmp_path):
+    """The gpu profile cannot run on this CPU machine (its GQA fuses the Q/K norms, a CUDA-only
+    feature); check what can be checked here: fp16 graphs, every GQA node bidirectional, and a
+    clear refusal by the CPU engine."""
+    import onnx
+
+    from convert.pipeline import convert_checkpoint
+    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo.repair import attention_nodes
+
+    folder = convert_checkpoint(tiny_checkpoint, tmp_path / "gpu", profile="gpu", include_codec=False,
+                                progress=lambda line: None)
+    manifest = load_manifest(folder)
+    assert manifest["execution_provider"] == "cuda" and manifest["backbone_attention"] == "bidirectional"
+    graph = onnx.load(str(folder / "llm_decoder.onnx"), load_external_data=False)
+    assert not is_causal_graph(graph) and attention_nodes(graph)
+    embeds = {i.name: i.type.tensor_type.elem_type for i in graph.graph.input}["inputs_embeds"]
+    assert embeds == onnx.TensorProto.FLOAT16
+    with pytest.raises(ModelFolderError, match="built for the CUDA provider"):
+        OmniVoiceEngine(folder)
