@@ -27,8 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     codec.add_argument("--higgs-only", action="store_true", help="build only the audio codec graphs")
     parser.add_argument("--higgs-precision", choices=["fp16", "fp32"], default=None,
                         help="codec precision (default: the profile's)")
-    parser.add_argument("--int4-accuracy-level", type=int, choices=[0, 1, 2, 3, 4], default=None,
-                        help="MatMulNBits accuracy level for the int4 backbone (4 = int8 activations)")
+    parser.add_argument("--int4-accuracy-level", type=int, choices=[1, 2, 3, 4], default=None,
+                        help="MatMulNBits accuracy level of the int4 backbone: 1 = fp32 activations, 4 = int8 (the CPU default)")
+    parser.add_argument("--int4-block-size", type=int, choices=[16, 32, 64, 128], default=32,
+                        help="int4 block size (default 32; 128 is smaller and loses quality)")
     parser.add_argument("--causal", action="store_true",
                         help="keep genai's causal attention (the published export's mistake; for tests only)")
     args = parser.parse_args(argv)
@@ -38,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             args.model, args.output, profile=args.device, include_codec=args.include_higgs,
             codec_only=args.higgs_only, codec_precision=args.higgs_precision,
             bidirectional=not args.causal, int4_accuracy_level=args.int4_accuracy_level,
+            int4_block_size=args.int4_block_size,
         )
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -72,7 +72,7 @@ class StageProgress:
 
 def olive_workflow(checkpoint_dir: pathlib.Path, loader: str, dummy_inputs: str, io_config: dict,
                    precision: str, output_dir: pathlib.Path, cache_dir: pathlib.Path,
-                   int4_accuracy_level: int = 0) -> dict:
+                   int4_accuracy_level: int = 0, int4_block_size: int = INT4_BLOCK_SIZE) -> dict:
     """An Olive workflow, as a dict, that exports one wrapper of convert/graphs.py."""
     passes = {
         "conversion": {
@@ -90,7 +90,7 @@ def olive_workflow(checkpoint_dir: pathlib.Path, loader: str, dummy_inputs: str,
         passes["int4"] = {
             "type": "OnnxBlockWiseRtnQuantization",
             "bits": 4,
-            "block_size": INT4_BLOCK_SIZE,
+            "block_size": int4_block_size,
             "is_symmetric": True,
             "accuracy_level": int4_accuracy_level,
         }
@@ -140,12 +140,13 @@ def save_single_file(model, destination: pathlib.Path, inline_limit: int = 1 << 
 
 
 def export_audio_embeddings(checkpoint_dir, output: pathlib.Path, precision: str, work: pathlib.Path,
-                            int4_accuracy_level: int = 0) -> pathlib.Path:
+                            int4_accuracy_level: int = 0, int4_block_size: int = INT4_BLOCK_SIZE) -> pathlib.Path:
     from convert.graphs import AUDIO_EMBEDDINGS_IO
 
     io = {k: v for k, v in AUDIO_EMBEDDINGS_IO.items() if k in ("input_names", "output_names", "dynamic_axes")}
     workflow = olive_workflow(checkpoint_dir, "load_audio_embeddings", "audio_embeddings_dummy_inputs", io,
-                              precision, work / "embeddings", work / "olive-cache", int4_accuracy_level)
+                              precision, work / "embeddings", work / "olive-cache", int4_accuracy_level,
+                              int4_block_size)
     return run_olive(workflow, output / BACKBONE_GRAPHS["audio_embeddings"])
 
 
@@ -184,7 +185,8 @@ def write_bare_qwen3(checkpoint_dir: pathlib.Path, destination: pathlib.Path) ->
 
 
 def build_backbone(checkpoint_dir: pathlib.Path, output: pathlib.Path, precision: str, execution_provider: str,
-                   work: pathlib.Path, bidirectional: bool = True, int4_accuracy_level: int | None = None) -> dict:
+                   work: pathlib.Path, bidirectional: bool = True, int4_accuracy_level: int | None = None,
+                   int4_block_size: int = INT4_BLOCK_SIZE) -> dict:
     """``llm_decoder.onnx`` + ``genai_config.json`` via onnxruntime-genai's builder."""
     import onnx
     from onnxruntime_genai.models.builder import create_model, parse_extra_options
@@ -194,9 +196,9 @@ def build_backbone(checkpoint_dir: pathlib.Path, output: pathlib.Path, precision
     build_dir = work / "genai"
     options = ["exclude_embeds=true", "exclude_lm_head=true", f"filename={BACKBONE_GRAPHS['backbone']}"]
     if precision == "int4":
-        options.append(f"int4_block_size={INT4_BLOCK_SIZE}")
+        options.append(f"block_size={int4_block_size}")
         if int4_accuracy_level is not None:
-            options.append(f"int4_accuracy_level={int4_accuracy_level}")
+            options.append(f"accuracy_level={int4_accuracy_level}")
     # model_name is only a label here: the weights come from input_path
     args = ("Qwen/Qwen3-0.6B", str(qwen_dir), str(build_dir), precision, execution_provider,
             str(work / "genai-cache"))
@@ -210,7 +212,10 @@ def build_backbone(checkpoint_dir: pathlib.Path, output: pathlib.Path, precision
     data_name = BACKBONE_GRAPHS["backbone"] + ".data"
     shutil.move(str(build_dir / data_name), str(output / data_name))
     shutil.copy2(build_dir / "genai_config.json", output / "genai_config.json")
-    return {"llm_config": llm_config, "causal": is_causal_graph(model)}
+    levels = {attr.i for node in model.graph.node if node.op_type == "MatMulNBits"
+              for attr in node.attribute if attr.name == "accuracy_level"}
+    return {"llm_config": llm_config, "causal": is_causal_graph(model),
+            "accuracy_level": levels.pop() if len(levels) == 1 else None}
 
 
 # --- the whole folder --------------------------------------------------------------------
@@ -239,7 +244,7 @@ def model_constants(checkpoint_dir: pathlib.Path, llm_config: dict) -> dict:
 
 def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", include_codec: bool = True,
                        codec_only: bool = False, codec_precision: str | None = None, bidirectional: bool = True,
-                       int4_accuracy_level: int | None = None,
+                       int4_accuracy_level: int | None = None, int4_block_size: int = INT4_BLOCK_SIZE,
                        progress: Callable[[str], None] | None = None) -> pathlib.Path:
     """Build the ONNX folder for ``profile`` from an OmniVoice PyTorch checkpoint folder.
 
@@ -260,15 +265,17 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
 
     with tempfile.TemporaryDirectory(prefix="omnivoice-convert-") as tmp:
         work = pathlib.Path(tmp)
-        info = {"llm_config": None, "causal": None}
+        info = {"llm_config": None, "causal": None, "accuracy_level": None}
         if not codec_only:
             step(f"audio embeddings ({spec.audio_embeddings}) with Olive")
-            export_audio_embeddings(checkpoint_dir, output, spec.audio_embeddings, work, int4_accuracy_level or 0)
+            export_audio_embeddings(checkpoint_dir, output, spec.audio_embeddings, work, int4_accuracy_level or 0,
+                                    int4_block_size)
             step(f"audio heads ({spec.audio_heads}) with Olive")
             export_audio_heads(checkpoint_dir, output, spec.audio_heads, work)
             step(f"backbone ({spec.backbone}, {spec.execution_provider}) with onnxruntime-genai")
             info = build_backbone(checkpoint_dir, output, spec.backbone, spec.execution_provider, work,
-                                  bidirectional=bidirectional, int4_accuracy_level=int4_accuracy_level)
+                                  bidirectional=bidirectional, int4_accuracy_level=int4_accuracy_level,
+                                  int4_block_size=int4_block_size)
             step("tokenizer files")
             for name in ("tokenizer.json", "tokenizer_config.json"):
                 shutil.copy2(checkpoint_dir / name, output / name)
@@ -288,8 +295,8 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
             "backbone": spec.backbone,
             "audio_heads": spec.audio_heads,
             "codec": codec_precision if include_codec else None,
-            "int4_block_size": INT4_BLOCK_SIZE if "int4" in (spec.backbone, spec.audio_embeddings) else None,
-            "int4_accuracy_level": int4_accuracy_level,
+            "int4_block_size": int4_block_size if "int4" in (spec.backbone, spec.audio_embeddings) else None,
+            "int4_accuracy_level": info["accuracy_level"],
         },
         "execution_provider": spec.execution_provider,
         "backbone_attention": "causal" if info["causal"] else "bidirectional",
