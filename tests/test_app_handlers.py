@@ -116,8 +116,9 @@ def test_random_seed_is_written_back(studio):
 
 
 def test_long_text_plays_its_chunks_as_they_finish(studio):
-    text = "First sentence is here. Second sentence follows it. Third one ends the test."
-    updates = _run(h.speak(studio, text, dict(num_step=2, randomize=False, seed=1, duration=35.0), []))
+    text = " ".join(f"Sentence number {n} of the long text goes on for a while here." for n in
+                    ("one", "two", "three", "four", "five", "six", "seven", "eight"))  # ~30 s: 3 chunks
+    updates = _run(h.speak(studio, text, dict(num_step=2, randomize=False, seed=1), []))
     chunk_updates = [u["chunks"] for u in updates if u.get("chunks")]
     assert len(chunk_updates) >= 2
     # chunk k is offered before the generation ends, and each update lists all finished chunks

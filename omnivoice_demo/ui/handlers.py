@@ -361,7 +361,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(0.0, "Starting…", f"{first} · {plan.target_frames / 25:.1f} s of speech"
                                      f"{f' in {num_chunks} chunks' if num_chunks > 1 else ''}"),
            "grid": pictures.code_grid(np.full((8, max(1, plan.target_frames if num_chunks == 1 else 1)), 1024)),
-           "chunks": "", "seed": seed}
+           "chunks": "", "seed": seed, "audio": None, "files": None, "info": ""}
 
     stream = engine.stream(text, voice=voice, **kwargs)
     finished: list[np.ndarray] = []
@@ -397,6 +397,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                 result = event
     finally:
         stream.close()  # stops the engine within a step when the run is cancelled
+        if result is None:
+            log.info("generation %s stopped before the end (%d of %d chunks done)", run_id, len(finished), num_chunks)
     if result is None:
         return
     stem = f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab.lower()}-{result.seed}-{run_id}"

@@ -166,7 +166,7 @@ def _emit(mapping: dict, update: dict) -> dict:
 
 # --- the app ------------------------------------------------------------------------------
 
-def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: str = "int4",
+def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: Optional[str] = None,
               provider: str = "cpu", queue_size: int = 16) -> gr.Blocks:
     """The Blocks (queue configured).  Launch with ``launch(css=layout.css(), max_file_size=...)``."""
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(3600, 6 * 3600)) as demo:
@@ -252,9 +252,10 @@ def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: str
                 bench_go = gr.Button("Run benchmark", variant="primary", elem_id="bench-go")
                 bench_machine = gr.Markdown("")
                 bench_table = gr.Dataframe(headers=h.BENCH_COLUMNS, interactive=False, label="Results (seconds; "
-                                           "per step in ms; RTF < 1 is faster than real time)")
-                bench_chart = gr.Image(label="Seconds per stage", type="pil", format="png", interactive=False)
-                bench_csv = gr.File(label="CSV", interactive=False)
+                                           "per step in ms; RTF < 1 is faster than real time)", elem_id="bench-table")
+                bench_chart = gr.Image(label="Seconds per stage", type="pil", format="png", interactive=False,
+                                       elem_id="bench-chart")
+                bench_csv = gr.File(label="CSV", interactive=False, elem_id="bench-csv")
 
             # ---------------------------------------------------------------- Model
             with gr.Tab("Model", id="model"):
@@ -265,7 +266,9 @@ def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: str
                 with gr.Row():
                     model_spec_box = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo",
                                                 scale=3, elem_id="model-spec")
-                    model_precision = gr.Radio(list(PRECISIONS), value=precision, label="Precision")
+                    model_precision = gr.Radio(["auto"] + list(PRECISIONS), value=precision or "auto",
+                                               label="Precision",
+                                               info="auto: a model folder's own, else int4 from the Hub")
                     model_provider = gr.Radio(["cpu", "cuda"], value=provider, label="Provider",
                                               info=f"available here: {', '.join(available_providers())}")
                 with gr.Row():
@@ -308,11 +311,14 @@ def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: str
                             queue=False, show_progress="hidden", api_visibility="private")
             event = go.click(fn, inputs=info_inputs | fn.extra_inputs | {history}, outputs=list(names.values()),
                              concurrency_id=ENGINE_GROUP, concurrency_limit=1, show_progress="minimal",
-                             show_progress_on=[outputs["progress"]], api_visibility="private")
+                             show_progress_on=[outputs["info"]], api_visibility="private")
             event.then(info, inputs=info_inputs, outputs=text_parts["text_info"], show_progress="hidden",
                        api_visibility="private", queue=False)
-            stop.click(lambda: h.progress_html(0.0, "Stopped.", "The generation was cancelled.", state="idle"),
-                       outputs=outputs["progress"], cancels=[event], queue=False, api_visibility="private")
+            # cancel first (Gradio closes the handler's generator, which closes the engine's within a
+            # step), then say so once the cancelled run can send nothing more
+            stop.click(None, cancels=[event], api_visibility="private", queue=False).then(
+                lambda: h.progress_html(0.0, "Stopped.", "The generation was cancelled.", state="idle"),
+                outputs=outputs["progress"], api_visibility="private", queue=False, show_progress="hidden")
             fn.names = names
 
         speak_names = {}

@@ -107,7 +107,7 @@ class ModelManager:
     def loading(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start_load(self, spec: Optional[str], precision: str = "int4", provider: Optional[str] = None,
+    def start_load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
                    offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> bool:
         """Resolve and load in a thread; False when a load is already running."""
         with self._lock:
@@ -131,12 +131,15 @@ class ModelManager:
         except Exception:  # load() has recorded the message in the status
             log.debug("model load failed", exc_info=True)
 
-    def load(self, spec: Optional[str], precision: str = "int4", provider: Optional[str] = None,
+    def load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
              offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> LoadedModel:
-        """Resolve ``spec`` (``hub.resolve_model``), open the engine, make it active.  Raises on failure."""
+        """Resolve ``spec`` (``hub.resolve_model``), open the engine, make it active.  Raises on failure.
+
+        ``precision`` None (or "auto"): a model folder's own precision, else the Hub default."""
         from .. import hub
 
         provider = provider or self.provider
+        precision = None if precision in (None, "", "auto") else precision
         request = self._describe_request(spec, precision, build)
         with self._lock:
             if self.status.state != "loading":
@@ -154,6 +157,7 @@ class ModelManager:
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder}", fraction=None)
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size")
             notices = list(getattr(folder, "notices", []) or [])
+            precision = getattr(folder, "precision", None) or precision or engine.profile
             loaded = LoadedModel(
                 label=self._label(precision, provider, folder), engine=engine, folder=pathlib.Path(folder),
                 source=getattr(folder, "source", "") or str(spec or hub.DEFAULT_REPO), precision=precision,
@@ -202,7 +206,7 @@ class ModelManager:
         from .. import hub
 
         what = str(spec) if spec else (hub.DEFAULT_CHECKPOINT_REPO if build else hub.DEFAULT_REPO)
-        return f"{what} ({precision}{', build' if build else ''})"
+        return f"{what} ({precision or 'auto precision'}{', build' if build else ''})"
 
     def _on_progress(self, event) -> None:
         fields = dict(stage=event.stage, message=event.message, fraction=event.fraction)
