@@ -1,0 +1,156 @@
+"""``python app.py`` served on 127.0.0.1, driven by gradio_client on every named endpoint."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from app_server import AppProcess, shared_app, wait_model_ready
+from signals import speech_like
+
+gradio_client = pytest.importorskip("gradio_client")
+from gradio_client import Client, handle_file  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+ENDPOINTS = ("/speak", "/clone", "/codec", "/decode", "/benchmark")
+
+
+@pytest.fixture(scope="module")
+def app(tiny_fp32_folder, tmp_path_factory, request):
+    return shared_app(tiny_fp32_folder, tmp_path_factory.mktemp("app"), request.config)
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    client = Client(app.url, verbose=False)
+    wait_model_ready(client)
+    return client
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("api-ref") / "reference.ogg"
+    sf.write(path, speech_like(3.0, 22050, seed=5, channels=2).T, 22050, format="OGG")
+    return str(path)
+
+
+def test_app_serves_in_seconds_before_the_model(app):
+    assert app.serving_after is not None and app.serving_after < 30, app.log_text()
+
+
+def test_every_endpoint_is_named_with_defaults_but_the_main_input(client):
+    info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for name in ENDPOINTS:
+        assert name in info
+    main = {"/speak": "text", "/clone": "reference", "/codec": "audio", "/decode": "codes", "/benchmark": None}
+    for name, first in main.items():
+        for parameter in info[name]["parameters"]:
+            required = not parameter["parameter_has_default"]
+            assert required == (parameter["parameter_name"] == first), (name, parameter["parameter_name"])
+
+
+def test_speak(client):
+    path = client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak")
+    audio, rate = sf.read(path)
+    assert rate == 24000 and audio.ndim == 1 and len(audio) > 4800
+    again, _ = sf.read(client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak"))
+    np.testing.assert_array_equal(audio, again)
+
+
+def test_speak_with_defaults_only(client):
+    audio, rate = sf.read(client.predict(text="Only the text.", api_name="/speak"))
+    assert rate == 24000 and len(audio) > 0
+
+
+def test_clone(client, reference):
+    path = client.predict(reference=handle_file(reference), transcript="One two three four.",
+                          text="Hello in this voice.", consent=True, num_step=4, api_name="/clone")
+    audio, rate = sf.read(path)
+    assert rate == 24000 and len(audio) > 0
+
+
+def test_codec_and_decode(client, reference):
+    decoded, codes, metrics = client.predict(audio=handle_file(reference), api_name="/codec")
+    assert metrics["frames"] == 75 and metrics["bitrate_kbps"] == 2.0
+    assert set(metrics) >= {"snr_db", "log_mel_distance", "timings"}
+    audio, rate = sf.read(decoded)
+    assert rate == 24000 and len(audio) == 75 * 960
+    again, _ = sf.read(client.predict(codes=handle_file(codes), api_name="/decode"))
+    np.testing.assert_allclose(again, audio, atol=1e-4)
+
+
+def test_benchmark(client):
+    rows, csv_path = client.predict(num_step=2, api_name="/benchmark")
+    assert len(rows) == 1 and rows[0]["rtf"] > 0 and rows[0]["peak_rss_mb"] > 0
+    with open(csv_path) as handle:
+        assert handle.readline().startswith("model,")
+
+
+@pytest.mark.parametrize("endpoint, kwargs, expected", [
+    ("/speak", dict(text="  "), "empty"),
+    ("/speak", dict(text="Hi", language="Klingon"), "Unknown language"),
+    ("/speak", dict(text="Hi", instruct="femal"), "did you mean 'female'"),
+    ("/speak", dict(text="Hi", voice="nobody"), "no saved voice named"),
+    ("/clone", dict(transcript="One two.", text="Hi"), "I have the right to use this voice"),
+    ("/clone", dict(consent=True, text="Hi"), "transcript"),
+    ("/benchmark", dict(length="huge"), "Text length"),
+])
+def test_bad_input_is_a_message_and_the_server_keeps_serving(client, reference, endpoint, kwargs, expected):
+    if endpoint == "/clone":
+        kwargs = dict(kwargs, reference=handle_file(reference))
+    with pytest.raises(AppError) as excinfo:
+        client.predict(api_name=endpoint, **kwargs)
+    message = str(excinfo.value)
+    assert expected in message and "Traceback" not in message
+    assert sf.read(client.predict(text="Still here.", num_step=1, api_name="/speak"))[1] == 24000
+
+
+def test_unreadable_upload_is_a_message(client, tmp_path):
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF....not really a wave file")
+    with pytest.raises(AppError) as excinfo:
+        client.predict(audio=handle_file(str(broken)), api_name="/codec")
+    assert "Cannot read audio file" in str(excinfo.value)
+    bad_codes = tmp_path / "codes.npz"
+    np.savez(bad_codes, codes=np.zeros((3, 3)))
+    with pytest.raises(AppError) as excinfo:
+        client.predict(codes=handle_file(str(bad_codes)), api_name="/decode")
+    assert "expected [8, frames]" in str(excinfo.value)
+
+
+def test_without_a_model_the_app_serves_and_says_what_to_do(tmp_path):
+    """No --model, nothing cached, the Hub unreachable (offline): the page is up and every call explains."""
+    app = AppProcess(["--offline"], tmp_path)
+    try:
+        assert app.wait_serving() < 30
+        client = Client(app.url, verbose=False)
+        deadline = time.monotonic() + 30
+        while True:
+            with pytest.raises(AppError) as excinfo:
+                client.predict(text="Hello", api_name="/speak")
+            message = str(excinfo.value)
+            if "still loading" not in message or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert "No model is loaded" in message and "--model" in message, message
+        assert "Traceback" not in message
+    finally:
+        app.stop()
+    assert "Traceback" not in app.log_path.read_text()
+
+
+def test_launch_flags(tmp_path):
+    import app as app_module
+
+    args = app_module.parse_args([])
+    assert (args.host, args.port, args.share, args.inbrowser, args.offline, args.provider, args.precision) == \
+        ("127.0.0.1", 7860, False, False, None, "cpu", None)
+    args = app_module.parse_args(["--model", "x/y", "--precision", "fp16", "--provider", "cuda", "--host",
+                                  "0.0.0.0", "--port", "9000", "--share", "--inbrowser", "--offline"])
+    assert (args.model, args.precision, args.provider, args.host, args.port, args.share, args.inbrowser,
+            args.offline) == ("x/y", "fp16", "cuda", "0.0.0.0", 9000, True, True, True)
+    assert json.dumps(vars(args))
