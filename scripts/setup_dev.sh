@@ -7,3 +7,23 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements-dev.txt
 .venv/bin/python scripts/fix_torchaudio.py
+
+# --- chromium for tests/test_app_browser.py --------------------------------------------------
+# (block added with the app, issue 5.) Debian's chromium, driven over the DevTools pipe by
+# tests/cdp.py: no chromedriver, selenium or browser download. Needs apt-get and root (or
+# passwordless sudo); where that is missing the browser test is skipped and says why.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+    if $SUDO true 2>/dev/null; then
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+        || echo "setup_dev.sh: could not install chromium; the browser test will be skipped" >&2
+    else
+      echo "setup_dev.sh: installing chromium needs root; run: sudo apt-get install chromium" >&2
+    fi
+  else
+    echo "setup_dev.sh: no apt-get; install Chromium or Chrome to run the browser test" >&2
+  fi
+fi
