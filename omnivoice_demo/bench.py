@@ -361,6 +361,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--published-style", action="store_true",
                         help="also time the published export's per-step work on a causal copy of the first folder")
     parser.add_argument("--json", default=None, help="write all results here")
+    parser.add_argument("--markdown", default=None, help="write the tables and the machine as Markdown here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -377,7 +378,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     machine = machine_info(args.threads)
     print(f"machine: {machine['cpu']}, {machine['cores']} cores, {args.threads} threads, onnxruntime "
           f"{machine['onnxruntime']}; GEMM fp32 {gemm['fp32'] / 1e9:.1f} GFLOP/s, int8 {gemm['int8'] / 1e9:.1f} GOP/s")
-    report = dict(machine=machine, gemm=gemm, cases={})
+    report = dict(machine=machine, gemm=gemm, cases={}, command=" ".join(["python -m omnivoice_demo.bench",
+                                                                         *(argv if argv is not None else sys.argv[1:])]))
     for case in (list(CASES) if args.case == "all" else [args.case]):
         args.case_name = case
         key = args.text or CASES[case][0]
@@ -397,7 +399,31 @@ def main(argv: Optional[list[str]] = None) -> int:
         report["cases"][case] = dict(rows=rows, raw=results)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=2, default=float))
+    if args.markdown:
+        pathlib.Path(args.markdown).write_text(format_markdown(report, args.steps))
     return 0
+
+
+def format_markdown(report: dict, steps: int) -> str:
+    machine, gemm = report["machine"], report["gemm"]
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['threads']} threads, onnxruntime "
+        f"{machine['onnxruntime']}, Python {machine['python']}. Measured GEMM throughput (ONNX Runtime, "
+        f"{machine['threads']} threads): fp32 {gemm['fp32'] / 1e9:.1f} GFLOP/s, int8 {gemm['int8'] / 1e9:.1f} GOP/s.",
+        "",
+        f"Command: `{report['command']}`",
+        "",
+        "Full-size random-weight checkpoint (the released dimensions: the compute cost is the real one), "
+        f"{steps} steps, classifier-free guidance 2.0, same text, frames and seed for every system. Times in "
+        "seconds; `rtf` = compute seconds per second of audio; `gemm_fraction` = the backbone's FLOP rate over "
+        "the measured GEMM throughput (int8 for the int4 backbone, whose MatMulNBits computes with int8 "
+        "activations).",
+    ]
+    for case, data in report["cases"].items():
+        lines += ["", f"## {case}", "", format_table(data["rows"])]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ from omnivoice_demo import bench
 
 def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder, tiny_checkpoint, tmp_path, capsys):
     out = tmp_path / "bench.json"
+    markdown = tmp_path / "BENCHMARKS.md"
     code = bench.main(["--model", str(tiny_fp32_folder), "--model", str(tiny_int4_folder), "--reference",
                        str(tiny_checkpoint), "--case", "auto", "--steps", "2", "--published-style",
-                       "--json", str(out)])
+                       "--json", str(out), "--markdown", str(markdown)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "GEMM fp32" in printed and "speedup_vs_pytorch" in printed
@@ -26,6 +27,8 @@ def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder
     assert rows["engine:cpu"]["gemm_reference"] == "int8"
     assert rows["pytorch"]["speedup_vs_pytorch"] == 1.0
     assert report["gemm"]["fp32"] > 0 and report["gemm"]["int8"] > 0
+    written = markdown.read_text()
+    assert written.startswith("# Benchmarks") and "| engine:cpu_fp32 |" in written and "Command:" in written
 
 
 def test_backbone_flops_counts_matrix_products_and_attention():
