@@ -213,4 +213,12 @@ def test_benchmark_and_model_tabs(page, artifacts_dir):
     page.screenshot(artifacts_dir / "browser-benchmark.png")
     _tab(page, "Model", "#model-details")
     assert "licence" in _text(page, "#model-details")
+    # load the model again from the Model tab: the bar follows the background load to "ready"
+    page.evaluate("window.__ovBar = []; new MutationObserver(() => window.__ovBar.push("
+                  "document.querySelector('#model-bar').innerText)).observe(document.querySelector('#model-bar'), "
+                  "{subtree: true, childList: true, characterData: true})")
+    _click(page, "#model-load")
+    page.wait_for("window.__ovBar.some(t => t.includes('loading'))", timeout=20)
+    page.wait_for("window.__ovBar.length > 0 && window.__ovBar[window.__ovBar.length - 1].includes('ready') && "
+                  "!window.__ovBar[window.__ovBar.length - 1].includes('loading')", timeout=60)
     page.screenshot(artifacts_dir / "browser-model.png")

@@ -315,3 +315,31 @@ def test_model_details_show_precision_and_licence(studio):
     details = h.model_details(studio)
     assert "cpu_fp32" in details and "licence" in details
     assert "ready" in h.model_bar(studio)
+
+
+@pytest.mark.parametrize("fmt, rate", [("WAV", 8000), ("FLAC", 48000), ("OGG", 22050), ("MP3", 44100)])
+def test_reference_formats_and_rates(studio, tmp_path, fmt, rate):
+    path = tmp_path / f"reference.{fmt.lower()}"
+    sf.write(path, speech_like(2.0, rate, seed=1, channels=2).T, rate, format=fmt)
+    note = h.reference_note(studio, str(path))
+    assert note.startswith("Reference: 2.") and f"{rate} Hz" in note and "2 channels" in note
+
+
+def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, tmp_path):
+    from omnivoice_demo.engine import OmniVoiceEngine
+
+    manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
+    assert manager.start_load(str(tiny_fp32_folder))  # precision: the folder's own
+    assert not manager.start_load(str(tiny_fp32_folder)) or not manager.loading  # one load at a time
+    manager.wait(60)
+    assert manager.status.state == "ready", manager.status
+    first = manager.get()
+    assert first.precision == "fp32" and first.engine.profile == "cpu_fp32"
+    manager.add(OmniVoiceEngine(tiny_fp32_folder, verify="none"), label="second copy")
+    two = h.Studio(models=manager, voices=studio.voices, out_dir=tmp_path / "out")
+    result = h.benchmark(two, [first.label, "second copy"], "short", 1, 1)
+    assert [r["model"] for r in result["rows"]] == [first.label, "second copy"]
+    assert "second copy" in h.model_details(two)
+    manager.set_active(first.label)
+    manager.unload(first.label)
+    assert manager.active == "second copy"
