@@ -17,7 +17,6 @@ import os
 import pathlib
 import platform
 import sys
-import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -151,9 +150,3 @@ def rows_to_csv(rows: list[dict]) -> str:
         writer.writerow(row)
     return buffer.getvalue()
 
-
-def timed(fn, *args, **kwargs):
-    """(result, seconds)."""
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start

@@ -32,7 +32,6 @@ import numpy as np
 
 from .. import audio as audio_ops
 from ..engine import SAMPLE_RATE, ChunkEvent, GenerationResult, StepEvent
-from ..languages import resolve_language
 from ..voice import Voice
 from ..voice_design import has_chinese, instruct_categories, resolve_instruct
 from . import pictures
@@ -55,10 +54,6 @@ CONTROL_DEFAULTS: dict[str, Any] = {
     "guidance_scale": 2.0, "t_shift": 0.1, "position_temperature": 5.0, "class_temperature": 0.0,
     "layer_penalty_factor": 5.0, "denoise": True, "postprocess": True, "seed": 0, "randomize": True,
 }
-
-
-class StopRequested(Exception):
-    pass
 
 
 @dataclasses.dataclass

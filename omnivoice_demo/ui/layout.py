@@ -290,12 +290,12 @@ def build_app(studio: h.Studio, model_spec: Optional[str] = None, precision: Opt
             names = dict(outputs, seed=controls["seed"], history=history, history_table=history_table)
             info_inputs = _inputs(controls) | {text_parts["text"]}
 
-            def info(data):
+            def info(data, request: gr.Request):
                 values = _values(controls, data)
                 voice = None
                 if "voice" in controls:
                     try:
-                        voice = h.saved_voice(studio, values.get("voice"), None)
+                        voice = h.saved_voice(studio, values.get("voice"), _session(request))
                     except ValueError:
                         voice = None
                 return h.text_info(studio, data[text_parts["text"]], values, voice)
