@@ -400,6 +400,14 @@ def test_local_folder_spec(hf_env, published_repo, tmp_path):
         resolve_model("./no/such/folder")
 
 
+def test_a_model_folder_keeps_its_own_precision(hf_env, tiny_fp32_folder):
+    """Without a precision, our fp32 folder is used as it is (int4 is only the Hub's default)."""
+    path = resolve_model(tiny_fp32_folder)
+    assert path == tiny_fp32_folder.resolve() and path.precision == "fp32"
+    with pytest.raises(ModelFolderError, match="no model folder for precision int4"):
+        resolve_model(tiny_fp32_folder, precision="int4")
+
+
 def test_local_checkpoint_needs_build(tiny_checkpoint, hf_env):
     with pytest.raises(ModelFolderError, match="PyTorch checkpoint"):
         resolve_model(tiny_checkpoint)
@@ -421,7 +429,8 @@ def test_command_line_arguments(hf_env, published_repo):
     lines = []
     path = resolve_from_args(args, progress=lambda e: lines.append(e.message))
     assert path.subfolder == "cuda" and path.repaired and lines
-    assert parser.parse_args([]).offline is None and parser.parse_args([]).precision == "int4"
+    # no --precision: a model folder keeps its own, the Hub gets the default (int4)
+    assert parser.parse_args([]).offline is None and parser.parse_args([]).precision is None
 
 
 # --- the resolved model runs ----------------------------------------------------------
