@@ -264,7 +264,37 @@ def run_published_style_system(folder: str, case: str, text: str, steps: int, re
                 steps=steps, peak_rss_mb=peak_rss_mb(), runs=runs, **best)
 
 
-WORKERS = {"engine": run_engine_system, "pytorch": run_reference_system, "published": run_published_style_system}
+def run_greedy_codes(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int) -> dict:
+    """Deterministic codes (position and class temperature 0) for the agreement table."""
+    from .engine import OmniVoiceEngine
+
+    _, duration, _ = CASES[case]
+    engine = OmniVoiceEngine(folder, threads=threads, verify="size")
+    result = engine.generate(text, duration=duration, num_step=steps, position_temperature=0.0,
+                             class_temperature=0.0, seed=seed)
+    return dict(system=f"engine:{engine.profile}", folder=folder, precision=engine.manifest.get("precision"),
+                codes=[c.tolist() for c in result.codes], total=result.timings["total"])
+
+
+def agreement_rows(results: list[dict]) -> list[dict]:
+    """Share of equal codes between each folder's greedy output and the first folder's (the baseline)."""
+    base = results[0]
+    rows = []
+    for r in results:
+        if "error" in r or "error" in base:
+            rows.append(dict(system=r.get("system"), error="failed"))
+            continue
+        a, b = np.array(base["codes"][0]), np.array(r["codes"][0])
+        precision = r.get("precision") or {}
+        label = (f"{r['system']} (backbone {precision.get('backbone')}, block {precision.get('int4_block_size')}, "
+                 f"accuracy level {precision.get('int4_accuracy_level')})")
+        rows.append(dict(system=label, folder=r["folder"], agreement_vs_first=float((a == b).mean())
+                         if a.shape == b.shape else 0.0, first_codebook_agreement=float((a[0] == b[0]).mean())
+                         if a.shape == b.shape else 0.0))
+    return rows
+
+
+WORKERS = {"codes": run_greedy_codes, "engine": run_engine_system, "pytorch": run_reference_system, "published": run_published_style_system}
 
 
 def run_in_child(kind: str, target: str, args, text: str) -> dict:
@@ -320,7 +350,7 @@ def summarise(results: list[dict], gemm: dict) -> list[dict]:
 
 
 def format_table(rows: list[dict]) -> str:
-    columns = ["system", "total_s", "per_step_s", "rtf", "speedup_vs_pytorch", "first_audio_s", "backbone",
+    columns = ["system", "agreement_vs_first", "first_codebook_agreement", "total_s", "per_step_s", "rtf", "speedup_vs_pytorch", "first_audio_s", "backbone",
                "heads", "embeddings", "sampling", "codec_decode", "postprocess", "forward",
                "outside_backbone_pct", "backbone_gflops", "gemm_fraction", "peak_rss_mb", "error"]
     present = [c for c in columns if any(c in row for row in rows)]
@@ -360,6 +390,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--published-style", action="store_true",
                         help="also time the published export's per-step work on a causal copy of the first folder")
+    parser.add_argument("--agreement", action="store_true",
+                        help="instead of timing: greedy codes of every --model against the first one's")
     parser.add_argument("--json", default=None, help="write all results here")
     parser.add_argument("--markdown", default=None, help="write the tables and the machine as Markdown here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -374,6 +406,16 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     if not args.model and not args.reference:
         parser.error("give at least one --model folder or --reference checkpoint")
+    if args.agreement:
+        args.case_name = "auto" if args.case == "all" else args.case
+        key = args.text or CASES[args.case_name][0]
+        results = [run_in_child("codes", folder, args, TEXTS.get(key, key)) for folder in args.model]
+        rows = agreement_rows(results)
+        print(f"greedy code agreement, case {args.case_name}, {args.steps} steps (baseline: {args.model[0]})")
+        print(format_table(rows))
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
     gemm = gemm_throughput(args.threads)
     machine = machine_info(args.threads)
     print(f"machine: {machine['cpu']}, {machine['cores']} cores, {args.threads} threads, onnxruntime "

@@ -40,3 +40,13 @@ def test_backbone_flops_counts_matrix_products_and_attention():
     per_layer = 2 * 100 * 1024 * 4096 + 2 * 100 * 2048 * 1024 + 6 * 100 * 1024 * 3072 + 4 * 100 * 100 * 2048
     assert one == 28 * per_layer
     assert bench.backbone_flops(dims, [100, 50]) > one
+
+
+def test_agreement_table_compares_greedy_codes(tiny_fp32_folder, tiny_int4_folder, tmp_path, capsys):
+    out = tmp_path / "agreement.json"
+    assert bench.main(["--model", str(tiny_fp32_folder), "--model", str(tiny_fp32_folder), "--model",
+                       str(tiny_int4_folder), "--agreement", "--steps", "4", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert rows[0]["agreement_vs_first"] == 1.0 and rows[1]["agreement_vs_first"] == 1.0  # deterministic
+    assert 0.0 <= rows[2]["agreement_vs_first"] <= 1.0 and "backbone int4" in rows[2]["system"]
+    assert "greedy code agreement" in capsys.readouterr().out
