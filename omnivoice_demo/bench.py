@@ -132,6 +132,15 @@ def make_reference_clip(seconds: float) -> tuple[np.ndarray, int]:
     return (0.2 * voiced * envelope).astype(np.float32), sr
 
 
+def engine_label(engine) -> str:
+    """engine:<profile>, with the int4 block size and accuracy level where they apply."""
+    precision = engine.manifest.get("precision", {})
+    label = f"engine:{engine.profile}"
+    if precision.get("backbone") == "int4":
+        label += f" (int4 block {precision.get('int4_block_size')}, accuracy level {precision.get('int4_accuracy_level')})"
+    return label
+
+
 def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int) -> dict:
     from .engine import OmniVoiceEngine
 
@@ -160,9 +169,8 @@ def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: in
     best = min(runs, key=lambda r: r["total"])
     dims = engine.manifest.get("model", {})
     prompt = len(engine.tokenizer.encode(text).ids) + 12 + (voice.frames if voice else 0)
-    backbone_precision = engine.manifest.get("precision", {}).get("backbone", "fp32")
-    return dict(system=f"engine:{engine.profile}", folder=folder, load_seconds=load_seconds,
-                backbone_precision=backbone_precision,
+    return dict(system=engine_label(engine), folder=folder, load_seconds=load_seconds,
+                backbone_precision=engine.manifest.get("precision", {}).get("backbone", "fp32"),
                 clone_seconds=clone_seconds, steps=steps, prompt_positions=prompt, dims=dims,
                 peak_rss_mb=peak_rss_mb(), runs=runs, **best)
 
@@ -272,7 +280,7 @@ def run_greedy_codes(folder: str, case: str, text: str, steps: int, repeats: int
     engine = OmniVoiceEngine(folder, threads=threads, verify="size")
     result = engine.generate(text, duration=duration, num_step=steps, position_temperature=0.0,
                              class_temperature=0.0, seed=seed)
-    return dict(system=f"engine:{engine.profile}", folder=folder, precision=engine.manifest.get("precision"),
+    return dict(system=engine_label(engine), folder=folder, precision=engine.manifest.get("precision"),
                 codes=[c.tolist() for c in result.codes], total=result.timings["total"])
 
 
@@ -285,10 +293,7 @@ def agreement_rows(results: list[dict]) -> list[dict]:
             rows.append(dict(system=r.get("system"), error="failed"))
             continue
         a, b = np.array(base["codes"][0]), np.array(r["codes"][0])
-        precision = r.get("precision") or {}
-        label = (f"{r['system']} (backbone {precision.get('backbone')}, block {precision.get('int4_block_size')}, "
-                 f"accuracy level {precision.get('int4_accuracy_level')})")
-        rows.append(dict(system=label, folder=r["folder"], agreement_vs_first=float((a == b).mean())
+        rows.append(dict(system=r["system"], folder=r["folder"], agreement_vs_first=float((a == b).mean())
                          if a.shape == b.shape else 0.0, first_codebook_agreement=float((a[0] == b[0]).mean())
                          if a.shape == b.shape else 0.0))
     return rows
@@ -317,12 +322,14 @@ STAGES = ["prompt", "embeddings", "backbone", "heads", "sampling", "codec_decode
 
 def summarise(results: list[dict], gemm: dict) -> list[dict]:
     reference = next((r for r in results if r.get("system") == "pytorch" and "error" not in r), None)
+    # the same text makes the same chunks everywhere; the reference does not report them
+    chunks = max((r.get("chunks", 1) for r in results if "error" not in r), default=1)
     rows = []
     for r in results:
         if "error" in r:
             rows.append(dict(system=r["system"], error=r["error"].strip().splitlines()[-1] if r["error"] else "?"))
             continue
-        row = dict(system=r["system"], total_s=r["total"], per_step_s=r["total"] / r["steps"] / r.get("chunks", 1),
+        row = dict(system=r["system"], total_s=r["total"], per_step_s=r["total"] / r["steps"] / r.get("chunks", chunks),
                    rtf=r["total"] / r["audio_seconds"], audio_s=r["audio_seconds"], peak_rss_mb=r["peak_rss_mb"])
         if r.get("first_audio") is not None and r.get("chunks", 1) > 1:
             row["first_audio_s"] = r["first_audio"]

@@ -19,12 +19,13 @@ def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder
     report = json.loads(out.read_text())
     rows = {row["system"]: row for row in report["cases"]["auto"]["rows"]}
     assert not [row for row in rows.values() if "error" in row], rows
-    assert {"engine:cpu_fp32", "engine:cpu", "pytorch"} <= set(rows)
+    int4 = "engine:cpu (int4 block 32, accuracy level 4)"
+    assert {"engine:cpu_fp32", int4, "pytorch"} <= set(rows)
     assert any(name.startswith("published-style") for name in rows)
     fp32 = rows["engine:cpu_fp32"]
     assert fp32["total_s"] > 0 and fp32["rtf"] > 0 and fp32["peak_rss_mb"] > 0
     assert 0 < fp32["gemm_fraction"] and fp32["gemm_reference"] == "fp32"
-    assert rows["engine:cpu"]["gemm_reference"] == "int8"
+    assert rows[int4]["gemm_reference"] == "int8"
     assert rows["pytorch"]["speedup_vs_pytorch"] == 1.0
     assert report["gemm"]["fp32"] > 0 and report["gemm"]["int8"] > 0
     written = markdown.read_text()
@@ -48,5 +49,5 @@ def test_agreement_table_compares_greedy_codes(tiny_fp32_folder, tiny_int4_folde
                        str(tiny_int4_folder), "--agreement", "--steps", "4", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
     assert rows[0]["agreement_vs_first"] == 1.0 and rows[1]["agreement_vs_first"] == 1.0  # deterministic
-    assert 0.0 <= rows[2]["agreement_vs_first"] <= 1.0 and "backbone int4" in rows[2]["system"]
+    assert 0.0 <= rows[2]["agreement_vs_first"] <= 1.0 and "int4 block 32" in rows[2]["system"]
     assert "greedy code agreement" in capsys.readouterr().out
