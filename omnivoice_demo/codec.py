@@ -60,19 +60,28 @@ class AudioCodec:
                 f"{self.codec_dir} lacks the codec graph(s) {', '.join(missing)}; "
                 "export them with convert.codec.export_codec or download the model folder again."
             )
-        providers = list(providers)
-        self.sessions = {
-            role: ort.InferenceSession(str(self.codec_dir / name), sess_options=session_options,
-                                       providers=providers)
-            for role, name in CODEC_GRAPH_FILES.items()
-        }
-        self._inputs = {role: [i.name for i in s.get_inputs()] for role, s in self.sessions.items()}
-        # quantizer_encoder: map (acoustic, semantic) by name when the names say which is which
-        names = self._inputs["quantizer_encoder"]
+        self._providers, self._options = list(providers), session_options
+        self.sessions: dict[str, ort.InferenceSession] = {}
+        # the decoder serves every generation; the three encoder graphs (most of the codec's
+        # weights) are loaded on the first encode, so text-to-speech alone never holds them
+        self._session("higgs_decoder")
+
+    def _session(self, role: str) -> ort.InferenceSession:
+        if role not in self.sessions:
+            self.sessions[role] = ort.InferenceSession(str(self.codec_dir / CODEC_GRAPH_FILES[role]),
+                                                       sess_options=self._options, providers=self._providers)
+        return self.sessions[role]
+
+    def _input(self, role: str) -> str:
+        return self._session(role).get_inputs()[0].name
+
+    def _quantizer_inputs(self) -> tuple[str, str]:
+        """(acoustic, semantic) input names of quantizer_encoder, by name when the names say which is which."""
+        names = [i.name for i in self._session("quantizer_encoder").get_inputs()]
         if len(names) != 2:
             raise ValueError(f"quantizer_encoder must take 2 inputs, it takes {names}")
         semantic_first = "semantic" in names[0].lower() and "acoustic" not in names[0].lower()
-        self._quantizer_order = (names[1], names[0]) if semantic_first else (names[0], names[1])
+        return (names[1], names[0]) if semantic_first else (names[0], names[1])
 
     # ------------------------------------------------------------------ encode
 
@@ -92,18 +101,17 @@ class AudioCodec:
         for row in audio:
             self._check_audio(row)
         audio = np.ascontiguousarray(audio, dtype=np.float32)
-        acoustic = self.sessions["acoustic_encoder"].run(
-            None, {self._inputs["acoustic_encoder"][0]: audio[:, None, :]})[0]
+        acoustic = self._session("acoustic_encoder").run(None, {self._input("acoustic_encoder"): audio[:, None, :]})[0]
         audio_16k = resample(audio, self.sample_rate, self.semantic_sample_rate)
-        semantic = self.sessions["semantic_encoder"].run(
-            None, {self._inputs["semantic_encoder"][0]: np.ascontiguousarray(audio_16k)})[0]
+        semantic = self._session("semantic_encoder").run(
+            None, {self._input("semantic_encoder"): np.ascontiguousarray(audio_16k)})[0]
         if acoustic.shape[2] != semantic.shape[2]:
             raise RuntimeError(
                 f"acoustic ({acoustic.shape[2]}) and semantic ({semantic.shape[2]}) frame counts differ "
                 f"for {audio.shape[1]} samples; the codec graphs do not match each other"
             )
-        name_a, name_s = self._quantizer_order
-        codes = self.sessions["quantizer_encoder"].run(
+        name_a, name_s = self._quantizer_inputs()
+        codes = self._session("quantizer_encoder").run(
             None, {name_a: acoustic.astype(np.float32, copy=False),
                    name_s: semantic.astype(np.float32, copy=False)})[0]
         # [Q, B, T] -> [B, Q, T]
@@ -160,5 +168,5 @@ class AudioCodec:
                 f"(1024 is the mask id: every position must be decoded before the codec runs)"
             )
         feed = np.ascontiguousarray(codes.transpose(1, 0, 2), dtype=np.int64)  # [8, B, T]
-        audio = self.sessions["higgs_decoder"].run(None, {self._inputs["higgs_decoder"][0]: feed})[0]
+        audio = self._session("higgs_decoder").run(None, {self._input("higgs_decoder"): feed})[0]
         return np.ascontiguousarray(audio[:, 0, :], dtype=np.float32)

@@ -362,3 +362,14 @@ def test_missing_or_corrupt_model_file_is_named(tiny_fp32_folder, tmp_path):
         OmniVoiceEngine(copy)
     with pytest.raises(ModelFolderError, match="not a folder"):
         OmniVoiceEngine(tmp_path / "nowhere")
+
+
+def test_codec_encoders_load_only_when_a_reference_is_encoded(tiny_fp32_folder):
+    """Text-to-speech needs only the decoder; the encoder graphs (most of the codec) load on demand."""
+    from omnivoice_demo.codec import AudioCodec
+
+    codec = AudioCodec(tiny_fp32_folder / "audio_tokenizer")
+    assert set(codec.sessions) == {"higgs_decoder"}
+    codes = codec.encode(speech_like(1.0, 24000)[0])
+    assert set(codec.sessions) == {"higgs_decoder", "acoustic_encoder", "semantic_encoder", "quantizer_encoder"}
+    assert codes.shape == (8, 25)
