@@ -29,7 +29,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import platform
 import subprocess
 import sys
 import tempfile
@@ -371,18 +370,12 @@ def format_table(rows: list[dict]) -> str:
 
 
 def machine_info(threads: int) -> dict:
+    """The app's machine description (quick_bench.machine_info), with the threads and providers."""
     import onnxruntime as ort
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return dict(cpu=cpu, cores=os.cpu_count(), threads=threads, onnxruntime=ort.__version__,
-                python=platform.python_version(), providers=ort.get_available_providers())
+    from .quick_bench import machine_info as describe_machine
+
+    return dict(describe_machine(), threads=threads, providers=ort.get_available_providers())
 
 
 def main(argv: Optional[list[str]] = None) -> int:
