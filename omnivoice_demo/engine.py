@@ -391,9 +391,8 @@ class OmniVoiceEngine:
             tick = timer.add("embeddings", tick)
             cond_hidden = model.hidden_states(cond_embeds, [length])[:, target]
             uncond_hidden = model.hidden_states(uncond_embeds, [frames]) if guided else None
-            backbone_done = time.perf_counter()
-            self._measure_speed(backbone_done - tick, length + (frames if guided else 0))
-            tick = timer.add("backbone", tick)
+            backbone_started, tick = tick, timer.add("backbone", tick)
+            self._measure_speed(tick - backbone_started, length + (frames if guided else 0))
             # both rows' target frames through the heads in one call (one larger GEMM is faster)
             logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if guided else cond_hidden)
             cond_logits, uncond_logits = logits[0], (logits[1] if guided else None)
