@@ -297,8 +297,9 @@ class _QuietRunHistory:
         return record.levelno > 20 or "run history" not in record.getMessage()
 
 
-def _olive_run(config: dict, work: pathlib.Path) -> pathlib.Path:
-    """Run one Olive workflow given as a dict; return the produced model.onnx."""
+def run_olive_workflow(config: dict, work: pathlib.Path) -> pathlib.Path:
+    """Run one Olive workflow given as a dict (outputs and cache under ``work``); return the produced
+    model.onnx.  Shared by convert/pipeline.py."""
     os.environ.setdefault("OLIVE_DISABLE_TELEMETRY", "1")  # offline machines
     import logging
 
@@ -345,7 +346,7 @@ def _olive_convert(name: str, codec, work: pathlib.Path) -> pathlib.Path:
             "conversion": {"type": "OnnxConversion", "target_opset": OPSET, "use_dynamo_exporter": False},
         },
     }
-    return _olive_run(config, work)
+    return run_olive_workflow(config, work)
 
 
 def _olive_fp16(model_path: pathlib.Path, op_block_list: list[str], work: pathlib.Path) -> pathlib.Path:
@@ -357,18 +358,19 @@ def _olive_fp16(model_path: pathlib.Path, op_block_list: list[str], work: pathli
                     "op_block_list": list(op_block_list) or None},
         },
     }
-    return _olive_run(config, work)
+    return run_olive_workflow(config, work)
 
 
-def _save_graph(source: pathlib.Path, target: pathlib.Path) -> list[pathlib.Path]:
-    """Copy ``source`` to ``target``: weights inline when small, else one ``<name>.data`` file."""
+def save_graph(source: pathlib.Path, target: pathlib.Path, threshold: int | None = None) -> list[pathlib.Path]:
+    """Copy ``source`` to ``target``: weights inline below ``threshold`` bytes (default
+    ``EXTERNAL_DATA_THRESHOLD``), else one ``<name>.data`` file.  Shared by convert/pipeline.py."""
     import onnx
 
     model = onnx.load(str(source), load_external_data=True)
     for stale in (target, target.with_name(target.name + ".data")):
         stale.unlink(missing_ok=True)
     size = sum(init.ByteSize() for init in model.graph.initializer)
-    if size < EXTERNAL_DATA_THRESHOLD:
+    if size < (EXTERNAL_DATA_THRESHOLD if threshold is None else threshold):
         onnx.save_model(model, str(target))
         return [target]
     data_name = target.name + ".data"
@@ -507,7 +509,7 @@ def export_codec(
 
         for name in names:
             target = pathlib.Path(output_dir) / CODEC_GRAPHS[name]
-            written += _save_graph(final[name], target)
+            written += save_graph(final[name], target)
             _check_io(target, name)
             inputs, outputs = GRAPH_IO[name]
             info["graphs"][name] = {"file": target.name, "precision": graph_precision[name],

@@ -71,8 +71,7 @@ class StageProgress:
 # --- Olive workflows ------------------------------------------------------------------
 
 def olive_workflow(checkpoint_dir: pathlib.Path, loader: str, dummy_inputs: str, io_config: dict,
-                   precision: str, output_dir: pathlib.Path, cache_dir: pathlib.Path,
-                   int4_accuracy_level: int = 0, int4_block_size: int = INT4_BLOCK_SIZE) -> dict:
+                   precision: str, int4_accuracy_level: int = 0, int4_block_size: int = INT4_BLOCK_SIZE) -> dict:
     """An Olive workflow, as a dict, that exports one wrapper of convert/graphs.py."""
     passes = {
         "conversion": {
@@ -106,37 +105,16 @@ def olive_workflow(checkpoint_dir: pathlib.Path, loader: str, dummy_inputs: str,
             "io_config": io_config,
         },
         "passes": passes,
-        "output_dir": str(output_dir),
-        "cache_dir": str(cache_dir),
-        "log_severity_level": 3,
     }
 
 
-def run_olive(workflow: dict, destination: pathlib.Path) -> pathlib.Path:
-    """Run ``workflow`` and save its output model as ``destination`` (one external-data file)."""
-    import onnx
-    from olive.workflows import run as olive_run
+def run_olive(workflow: dict, destination: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
+    """Run ``workflow`` in ``work`` and save its model as ``destination``, weights in one
+    ``<name>.data`` file beside it (inline only below 1 MiB), as the published layout has them."""
+    from convert.codec import run_olive_workflow, save_graph
 
-    output_dir = pathlib.Path(workflow["output_dir"])
-    olive_run(workflow)  # note: Olive consumes keys of the dict it is given
-    produced = output_dir / "model.onnx"
-    if not produced.is_file():
-        raise RuntimeError(f"Olive produced no model in {output_dir}; see its log above")
-    save_single_file(onnx.load(str(produced)), destination)
+    save_graph(run_olive_workflow(workflow, work), destination, threshold=1 << 20)
     return destination
-
-
-def save_single_file(model, destination: pathlib.Path, inline_limit: int = 1 << 20) -> None:
-    """Save ``model`` with at most one external-data file next to it (none when small)."""
-    import onnx
-
-    data_name = destination.name + ".data"
-    (destination.parent / data_name).unlink(missing_ok=True)
-    if model.ByteSize() < (2 << 30) - (64 << 20) and model.ByteSize() < inline_limit:
-        onnx.save(model, str(destination))
-    else:
-        onnx.save(model, str(destination), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=data_name, size_threshold=1024)
 
 
 def export_audio_embeddings(checkpoint_dir, output: pathlib.Path, precision: str, work: pathlib.Path,
@@ -145,9 +123,8 @@ def export_audio_embeddings(checkpoint_dir, output: pathlib.Path, precision: str
 
     io = {k: v for k, v in AUDIO_EMBEDDINGS_IO.items() if k in ("input_names", "output_names", "dynamic_axes")}
     workflow = olive_workflow(checkpoint_dir, "load_audio_embeddings", "audio_embeddings_dummy_inputs", io,
-                              precision, work / "embeddings", work / "olive-cache", int4_accuracy_level,
-                              int4_block_size)
-    return run_olive(workflow, output / BACKBONE_GRAPHS["audio_embeddings"])
+                              precision, int4_accuracy_level, int4_block_size)
+    return run_olive(workflow, output / BACKBONE_GRAPHS["audio_embeddings"], work / "embeddings")
 
 
 def export_audio_heads(checkpoint_dir, output: pathlib.Path, precision: str, work: pathlib.Path) -> pathlib.Path:
@@ -156,8 +133,8 @@ def export_audio_heads(checkpoint_dir, output: pathlib.Path, precision: str, wor
     if precision not in ("fp32", "fp16"):
         raise ValueError("the audio heads stay in float (fp32 or fp16): int4 heads destroy token agreement")
     workflow = olive_workflow(checkpoint_dir, "load_audio_heads", "audio_heads_dummy_inputs", AUDIO_HEADS_IO,
-                              precision, work / "heads", work / "olive-cache")
-    return run_olive(workflow, output / BACKBONE_GRAPHS["audio_heads"])
+                              precision)
+    return run_olive(workflow, output / BACKBONE_GRAPHS["audio_heads"], work / "heads")
 
 
 # --- backbone --------------------------------------------------------------------------
