@@ -1,0 +1,27 @@
+"""The model's fixed numbers, in one place.
+
+These are properties of OmniVoice and of the Higgs Audio V2 codec (see
+``../shared/omnivoice-reference.md``); a model folder's manifest repeats them
+and the engine checks the two agree.
+"""
+
+SAMPLE_RATE = 24000           # codec audio, Hz
+SEMANTIC_SAMPLE_RATE = 16000  # the codec's HuBERT branch, Hz
+HOP_LENGTH = 960              # samples per codec frame
+FRAME_RATE = SAMPLE_RATE // HOP_LENGTH  # 25 frames per second
+NUM_CODEBOOKS = 8
+CODEBOOK_SIZE = 1024          # code values 0..1023
+AUDIO_MASK_ID = 1024          # "not decided yet"
+AUDIO_VOCAB_SIZE = CODEBOOK_SIZE + 1
+BITS_PER_CODE = 10            # log2(CODEBOOK_SIZE)
+
+#: the stages a generation is timed by, in the order they run (GenerationResult.timings' keys)
+STAGES = ("prompt", "embeddings", "backbone", "heads", "sampling", "codec_decode", "postprocess")
+
+
+def frames_to_seconds(frames: int) -> float:
+    return frames / FRAME_RATE
+
+
+def seconds_to_samples(seconds: float) -> int:
+    return int(round(seconds * SAMPLE_RATE))
