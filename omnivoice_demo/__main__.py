@@ -1,17 +1,24 @@
 """Command line: speak text, or round-trip audio through the codec.
 
-    python -m omnivoice_demo synth --model DIR --text "Hello." [--language en] [--instruct "female"]
-        [--ref-audio ref.wav --ref-text "what the reference says"] [--steps 32] [--seed 1] [--output out.wav]
-    python -m omnivoice_demo codec --model DIR --input in.wav --output rt.wav
+    omnivoice synth --model DIR --text "Hello." [--language en] [--instruct "female"]
+        [--ref-audio ref.wav --ref-text "what the reference says"] [--num-step 32] [--seed 1] [--output out.wav]
+    omnivoice codec --model DIR --input in.wav --output rt.wav
+
+Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them).
+Known errors print one ``error: ...`` line and exit with status 2; anything
+else is an internal error (its traceback is logged, status 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import pathlib
 import sys
 
-from .manifest import ModelFolderError
+from .config import add_config_arguments, config_from_arguments
+from .constants import BITS_PER_CODE, FRAME_RATE
+from .errors import OmniVoiceError, one_line
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,12 +44,11 @@ def synth(args) -> int:
     engine = open_engine(args)
     voice = None
     if args.ref_audio:
-        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text)
+        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=args.preprocess_prompt)
     elif args.voice:
         voice = args.voice
     stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,
-                           duration=args.duration, speed=args.speed, num_step=args.steps, seed=args.seed,
-                           guidance_scale=args.guidance_scale)
+                           config=config_from_arguments(args))
     bar = None
     result = None
     for event in stream:
@@ -74,14 +80,14 @@ def codec(args) -> int:
     audio, sample_rate = load_audio_file(args.input)
     codes = engine.encode(audio, sample_rate)
     decoded = engine.decode(codes)
-    soundfile.write(str(args.output), decoded, 24000)
+    soundfile.write(str(args.output), decoded, engine.codec.sample_rate)
     print(f"wrote {args.output}: {codes.shape[1]} frames x {codes.shape[0]} codebooks "
-          f"({codes.shape[1] / 25:.2f} s, {codes.shape[0] * 10 * 25 / 1000:.1f} kbit/s)")
+          f"({codes.shape[1] / FRAME_RATE:.2f} s, {codes.shape[0] * BITS_PER_CODE * FRAME_RATE / 1000:.1f} kbit/s)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m omnivoice_demo", description="OmniVoice on ONNX Runtime")
+    parser = argparse.ArgumentParser(prog="omnivoice", description="OmniVoice on ONNX Runtime")
     commands = parser.add_subparsers(dest="command", required=True)
 
     speak = commands.add_parser("synth", help="text to speech")
@@ -92,12 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--ref-audio", default=None, help="reference audio to clone")
     speak.add_argument("--ref-text", default=None, help="what the reference audio says")
     speak.add_argument("--voice", default=None, help="a saved voice (.npz)")
-    speak.add_argument("--duration", type=float, default=None, help="seconds of speech (default: estimated)")
-    speak.add_argument("--speed", type=float, default=1.0)
-    speak.add_argument("--steps", type=int, default=32)
-    speak.add_argument("--guidance-scale", type=float, default=2.0)
-    speak.add_argument("--seed", type=int, default=None)
     speak.add_argument("--output", default="out.wav")
+    add_config_arguments(speak)
     speak.set_defaults(run=synth)
 
     round_trip = commands.add_parser("codec", help="audio -> codes -> audio")
@@ -112,9 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, ModelFolderError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except OmniVoiceError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # an internal error: the traceback goes to the log, the user gets one line
+        logging.getLogger("omnivoice").exception("internal error")
+        print("error: internal error (the log above has the details); please report it", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

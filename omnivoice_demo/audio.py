@@ -18,6 +18,9 @@ from typing import Optional
 
 import numpy as np
 
+from .constants import HOP_LENGTH, SAMPLE_RATE
+from .errors import InvalidInput
+
 __all__ = [
     "HOP_LENGTH",
     "MAX_REFERENCE_SECONDS",
@@ -36,9 +39,6 @@ __all__ = [
     "trim_long_audio",
 ]
 
-#: The codec's sample rate and samples per code frame.
-SAMPLE_RATE = 24000
-HOP_LENGTH = 960
 
 #: Accepted reference lengths (seconds): the input at most, the cleaned clip at least.
 MAX_REFERENCE_SECONDS = 60.0
@@ -72,15 +72,15 @@ def load_audio_file(path) -> tuple[np.ndarray, int]:
 
     name = os.fspath(path)
     if not os.path.isfile(name):
-        raise ValueError(f"Audio file {name!r} does not exist.")
+        raise InvalidInput(f"Audio file {name!r} does not exist.")
     try:
         data, sr = sf.read(name, dtype="float32", always_2d=True)
     except Exception as err:  # soundfile raises LibsndfileError, RuntimeError, TypeError...
-        raise ValueError(
+        raise InvalidInput(
             f"Cannot read audio file {name!r} ({err}). Use a WAV, FLAC, OGG or MP3 file."
         ) from err
     if data.shape[0] == 0:
-        raise ValueError(f"Audio file {name!r} contains no samples.")
+        raise InvalidInput(f"Audio file {name!r} contains no samples.")
     return np.ascontiguousarray(data.T), int(sr)
 
 
@@ -258,25 +258,25 @@ def prepare_reference(
     if wav.ndim == 1:
         wav = wav[np.newaxis, :]
     if wav.ndim != 2:
-        raise ValueError(f"The reference audio must be [channels, samples] or [samples], got shape {wav.shape}.")
+        raise InvalidInput(f"The reference audio must be [channels, samples] or [samples], got shape {wav.shape}.")
     if wav.shape[0] > 16 and wav.shape[1] <= 16:
-        raise ValueError(
+        raise InvalidInput(
             f"The reference audio has shape {wav.shape}: that looks like [samples, channels]; "
             "pass it channels first ([channels, samples])."
         )
     if wav.shape[-1] == 0:
-        raise ValueError("The reference audio has no samples; record or upload a clip of 3-10 s of speech.")
+        raise InvalidInput("The reference audio has no samples; record or upload a clip of 3-10 s of speech.")
     if not np.issubdtype(wav.dtype, np.floating):
-        raise ValueError(f"The reference audio must be floating point in [-1, 1], got {wav.dtype}.")
+        raise InvalidInput(f"The reference audio must be floating point in [-1, 1], got {wav.dtype}.")
     wav = wav.astype(np.float32, copy=False)
     if not np.isfinite(wav).all():
-        raise ValueError(
+        raise InvalidInput(
             "The reference audio contains NaN or infinite samples (a corrupt file?); "
             "re-export it as WAV or FLAC and try again."
         )
     seconds = wav.shape[-1] / sample_rate
     if seconds > MAX_REFERENCE_SECONDS:
-        raise ValueError(
+        raise InvalidInput(
             f"The reference audio is {seconds:.1f} s long; the limit is {MAX_REFERENCE_SECONDS:.0f} s. "
             "Trim it to 3-10 s of clear speech."
         )
@@ -289,7 +289,7 @@ def prepare_reference(
 
     rms = float(np.sqrt(np.mean(wav**2)))
     if rms < SILENT_RMS:
-        raise ValueError(
+        raise InvalidInput(
             f"The reference audio is silent (RMS {rms:.1e}); check the recording or the file and "
             "upload a clip where the speaker is audible."
         )
@@ -301,7 +301,7 @@ def prepare_reference(
             wav = trim_long_audio(wav, SAMPLE_RATE, trim_threshold=20.0)
         wav = remove_silence(wav, SAMPLE_RATE, mid_sil=200, lead_sil=100, trail_sil=200)
         if wav.shape[-1] == 0:
-            raise ValueError(
+            raise InvalidInput(
                 "The reference audio is empty after silence removal (it is all below -50 dBFS); "
                 "upload a louder clip of speech, or turn off reference preprocessing."
             )
@@ -311,7 +311,7 @@ def prepare_reference(
         wav = wav[:, :-clip]
     seconds = wav.shape[-1] / SAMPLE_RATE
     if seconds < MIN_REFERENCE_SECONDS:
-        raise ValueError(
+        raise InvalidInput(
             f"The reference audio has only {seconds:.2f} s of sound"
             + (" after silence removal" if preprocess else "")
             + f"; it needs at least {MIN_REFERENCE_SECONDS} s (3-10 s of speech works best)."

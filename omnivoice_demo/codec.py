@@ -23,7 +23,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import onnxruntime as ort
 
+from . import constants
+from .errors import InvalidInput, ModelFolderError
 from .manifest import CODEC_GRAPHS
+from .onnx_model import open_session
 from .resample import resample, resampled_length
 
 __all__ = ["AudioCodec", "CODEC_GRAPH_FILES"]
@@ -40,12 +43,12 @@ class AudioCodec:
     ``onnxruntime.InferenceSession``.
     """
 
-    sample_rate = 24000
-    semantic_sample_rate = 16000
-    hop_length = 960
-    frame_rate = 25
-    num_codebooks = 8
-    codebook_size = 1024
+    sample_rate = constants.SAMPLE_RATE
+    semantic_sample_rate = constants.SEMANTIC_SAMPLE_RATE
+    hop_length = constants.HOP_LENGTH
+    frame_rate = constants.FRAME_RATE
+    num_codebooks = constants.NUM_CODEBOOKS
+    codebook_size = constants.CODEBOOK_SIZE
 
     def __init__(
         self,
@@ -56,7 +59,7 @@ class AudioCodec:
         self.codec_dir = pathlib.Path(codec_dir)
         missing = [f for f in CODEC_GRAPH_FILES.values() if not (self.codec_dir / f).is_file()]
         if missing:
-            raise FileNotFoundError(
+            raise ModelFolderError(
                 f"{self.codec_dir} lacks the codec graph(s) {', '.join(missing)}; "
                 "export them with convert.codec.export_codec or download the model folder again."
             )
@@ -68,8 +71,8 @@ class AudioCodec:
 
     def _session(self, role: str) -> ort.InferenceSession:
         if role not in self.sessions:
-            self.sessions[role] = ort.InferenceSession(str(self.codec_dir / CODEC_GRAPH_FILES[role]),
-                                                       sess_options=self._options, providers=self._providers)
+            self.sessions[role] = open_session(self.codec_dir / CODEC_GRAPH_FILES[role], self._providers,
+                                               self._options)
         return self.sessions[role]
 
     def _input(self, role: str) -> str:
@@ -79,7 +82,8 @@ class AudioCodec:
         """(acoustic, semantic) input names of quantizer_encoder, by name when the names say which is which."""
         names = [i.name for i in self._session("quantizer_encoder").get_inputs()]
         if len(names) != 2:
-            raise ValueError(f"quantizer_encoder must take 2 inputs, it takes {names}")
+            raise ModelFolderError(f"{CODEC_GRAPH_FILES['quantizer_encoder']} in {self.codec_dir} must take 2 inputs, "
+                                   f"it takes {names}; download or build the model folder again.")
         semantic_first = "semantic" in names[0].lower() and "acoustic" not in names[0].lower()
         return (names[1], names[0]) if semantic_first else (names[0], names[1])
 
@@ -97,7 +101,7 @@ class AudioCodec:
         """Codes ``int64 [B, 8, T]`` of a batch ``[B, N]`` of equal-length clips (N a multiple of 960)."""
         audio = np.asarray(audio_24k)
         if audio.ndim != 2:
-            raise ValueError(f"encode_batch expects audio of shape [batch, samples], got {audio.shape}")
+            raise InvalidInput(f"encode_batch expects audio of shape [batch, samples], got {audio.shape}")
         for row in audio:
             self._check_audio(row)
         audio = np.ascontiguousarray(audio, dtype=np.float32)
@@ -120,21 +124,21 @@ class AudioCodec:
     def _check_audio(self, audio: np.ndarray) -> np.ndarray:
         audio = np.asarray(audio)
         if audio.ndim != 1:
-            raise ValueError(
+            raise InvalidInput(
                 f"encode expects mono audio as a 1-D array of samples at {self.sample_rate} Hz, "
                 f"got shape {audio.shape}; mix channels down first (mean over channels)"
             )
         if not np.issubdtype(audio.dtype, np.floating):
-            raise ValueError(f"audio must be floating point (-1..1), got {audio.dtype}")
+            raise InvalidInput(f"audio must be floating point (-1..1), got {audio.dtype}")
         n = audio.shape[0]
         if n == 0 or n % self.hop_length:
-            raise ValueError(
+            raise InvalidInput(
                 f"audio length {n} is not a positive multiple of {self.hop_length} samples "
                 f"(one codec frame at {self.sample_rate} Hz); trim it as the reference does: "
                 f"audio[:len(audio) // {self.hop_length} * {self.hop_length}]"
             )
         if not np.isfinite(audio).all():
-            raise ValueError("audio contains NaN or infinite samples")
+            raise InvalidInput("audio contains NaN or infinite samples")
         return audio
 
     @staticmethod
@@ -148,22 +152,22 @@ class AudioCodec:
         """Audio (1-D float32, 960*T samples at 24 kHz) of codes ``[8, T]`` (values 0..1023)."""
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[0] != self.num_codebooks:
-            raise ValueError(f"decode expects codes of shape [{self.num_codebooks}, frames], got {codes.shape}")
+            raise InvalidInput(f"decode expects codes of shape [{self.num_codebooks}, frames], got {codes.shape}")
         return self.decode_batch(codes[None])[0]
 
     def decode_batch(self, codes: np.ndarray) -> np.ndarray:
         """Audio ``float32 [B, 960*T]`` of codes ``[B, 8, T]``."""
         codes = np.asarray(codes)
         if codes.ndim != 3 or codes.shape[1] != self.num_codebooks:
-            raise ValueError(
+            raise InvalidInput(
                 f"decode_batch expects codes of shape [batch, {self.num_codebooks}, frames], got {codes.shape}")
         if codes.shape[2] == 0:
-            raise ValueError("codes have no frames")
+            raise InvalidInput("codes have no frames")
         if not np.issubdtype(codes.dtype, np.integer):
-            raise ValueError(f"codes must be integers, got {codes.dtype}")
+            raise InvalidInput(f"codes must be integers, got {codes.dtype}")
         low, high = int(codes.min()), int(codes.max())
         if low < 0 or high >= self.codebook_size:
-            raise ValueError(
+            raise InvalidInput(
                 f"codes must lie in 0..{self.codebook_size - 1}, got values in {low}..{high} "
                 f"(1024 is the mask id: every position must be decoded before the codec runs)"
             )

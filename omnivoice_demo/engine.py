@@ -29,18 +29,17 @@ import numpy as np
 
 from . import audio as audio_ops
 from .codec import AudioCodec
+from .config import GenerationConfig, Limits
+from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from .duration import chunk_for_generation, estimate_target_frames, needs_chunking, plan_target_frames
+from .errors import InvalidInput, ModelFolderError
 from .languages import resolve_language
-from .manifest import CODEC_DIR, ModelFolderError, load_manifest, verify_files
+from .manifest import CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, providers_for, session_options
 from .sampling import decode_step, unmask_schedule
 from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
-
-SAMPLE_RATE = 24000
-FRAME_RATE = 25
-MAX_DURATION_SECONDS = 600.0
 
 
 # --- what the loop reports -------------------------------------------------------------
@@ -81,7 +80,8 @@ class GenerationResult:
     seed: int
     chunks: list[str]
     timings: dict[str, float]    # seconds per stage, and "total"
-    settings: dict
+    settings: dict               # the config (seed resolved) with language, instruct and voice, for display
+    config: Optional[GenerationConfig] = None
     kind: str = "result"
 
     @property
@@ -109,11 +109,17 @@ class GenerationPlan:
     language: Optional[str]
     instruct: Optional[str]
     voice: Optional[Voice]
-    settings: dict
+    config: GenerationConfig     # validated, seed resolved
 
     @property
     def num_steps(self) -> int:
-        return self.settings["num_step"]
+        return self.config.num_step
+
+    @property
+    def settings(self) -> dict:
+        """The settings as plain values, with language, instruct and voice (for display and sidecars)."""
+        return dict(self.config.to_dict(), language=self.language, instruct=self.instruct,
+                    voice=self.voice.name if self.voice else None)
 
 
 class Timer:
@@ -141,13 +147,14 @@ class OmniVoiceEngine:
     """
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
-                 verify: str = "sha256"):
+                 verify: str = "sha256", limits: Optional[Limits] = None):
+        self.limits = limits or Limits()
         self.folder = pathlib.Path(model_dir)
         if not self.folder.is_dir():
             raise ModelFolderError(f"{self.folder} is not a folder; give the path of an OmniVoice ONNX model folder.")
         self.manifest = load_manifest(self.folder)
         if verify not in ("sha256", "size", "none"):
-            raise ValueError("verify must be 'sha256', 'size' or 'none'")
+            raise InvalidInput("verify must be 'sha256', 'size' or 'none'")
         if verify != "none":
             verify_files(self.folder, self.manifest, checksums=verify == "sha256")
         self.provider, self.threads = provider, threads
@@ -165,8 +172,8 @@ class OmniVoiceEngine:
                 "omnivoice_demo.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it."
             )
         constants = self.manifest.get("model", {})
-        self.num_codebooks = int(constants.get("num_codebooks", 8))
-        self.mask_id = int(constants.get("audio_mask_id", 1024))
+        self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
+        self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
         self.tokenizer = load_text_tokenizer(self.folder)
         codec_dir = self.folder / CODEC_DIR
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
@@ -199,9 +206,9 @@ class OmniVoiceEngine:
             from .resample import resample
 
             wav = resample(wav, int(sample_rate), SAMPLE_RATE)
-        usable = wav.shape[-1] // 960 * 960
+        usable = wav.shape[-1] // HOP_LENGTH * HOP_LENGTH
         if usable == 0:
-            raise ValueError("The audio is shorter than one codec frame (40 ms); give a longer clip.")
+            raise InvalidInput("The audio is shorter than one codec frame (40 ms); give a longer clip.")
         return self._require_codec().encode(np.ascontiguousarray(wav[0, :usable]))
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
@@ -219,9 +226,9 @@ class OmniVoiceEngine:
         if isinstance(audio, (str, pathlib.Path)):
             audio, sample_rate = audio_ops.load_audio_file(audio)
         if sample_rate is None:
-            raise ValueError("sample_rate is required with an audio array")
+            raise InvalidInput("sample_rate is required with an audio array", param="sample_rate")
         if transcript is None or not transcript.strip():
-            raise ValueError("The transcript of the reference audio is missing: type exactly what is said in "
+            raise InvalidInput("The transcript of the reference audio is missing: type exactly what is said in "
                              "the clip (the model needs it to clone the voice).")
         wav, rms = audio_ops.prepare_reference(_as_float_audio(audio, "reference audio"), int(sample_rate),
                                                transcript_given=True, preprocess=preprocess)
@@ -232,46 +239,38 @@ class OmniVoiceEngine:
     # --- planning ---------------------------------------------------------------------
 
     def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
-                voice: Union[Voice, str, pathlib.Path, None] = None, duration: Optional[float] = None,
-                speed: float = 1.0, num_step: int = 32, guidance_scale: float = 2.0, t_shift: float = 0.1,
-                layer_penalty_factor: float = 5.0, position_temperature: float = 5.0,
-                class_temperature: float = 0.0, denoise: bool = True, postprocess: bool = True,
-                seed: Optional[int] = None, chunk_duration: float = 15.0,
-                chunk_threshold: float = 30.0) -> GenerationPlan:
-        """Validate a request and decide its length and chunks (``_preprocess_all``); no compute."""
+                voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
+                **overrides) -> GenerationPlan:
+        """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
+
+        ``config`` (default ``GenerationConfig()``, the reference's settings) with
+        any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.
+        Every check, this engine's ``limits`` included, happens here, before any work.
+        """
+        config = (config or GenerationConfig()).replace(**overrides).validate()
         text = validate_text(text)
+        self.limits.check("The text", len(text), "max_text_chars", " characters")
+        self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if isinstance(voice, (str, pathlib.Path)):
             voice = Voice.load(voice)
         if voice is not None and not isinstance(voice, Voice):
-            raise ValueError("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice")
-        _check_number("speed", speed, low=0.1, high=10.0)
-        if duration is not None:
-            _check_number("duration", duration, low=0.1, high=MAX_DURATION_SECONDS)
-        _check_number("num_step", num_step, low=1, high=256, integer=True)
-        _check_number("guidance_scale", guidance_scale, low=0.0, high=20.0)
-        _check_number("t_shift", t_shift, low=1e-3, high=10.0)
-        _check_number("layer_penalty_factor", layer_penalty_factor, low=0.0, high=100.0)
-        _check_number("position_temperature", position_temperature, low=0.0, high=100.0)
-        _check_number("class_temperature", class_temperature, low=0.0, high=100.0)
-        if seed is None:
-            seed = secrets.randbelow(2**31)
-        _check_number("seed", seed, low=0, high=2**63 - 1, integer=True)
+            raise InvalidInput("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice",
+                               param="voice")
+        if config.seed is None:
+            config = config.replace(seed=secrets.randbelow(2**31))
 
         ref_text = voice.transcript if voice else None
         ref_frames = voice.frames if voice else None
-        target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=speed, duration=duration)
-        chunks = (chunk_for_generation(text, target, chunk_duration) if needs_chunking(target, chunk_threshold)
-                  else [text])
-        settings = dict(num_step=int(num_step), guidance_scale=float(guidance_scale), t_shift=float(t_shift),
-                        layer_penalty_factor=float(layer_penalty_factor),
-                        position_temperature=float(position_temperature),
-                        class_temperature=float(class_temperature), denoise=bool(denoise),
-                        postprocess=bool(postprocess), seed=int(seed), duration=duration, speed=float(speed),
-                        language=code, instruct=resolved_instruct, voice=voice.name if voice else None)
+        target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
+                                                duration=config.duration)
+        self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
+        chunks = (chunk_for_generation(text, target, config.chunk_duration)
+                  if needs_chunking(target, config.chunk_threshold) else [text])
+        self.limits.check("The number of chunks", len(chunks), "max_chunks")
         return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
-                              instruct=resolved_instruct, voice=voice, settings=settings)
+                              instruct=resolved_instruct, voice=voice, config=config)
 
     def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
         """Seconds the backbone will take, from this machine's measured speed (None before any run)."""
@@ -279,7 +278,7 @@ class OmniVoiceEngine:
             return None
         frames = plan.target_frames
         prefix = len(self.tokenizer.encode(plan.text).ids) + (plan.voice.frames if plan.voice else 0)
-        rows = 2 if plan.settings["guidance_scale"] != 0 else 1
+        rows = 2 if plan.config.guidance_scale != 0 else 1
         return self.seconds_per_frame_step * (frames + prefix + (frames if rows == 2 else 0)) * plan.num_steps
 
     # --- generation -----------------------------------------------------------------
@@ -287,8 +286,9 @@ class OmniVoiceEngine:
     def stream(self, text: str, **kwargs) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
         """Events of one generation: a ``StepEvent`` per step, a ``ChunkEvent`` per chunk, then the result.
 
-        The request is validated now (a ``ValueError`` here, before any
-        compute); closing the returned generator stops the work within a step.
+        The arguments are those of ``prepare``.  The request is validated now
+        (an ``InvalidInput`` here, before any compute); closing the returned
+        generator stops the work within a step.
         """
         plan = self.prepare(text, **kwargs)
         self._require_codec()
@@ -303,8 +303,8 @@ class OmniVoiceEngine:
         return result
 
     def _run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
-        settings = plan.settings
-        rng = np.random.default_rng(settings["seed"])
+        config = plan.config
+        rng = np.random.default_rng(config.seed)
         timer = Timer()
         started = time.perf_counter()
         voice = plan.voice
@@ -329,8 +329,8 @@ class OmniVoiceEngine:
             timer.add("prompt", tick)
 
             tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
-            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, rng, settings, timer):
-                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=settings["num_step"],
+            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, rng, config, timer):
+                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
                                 codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started)
             chunk_codes.append(tokens)
 
@@ -342,13 +342,14 @@ class OmniVoiceEngine:
 
         tick = time.perf_counter()
         joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
-        final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=settings["postprocess"],
+        final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=config.postprocess,
+                                            pad_duration=config.pad_duration, fade_duration=config.fade_duration,
                                             sample_rate=SAMPLE_RATE)
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
         yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
-                               codes=chunk_codes, seed=settings["seed"], chunks=list(plan.chunks), timings=timings,
-                               settings=settings)
+                               codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
+                               settings=plan.settings, config=config)
 
     def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
               plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -358,7 +359,7 @@ class OmniVoiceEngine:
         the audio mask is True from the first audio position to the end.
         """
         text_ids = build_condition_ids(text, self.tokenizer, ref_text=ref_text, language=plan.language,
-                                       instruct=plan.instruct, denoise=plan.settings["denoise"],
+                                       instruct=plan.instruct, denoise=plan.config.denoise,
                                        has_reference=ref_codes is not None)
         parts = [np.broadcast_to(text_ids, (self.num_codebooks, len(text_ids)))]
         if ref_codes is not None:
@@ -370,15 +371,15 @@ class OmniVoiceEngine:
         return np.ascontiguousarray(ids), audio_mask
 
     def _unmask(self, tokens: np.ndarray, cond_ids: np.ndarray, cond_audio_mask: np.ndarray,
-                rng: np.random.Generator, settings: dict, timer: Timer) -> Iterator[tuple[int, np.ndarray]]:
+                rng: np.random.Generator, config: GenerationConfig, timer: Timer) -> Iterator[tuple[int, np.ndarray]]:
         """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided)."""
         frames = tokens.shape[-1]
         length = cond_ids.shape[-1]
         target = slice(length - frames, length)
-        guided = settings["guidance_scale"] != 0
+        guided = config.guidance_scale != 0
         # the unconditional row is the target frames alone, all audio, positions 0..T-1
         uncond_audio_mask = np.ones((1, frames), dtype=bool)
-        schedule = unmask_schedule(frames, self.num_codebooks, settings["num_step"], settings["t_shift"])
+        schedule = unmask_schedule(frames, self.num_codebooks, config.num_step, config.t_shift)
         model = self.model
         for step, k in enumerate(schedule, start=1):
             if k <= 0:  # the reference computes this step's forward and then skips the item
@@ -398,10 +399,10 @@ class OmniVoiceEngine:
             cond_logits, uncond_logits = logits[0], (logits[1] if guided else None)
             tick = timer.add("heads", tick)
             decided = decode_step(tokens, cond_logits, uncond_logits, k,
-                                  guidance_scale=settings["guidance_scale"],
-                                  class_temperature=settings["class_temperature"],
-                                  layer_penalty_factor=settings["layer_penalty_factor"],
-                                  position_temperature=settings["position_temperature"],
+                                  guidance_scale=config.guidance_scale,
+                                  class_temperature=config.class_temperature,
+                                  layer_penalty_factor=config.layer_penalty_factor,
+                                  position_temperature=config.position_temperature,
                                   rng=rng, mask_id=self.mask_id, overwrite=True)
             timer.add("sampling", tick)
             yield step, decided
@@ -415,26 +416,17 @@ class OmniVoiceEngine:
 def _as_float_audio(audio, what: str) -> np.ndarray:
     array = np.asarray(audio)
     if array.size == 0:
-        raise ValueError(f"The {what} has no samples.")
+        raise InvalidInput(f"The {what} has no samples.")
     if np.issubdtype(array.dtype, np.integer):
         # integer PCM (as from a microphone): scale to [-1, 1]
         array = array.astype(np.float32) / float(np.iinfo(array.dtype).max + 1)
     elif not np.issubdtype(array.dtype, np.floating):
-        raise ValueError(f"The {what} must be numbers, got {array.dtype}.")
+        raise InvalidInput(f"The {what} must be numbers, got {array.dtype}.")
     array = array.astype(np.float32, copy=False)
     if array.ndim == 1:
         array = array[np.newaxis, :]
     if array.ndim != 2:
-        raise ValueError(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
+        raise InvalidInput(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
     if not np.isfinite(array).all():
-        raise ValueError(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
+        raise InvalidInput(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
     return array
-
-
-def _check_number(name: str, value, *, low: float, high: float, integer: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}.")
-    if integer and float(value) != int(value):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not (low <= float(value) <= high) or np.isnan(float(value)):
-        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}.")

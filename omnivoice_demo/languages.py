@@ -20,6 +20,8 @@ import json
 import pathlib
 from functools import lru_cache
 
+from .errors import InvalidInput
+
 __all__ = [
     "LANGUAGE_COUNT",
     "language_choices",
@@ -91,7 +93,7 @@ def resolve_language(name_or_code: str | None) -> str | None:
         return name_to_code[key]
     if key in code_to_display:
         return key
-    raise ValueError(_unknown_language_message(name_or_code, key))
+    raise InvalidInput(_unknown_language_message(name_or_code, key))
 
 
 def _unknown_language_message(raw: str, key: str) -> str:

@@ -14,6 +14,8 @@ import json
 import pathlib
 from typing import Any
 
+from .errors import ModelFolderError
+
 MANIFEST_NAME = "omnivoice_manifest.json"
 FORMAT_NAME = "omnivoice-onnx"
 FORMAT_VERSION = 1
@@ -31,10 +33,6 @@ CODEC_GRAPHS = {
     "quantizer_encoder": f"{CODEC_DIR}/quantizer_encoder.onnx",
     "higgs_decoder": f"{CODEC_DIR}/higgs_decoder.onnx",
 }
-
-
-class ModelFolderError(ValueError):
-    """A model folder is missing a file, has a corrupt one, or is not a model folder."""
 
 
 def sha256_of(path: pathlib.Path, block: int = 1 << 20) -> str:

@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .manifest import BACKBONE_GRAPHS, ModelFolderError
+from .errors import InvalidInput, ModelFolderError
+from .manifest import BACKBONE_GRAPHS
 
 _NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
                 "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
@@ -28,13 +29,13 @@ def providers_for(provider: str) -> list[str]:
         return ["CPUExecutionProvider"]
     if provider == "cuda":
         if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise ValueError(
+            raise InvalidInput(
                 "provider 'cuda' asked for, but this onnxruntime has no CUDA provider "
                 f"(available: {', '.join(ort.get_available_providers())}); install onnxruntime-gpu "
                 "or use provider='cpu'."
             )
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    raise ValueError(f"provider must be 'cpu' or 'cuda', got {provider!r}")
+    raise InvalidInput(f"provider must be 'cpu' or 'cuda', got {provider!r}")
 
 
 def session_options(threads: int | None = None):
@@ -55,7 +56,12 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
     path = folder / "genai_config.json"
     if not path.is_file():
         raise ModelFolderError(f"genai_config.json is missing from {folder}; download or build the model folder again.")
-    return json.loads(path.read_text(encoding="utf-8"))["model"]["decoder"]
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["model"]["decoder"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ModelFolderError(f"genai_config.json in {folder} is not a valid onnxruntime-genai config "
+                               f"({exc.__class__.__name__}: {str(exc)[:200]}); download or build the model folder "
+                               "again.") from exc
 
 
 def open_session(path: pathlib.Path, providers: Sequence[str], options):

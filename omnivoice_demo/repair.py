@@ -19,6 +19,7 @@ import pathlib
 import shutil
 
 from .manifest import BACKBONE_GRAPHS, FORMAT_NAME, MANIFEST_NAME, write_manifest
+from .errors import InvalidInput
 
 GQA_OP = "GroupQueryAttention"
 
@@ -59,7 +60,7 @@ def _rewrite_graph_header(src_graph: pathlib.Path, dst_graph: pathlib.Path) -> i
     model = onnx.load(str(src_graph), load_external_data=False)
     count = set_bidirectional(model)
     if count == 0:
-        raise ValueError(
+        raise InvalidInput(
             f"{src_graph.name} has no {GQA_OP} node: it is not a genai-built OmniVoice backbone, "
             "so it cannot be repaired this way."
         )
@@ -78,7 +79,7 @@ def make_bidirectional(folder: str | pathlib.Path, output: str | pathlib.Path,
     """
     folder, output = pathlib.Path(folder), pathlib.Path(output)
     if folder.resolve() == output.resolve():
-        raise ValueError("make_bidirectional writes a new folder; give an output other than the input")
+        raise InvalidInput("make_bidirectional writes a new folder; give an output other than the input")
     src_graph = folder / backbone
     if not src_graph.is_file():
         raise FileNotFoundError(f"{src_graph} not found: the folder has no backbone graph to repair")

@@ -28,6 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .errors import InvalidInput
+
 __all__ = ["resample", "resampled_length"]
 
 LOWPASS_FILTER_WIDTH = 6
@@ -81,12 +83,12 @@ def resample(waveform: np.ndarray, orig_freq: int, new_freq: int) -> np.ndarray:
     rates return the input (as float32) unchanged, as torchaudio does.
     """
     if int(orig_freq) != orig_freq or int(new_freq) != new_freq:
-        raise ValueError(f"sample rates must be integers, got {orig_freq} and {new_freq}")
+        raise InvalidInput(f"sample rates must be integers, got {orig_freq} and {new_freq}")
     if orig_freq <= 0 or new_freq <= 0:
-        raise ValueError(f"sample rates must be positive, got {orig_freq} and {new_freq}")
+        raise InvalidInput(f"sample rates must be positive, got {orig_freq} and {new_freq}")
     waveform = np.asarray(waveform)
     if waveform.ndim == 0:
-        raise ValueError("waveform must have at least one axis (time)")
+        raise InvalidInput("waveform must have at least one axis (time)")
     if not np.issubdtype(waveform.dtype, np.floating):
         raise TypeError(f"waveform must be floating point, got {waveform.dtype}")
     waveform = waveform.astype(np.float32, copy=False)

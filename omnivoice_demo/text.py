@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
+from .errors import InvalidInput, ModelFolderError
+
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizers import Tokenizer
 
@@ -86,7 +88,7 @@ _CJK = r"[\u4e00-\u9fff]"
 def validate_text(text: Optional[str], what: str = "The text to speak") -> str:
     """Return ``text`` unchanged, or raise ``ValueError`` when it is missing or blank."""
     if text is None or not str(text).strip():
-        raise ValueError(f"{what} is empty; type the text to speak.")
+        raise InvalidInput(f"{what} is empty; type the text to speak.")
     return text
 
 
@@ -193,8 +195,13 @@ def load_text_tokenizer(model_dir) -> "Tokenizer":
 
     path = pathlib.Path(model_dir) / "tokenizer.json"
     if not path.is_file():
-        raise ValueError(f"{path} is missing: the model folder has no text tokenizer")
-    return Tokenizer.from_file(str(path))
+        raise ModelFolderError(f"tokenizer.json is missing from {path.parent}: the model folder has no text "
+                               "tokenizer; download or build the model folder again.")
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises its own exception type
+        raise ModelFolderError(f"tokenizer.json in {path.parent} cannot be read ({str(exc)[:200]}); download or "
+                               "build the model folder again.") from exc
 
 
 def tokenize_with_nonverbal_tags(text: str, tokenizer: "Tokenizer") -> list[int]:

@@ -12,6 +12,8 @@ import pathlib
 
 import numpy as np
 
+from .errors import InvalidInput
+
 VOICE_FORMAT_VERSION = 1
 
 
@@ -52,12 +54,12 @@ class Voice:
                 codes = np.asarray(data["codes"], dtype=np.int64)
                 meta = json.loads(str(data["meta"]))
         except (OSError, KeyError, ValueError) as exc:
-            raise ValueError(f"{path} is not a saved voice ({exc}); save voices from the Clone tab "
+            raise InvalidInput(f"{path} is not a saved voice ({exc}); save voices from the Clone tab "
                              "or with Voice.save().") from exc
         if meta.get("format_version") != VOICE_FORMAT_VERSION:
-            raise ValueError(f"{path} has voice format {meta.get('format_version')!r}; "
+            raise InvalidInput(f"{path} has voice format {meta.get('format_version')!r}; "
                              f"this program reads format {VOICE_FORMAT_VERSION}.")
         if codes.ndim != 2 or codes.shape[0] != 8 or codes.size == 0 or codes.min() < 0 or codes.max() > 1023:
-            raise ValueError(f"{path} holds codes of shape {codes.shape} outside 0..1023: not a voice file.")
+            raise InvalidInput(f"{path} holds codes of shape {codes.shape} outside 0..1023: not a voice file.")
         return cls(codes=codes, transcript=meta["transcript"], rms=float(meta["rms"]),
                    name=meta.get("name") or path.stem)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import difflib
 import re
 
+from .errors import InvalidInput
+
 __all__ = [
     "INSTRUCT_CATEGORIES",
     "INSTRUCT_EN_TO_ZH",
@@ -155,7 +157,7 @@ def resolve_instruct(instruct: str | None, use_zh: bool = False) -> str | None:
                 lines.append(f"  '{raw}' -> '{n}' (unsupported; did you mean '{sug}'?)")
             else:
                 lines.append(f"  '{raw}' -> '{n}' (unsupported)")
-        raise ValueError(
+        raise InvalidInput(
             f"Unsupported instruct items found in {instruct_str}:\n"
             + "\n".join(lines)
             + "\n\nValid English items: "
@@ -172,7 +174,7 @@ def resolve_instruct(instruct: str | None, use_zh: bool = False) -> str | None:
     has_dialect = any(n.endswith("话") for n in normalised)
     has_accent = any(" accent" in n for n in normalised)
     if has_dialect and has_accent:
-        raise ValueError(
+        raise InvalidInput(
             "Cannot mix Chinese dialect and English accent in a single instruct. "
             "Dialects are for Chinese speech, accents for English speech."
         )
@@ -192,7 +194,7 @@ def resolve_instruct(instruct: str | None, use_zh: bool = False) -> str | None:
         if len(hits) > 1:
             conflicts.append(hits)
     if conflicts:
-        raise ValueError(
+        raise InvalidInput(
             "Conflicting instruct items within the same category: "
             + "; ".join(" vs ".join(f"'{x}'" for x in group) for group in conflicts)
             + ". Each category (gender, age, pitch, style, accent, dialect) "
