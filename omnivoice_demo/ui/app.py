@@ -1,6 +1,6 @@
 """OmniVoice ONNX Studio: the Gradio app (also the ``app_file`` of a Hugging Face Space).
 
-    python app.py [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
+    omnivoice-studio [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
                   [--host 127.0.0.1] [--port 7860] [--share] [--inbrowser] [--offline]
 
 The page is served at once; the model is resolved (found in the cache,
@@ -21,7 +21,7 @@ import sys
 def parse_args(argv=None) -> argparse.Namespace:
     from omnivoice_demo.hub import add_model_arguments
 
-    parser = argparse.ArgumentParser(prog="app.py", description="OmniVoice ONNX Studio (Gradio app)")
+    parser = argparse.ArgumentParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
     add_model_arguments(parser)
     parser.add_argument("--provider", default="cpu", choices=["cpu", "cuda"],
                         help="ONNX Runtime execution provider (default cpu)")

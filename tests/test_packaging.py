@@ -1,0 +1,55 @@
+"""The installable package: every package folder is listed in pyproject.toml, and the wheel holds the assets."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_every_package_folder_is_listed():
+    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("omnivoice_demo", "convert")
+             for p in (ROOT / top).rglob("__init__.py")}
+    assert found - listed == set(), "add these packages to [tool.setuptools] packages in pyproject.toml"
+    assert "omnivoice_demo.assets" in listed
+
+
+def test_console_scripts_point_at_functions():
+    import importlib
+
+    for name, target in _pyproject()["project"]["scripts"].items():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), name
+
+
+def test_runtime_dependencies_match_requirements_txt():
+    """requirements.txt (pinned, for Spaces) names the same runtime packages as pyproject.toml."""
+    import re
+
+    def names(lines):
+        return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+                for line in lines if line.strip() and not line.strip().startswith("#")}
+
+    declared = names(_pyproject()["project"]["dependencies"])
+    pinned = names((ROOT / "requirements.txt").read_text().splitlines())
+    assert declared == pinned
+
+
+@pytest.mark.slow
+def test_wheel_holds_assets_and_scripts(tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(ROOT)], check=True, capture_output=True, timeout=600)
+    assert (target / "omnivoice_demo" / "assets" / "studio.css").is_file()
+    assert (target / "omnivoice_demo" / "data" / "languages.json").is_file()
+    assert {"omnivoice", "omnivoice-studio", "omnivoice-convert"} <= {p.name for p in (target / "bin").iterdir()}
