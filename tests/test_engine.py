@@ -39,15 +39,28 @@ class Run:
     logits: list         # (cond [8,T,V], uncond [8,T,V] or None) per step that decided cells
     audio: np.ndarray
     raw: list = dataclasses.field(default_factory=list)  # each chunk's decoded audio (engine runs only)
+    states: list = dataclasses.field(default_factory=list)  # reference runs: per chunk, the [8, T] codes after each step
 
 
 def run_reference(model, **kwargs) -> Run:
-    codes, logits = [], []
+    codes, logits, states = [], [], []
     iterate, predict = model._generate_iterative, model._predict_tokens_with_scoring
 
     def spy_iterate(task, config):
-        out = iterate(task, config)
+        inputs = []  # the input ids of every forward: the codes decided so far sit in the cond row's target frames
+
+        def spy_forward(*args, **forward_kwargs):
+            inputs.append(forward_kwargs["input_ids"][0].clone().numpy())
+            return type(model).forward(model, *args, **forward_kwargs)
+
+        model.forward = spy_forward
+        try:
+            out = iterate(task, config)
+        finally:
+            del model.forward
         codes.extend(o.clone().numpy() for o in out)
+        frames = out[0].shape[-1]
+        states.append([ids[:, -frames:] for ids in inputs[1:]] + [out[0].clone().numpy()])
         return out
 
     def spy_predict(c_logits, u_logits, config):
@@ -60,7 +73,7 @@ def run_reference(model, **kwargs) -> Run:
             audio = model.generate(**kwargs)[0]
     finally:
         del model._generate_iterative, model._predict_tokens_with_scoring
-    return Run(codes, logits, audio)
+    return Run(codes, logits, audio, states=states)
 
 
 def run_engine(engine, monkeypatch, text, **kwargs) -> Run:
@@ -79,7 +92,14 @@ def run_engine(engine, monkeypatch, text, **kwargs) -> Run:
 
 def first_divergence(ours: Run, ref: Run, guidance_scale: float = 2.0):
     """Replay both runs from the same states; return None if equal, else a description of the
-    first differing choice with its score gap in the reference."""
+    first differing choice with its score gap in the reference.
+
+    Each step is checked twice: our choice against the reference's, both replayed with this
+    project's ``decode_step`` from the reference's state, and that replay of the reference's
+    logits against the choice the reference actually made (its own PyTorch scoring, read from its
+    next forward's input).  The second catches a near tie inside the scoring itself, which a
+    replay alone would only see later, as a large gap on logits of states that already differ.
+    """
     if len(ours.logits) != len(ref.logits):
         return {"reason": f"{len(ours.logits)} steps here, {len(ref.logits)} in the reference", "gap": np.inf}
     step_index = 0
@@ -100,7 +120,10 @@ def first_divergence(ours: Run, ref: Run, guidance_scale: float = 2.0):
             decode_step(theirs, rc, ru if guidance_scale else None, k, **opts)
             if not np.array_equal(mine, theirs):
                 return describe_gap(state, rc, ru, k, mine, theirs, chunk, step, guidance_scale)
-            state = theirs
+            actual = ref.states[chunk][step]
+            if not np.array_equal(theirs, actual):
+                return describe_gap(state, rc, ru, k, theirs, actual, chunk, step, guidance_scale)
+            state = actual
         if not np.array_equal(state, ref_codes) or not np.array_equal(ours.codes[chunk], ref_codes):
             return {"reason": f"chunk {chunk}: replay agrees but the outputs differ", "gap": np.inf}
     return None
