@@ -1,16 +1,18 @@
 """OmniVoice on ONNX Runtime: the reference generation loop, token for token.
 
-    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo import GenerationConfig, OmniVoiceEngine
     engine = OmniVoiceEngine("models/omnivoice-cpu")
-    result = engine.generate("Hello world.", language="English")
+    result = engine.generate("Hello world.", language="English", config=GenerationConfig(num_step=16))
     soundfile.write("out.wav", result.audio, result.sample_rate)
 
 Importing this package imports neither torch nor gradio.
 """
 
+from .config import GenerationConfig, Limits
 from .engine import ChunkEvent, GenerationPlan, GenerationResult, OmniVoiceEngine, StepEvent
-from .manifest import ModelFolderError
+from .errors import InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
 from .voice import Voice
 
-__all__ = ["ChunkEvent", "GenerationPlan", "GenerationResult", "ModelFolderError", "OmniVoiceEngine",
+__all__ = ["ChunkEvent", "GenerationConfig", "GenerationPlan", "GenerationResult", "InvalidInput", "Limits",
+           "ModelFolderError", "ModelNotAvailable", "OmniVoiceEngine", "OmniVoiceError", "ResourceLimitExceeded",
            "StepEvent", "Voice"]
