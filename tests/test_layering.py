@@ -88,3 +88,12 @@ def test_build_route_without_its_extra_says_what_to_install(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     [line] = done.stdout.strip().splitlines()
     assert "torch" in line and INSTALL_LINE in line and "leave out --build" in line
+
+
+def test_command_line_build_without_its_extra_is_one_error_line(tmp_path):
+    code = ("import runpy\nsys.argv[0] = 'omnivoice'\n"
+            "runpy.run_module('omnivoice_demo', run_name='__main__', alter_sys=True)\n")
+    done = run_without_build_tools(code, "synth", "--build", "--text", "Hello", "--model-cache", str(tmp_path))
+    assert done.returncode == 2, done.stderr[-3000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and INSTALL_LINE in line and "leave out --build" in line
