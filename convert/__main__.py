@@ -6,10 +6,18 @@ import argparse
 import sys
 import time
 
-from convert.pipeline import PROFILES, convert_checkpoint
+from omnivoice_demo.hub.build import missing_extras_error
 
 
 def main(argv: list[str] | None = None) -> int:
+    # in an installation of the runtime only, one line that says what to install (not a traceback
+    # from deep inside the pipeline): checked before the pipeline is imported
+    problem = missing_extras_error("python -m convert")
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    from convert.pipeline import PROFILES, convert_checkpoint
+
     parser = argparse.ArgumentParser(
         prog="python -m convert",
         description="Build an OmniVoice ONNX model folder (bidirectional backbone) from a PyTorch checkpoint.",

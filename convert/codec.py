@@ -59,6 +59,7 @@ import math
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -529,6 +530,13 @@ def export_codec(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from omnivoice_demo.hub.build import missing_extras_error
+
+    problem = missing_extras_error("python -m convert.codec",
+                                   {"torch": "torch", "transformers": "transformers", "olive": "olive-ai"})
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="OmniVoice checkpoint (or its audio_tokenizer/)")
     parser.add_argument("--output", required=True, help="model folder; graphs go to OUTPUT/audio_tokenizer/")

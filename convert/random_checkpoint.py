@@ -20,6 +20,7 @@ import importlib.util
 import json
 import pathlib
 import shutil
+import sys
 import time
 
 #: OmniVoice's special tokens, appended after Qwen3's 151669 ids -> vocab 151676.
@@ -173,6 +174,13 @@ def build(size: str, output: str | pathlib.Path, seed: int = 0) -> pathlib.Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from omnivoice_demo.hub.build import missing_extras_error
+
+    problem = missing_extras_error("python -m convert.random_checkpoint",
+                                   {"torch": "torch", "transformers": "transformers", "omnivoice": "omnivoice"})
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(LLM_SIZES), default="tiny")
     parser.add_argument("--output", required=True)

@@ -33,8 +33,9 @@ def open_engine(args):
     from .engine import OmniVoiceEngine
     from .hub import console_progress, resolve_from_args
 
-    folder = resolve_from_args(args, progress=console_progress())
-    return OmniVoiceEngine(folder, provider=args.provider, threads=args.threads)
+    resolved = resolve_from_args(args, progress=console_progress())
+    # the resolver has just checked every file (sha256): the engine checks sizes only
+    return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size")
 
 
 def synth(args) -> int:

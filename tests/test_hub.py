@@ -16,15 +16,18 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 
 import onnx
 import pytest
 
 from omnivoice_demo import hub
-from omnivoice_demo.hub import (BuildExtrasMissingError, ModelDownloadError, ModelNotAvailableError, ProgressEvent,
+from omnivoice_demo.errors import ModelFolderError, ModelNotAvailable, OmniVoiceError
+from omnivoice_demo.hub import (BuildExtrasMissingError, ModelDownloadError, ProgressEvent, ResolvedModel,
                                 add_model_arguments, resolve_from_args, resolve_model)
-from omnivoice_demo.manifest import MANIFEST_NAME, ModelFolderError, load_manifest, verify_files, write_manifest
+from omnivoice_demo.hub import build as hub_build
+from omnivoice_demo.manifest import MANIFEST_NAME, load_manifest, verify_files, write_manifest
 from omnivoice_demo.repair import is_causal_graph, make_bidirectional
 from hub_server import HubServer
 
@@ -118,9 +121,18 @@ def server(published_repo, ours_repo):
         yield hub_server
 
 
+def go_online(monkeypatch) -> None:
+    """As if this process had started without HF_HUB_OFFLINE=1: conftest sets it before
+    huggingface_hub is imported, and huggingface_hub reads it once, at import."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+
+
 @pytest.fixture
 def hf_env(server, tmp_path, monkeypatch):
     """HF_* and our cache for one test; the server's log and faults start empty."""
+    go_online(monkeypatch)
     monkeypatch.setenv("HF_ENDPOINT", server.url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
@@ -150,21 +162,23 @@ def needed_int4(published_repo: pathlib.Path) -> set[str]:
 def test_resolve_downloads_only_int4_repairs_and_reports(hf_env, server, published_repo, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_test_token")
     events: list[ProgressEvent] = []
-    path = resolve_model(REPO, precision="int4", progress=events.append)
+    resolved = resolve_model(REPO, precision="int4", progress=events.append)
+    path = resolved.path
 
     # only int4/ and the codec were downloaded; neither the root (fp16) nor cuda/ backbone
     assert server.downloaded_paths(REPO) == needed_int4(published_repo)
     assert all(r.authorization == "Bearer hf_test_token" for r in server.requests)
 
     # a ready folder in our cache, repaired, self-contained, with a manifest of ours
-    assert path.is_relative_to(hf_env / "ours") and path.repaired and path.subfolder == "int4"
+    assert isinstance(resolved, ResolvedModel) and resolved.verified == "sha256"
+    assert path.is_relative_to(hf_env / "ours") and resolved.repaired and resolved.subfolder == "int4"
     manifest = load_manifest(path)
     verify_files(path, manifest)
     assert manifest["backbone_attention"] == "bidirectional"
     assert not is_causal_graph(onnx.load(str(path / "llm_decoder.onnx"), load_external_data=False))
     assert (path / "audio_tokenizer" / "higgs_decoder.onnx").is_file()
     assert json.loads((path / "source_manifest.json").read_text())["precision"] == "int4"
-    assert manifest["origin"]["commit"] == path.commit and manifest["origin"]["folder"] == "int4"
+    assert manifest["origin"]["commit"] == resolved.commit and manifest["origin"]["folder"] == "int4"
 
     # the Hugging Face cache is untouched: still the causal graph, bytes as served
     snap = snapshot_dir(hf_env)
@@ -176,7 +190,7 @@ def test_resolve_downloads_only_int4_repairs_and_reports(hf_env, server, publish
     # the user is told: a notice event, and on the result
     notices = [e.notice for e in events if e.notice]
     assert len(notices) == 1 and "causal" in notices[0] and "both directions" in notices[0]
-    assert path.notices == notices
+    assert resolved.notices == notices
     # structured download progress: files and bytes, monotonic, ending complete
     downloads = [e for e in events if e.stage == "download" and e.bytes_total]
     total = sum((published_repo / rel).stat().st_size for rel in needed_int4(published_repo))
@@ -189,32 +203,31 @@ def test_resolve_downloads_only_int4_repairs_and_reports(hf_env, server, publish
     server.reset_log()
     events.clear()
     again = resolve_model(REPO, precision="int4", progress=events.append)
-    assert again == path and again.repaired
+    assert again.path == path and again.repaired
     assert server.downloads() == []
     assert any("repaired copy" in (e.notice or "") for e in events)
 
 
 def test_other_precisions_take_their_own_folder(hf_env, server):
-    path = resolve_model(REPO, precision="cuda")
-    assert path.subfolder == "cuda"
+    assert resolve_model(REPO, precision="cuda").subfolder == "cuda"
     assert {p.split("/")[0] for p in server.downloaded_paths(REPO)} == {"cuda", "audio_tokenizer"}
 
     server.reset_log()
-    path = resolve_model(REPO, precision="fp16")  # the root of the published layout
-    assert path.subfolder == ""
+    assert resolve_model(REPO, precision="fp16").subfolder == ""  # the root of the published layout
     downloaded = server.downloaded_paths(REPO)
     assert "llm_decoder.onnx.data" in downloaded and not any(p.startswith(("int4/", "cuda/")) for p in downloaded)
     assert ".gitattributes" not in downloaded
     # the codec was already in the Hugging Face cache from the cuda download
     assert not any(p.startswith("audio_tokenizer/") for p in downloaded)
 
-    with pytest.raises(ModelNotAvailableError, match=r"no model folder for precision fp32.*int4 \(int4/\)"):
+    with pytest.raises(ModelNotAvailable, match=r"no model folder for precision fp32.*int4 \(int4/\)"):
         resolve_model(REPO, precision="fp32")
 
 
 def test_repo_of_our_format_is_chosen_by_manifest_and_verified(hf_env, server, ours_repo):
-    path = resolve_model(OURS_REPO, precision="int4")
-    assert path.subfolder == "variant-b" and not path.repaired  # bidirectional already: copied, not repaired
+    resolved = resolve_model(OURS_REPO, precision="int4")
+    path = resolved.path
+    assert resolved.subfolder == "variant-b" and not resolved.repaired  # bidirectional already: copied, not repaired
     assert len(load_manifest(path)["repairs"]) == 1  # the publisher's own repair, recorded in its manifest
     downloaded = server.downloaded_paths(OURS_REPO)
     assert {p.split("/")[0] for p in downloaded} == {"variant-a", "variant-b"}
@@ -225,9 +238,9 @@ def test_repo_of_our_format_is_chosen_by_manifest_and_verified(hf_env, server, o
 
     assert resolve_model(OURS_REPO, precision="int4").repaired is False  # reused, same answer
 
-    path = resolve_model(OURS_REPO, precision="fp32")  # cpu_fp32 in our manifest: variant-a, causal
-    assert path.subfolder == "variant-a" and path.repaired
-    assert load_manifest(path)["profile"] == "cpu_fp32"
+    resolved = resolve_model(OURS_REPO, precision="fp32")  # cpu_fp32 in our manifest: variant-a, causal
+    assert resolved.subfolder == "variant-a" and resolved.repaired
+    assert load_manifest(resolved.path)["profile"] == "cpu_fp32"
 
 
 def test_new_commit_gets_a_new_folder_and_the_old_one_is_pruned(hf_env, server, published_repo, tmp_path):
@@ -243,12 +256,12 @@ def test_new_commit_gets_a_new_folder_and_the_old_one_is_pruned(hf_env, server, 
         second = resolve_model(REPO, precision="int4")
     finally:
         server.add_repo(REPO, published_repo)
-    assert second.commit != first.commit and second != first and second.repaired
+    assert second.commit != first.commit and second.path != first.path and second.repaired
     assert server.downloaded_paths(REPO) == {"int4/genai_config.json"}  # the rest is in the HF cache
-    assert not first.exists()  # main no longer points there
+    assert not first.path.exists()  # main no longer points there
     # a pinned revision is its own key
     pinned = resolve_model(f"{REPO}@{first.commit}", precision="int4")
-    assert pinned == first and pinned.commit == first.commit
+    assert pinned.path == first.path and pinned.commit == first.commit
 
 
 # --- interrupted downloads ------------------------------------------------------------
@@ -256,12 +269,15 @@ def test_new_commit_gets_a_new_folder_and_the_old_one_is_pruned(hf_env, server, 
 
 def test_transfer_cut_in_the_middle_resumes_with_range(hf_env, server, published_repo, monkeypatch):
     chunk = 64 * 1024
-    monkeypatch.setattr(hub, "DOWNLOAD_CHUNK_SIZE", chunk)
+    import huggingface_hub.constants
+
+    # huggingface_hub writes (and resumes from) whole chunks; smaller ones than its 10 MiB for the tiny files
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", chunk)
     size = (published_repo / BIG).stat().st_size
     cut = size // 2 + 1234
     server.cut_after(REPO, BIG, cut)
 
-    path = resolve_model(REPO, precision="int4")
+    path = resolve_model(REPO, precision="int4").path
     verify_files(path, load_manifest(path))
 
     first, second = server.downloads(REPO, BIG)
@@ -283,7 +299,7 @@ def test_failed_run_keeps_complete_files_and_next_run_continues(hf_env, server, 
 
     server.clear_faults()
     server.reset_log()
-    path = resolve_model(REPO, precision="int4")
+    path = resolve_model(REPO, precision="int4").path
     again = server.downloaded_paths(REPO)
     assert BIG in again and not (again & complete)  # complete files are not fetched again
     verify_files(path, load_manifest(path))
@@ -295,6 +311,7 @@ def test_failed_run_keeps_complete_files_and_next_run_continues(hf_env, server, 
 def test_offline_with_warm_cache_works_with_the_server_stopped(published_repo, tmp_path, monkeypatch):
     own = HubServer().start()
     own.add_repo(REPO, published_repo)
+    go_online(monkeypatch)
     monkeypatch.setenv("HF_ENDPOINT", own.url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
@@ -306,44 +323,45 @@ def test_offline_with_warm_cache_works_with_the_server_stopped(published_repo, t
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline=None reads the environment
     offline = resolve_model(REPO, precision="int4")
-    assert offline == online and offline.repaired and offline.commit == online.commit
-    verify_files(offline, load_manifest(offline))
+    assert offline.path == online.path and offline.repaired and offline.commit == online.commit
+    verify_files(offline.path, load_manifest(offline.path))
 
     # our ready copy gone: assembled (and repaired) again from the Hugging Face cache alone
-    shutil.rmtree(online)
+    shutil.rmtree(online.path)
     rebuilt = resolve_model(REPO, precision="int4", offline=True)
-    assert rebuilt == online and rebuilt.repaired
-    verify_files(rebuilt, load_manifest(rebuilt))
+    assert rebuilt.path == online.path and rebuilt.repaired
+    verify_files(rebuilt.path, load_manifest(rebuilt.path))
 
     # online but the Hub unreachable: the cached copy, with a notice
     events = []
     again = resolve_model(REPO, precision="int4", offline=False, progress=events.append)
-    assert again == online
+    assert again.path == online.path
     assert any("could not be reached" in (e.notice or "") for e in events)
 
     # another precision was never downloaded: the error names its files
-    with pytest.raises(ModelNotAvailableError, match=r"files of .*\(cuda/\).* not in the Hugging Face cache.*network access"):
+    with pytest.raises(ModelNotAvailable, match=r"files of .*\(cuda/\).* not in the Hugging Face cache.*network access"):
         resolve_model(REPO, precision="cuda", offline=True)
 
 
 def test_offline_with_cold_cache_says_what_is_missing_and_how_to_get_it(hf_env, server):
-    with pytest.raises(ModelNotAvailableError) as info:
+    with pytest.raises(ModelNotAvailable) as info:
         resolve_model(REPO, precision="int4", offline=True)
     message = str(info.value)
     assert REPO in message and "int4" in message and "never downloaded" in message
     assert "network access" in message and "--model DIR" in message
     assert server.requests == []
-    assert isinstance(info.value, ModelFolderError)
+    assert isinstance(info.value, OmniVoiceError)  # the family every entry point maps
 
 
 def test_unreachable_hub_with_cold_cache(tmp_path, monkeypatch):
+    go_online(monkeypatch)
     stopped = HubServer().start()
     url = stopped.url
     stopped.stop()
     monkeypatch.setenv("HF_ENDPOINT", url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    with pytest.raises(ModelNotAvailableError, match="could not be reached"):
+    with pytest.raises(ModelNotAvailable, match="could not be reached"):
         resolve_model(REPO, precision="int4", cache_dir=tmp_path / "ours")
 
 
@@ -359,20 +377,20 @@ def test_corrupted_download_is_detected_and_named(hf_env, server):
     # corrupted once only: fetched again, and the user is told
     server.clear_faults()
     events = []
-    path = resolve_model(REPO, precision="int4", progress=events.append)
+    path = resolve_model(REPO, precision="int4", progress=events.append).path
     verify_files(path, load_manifest(path))
     assert any(BIG in (e.notice or "") for e in events)
 
 
 def test_damaged_ready_folder_is_named_and_rebuilt(hf_env, server):
-    path = resolve_model(REPO, precision="int4")
+    path = resolve_model(REPO, precision="int4").path
     target = path / "audio_tokenizer" / "higgs_decoder.onnx"
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0xFF
     target.write_bytes(bytes(data))
     server.reset_log()
     events = []
-    again = resolve_model(REPO, precision="int4", progress=events.append)
+    again = resolve_model(REPO, precision="int4", progress=events.append).path
     assert again == path
     verify_files(again, load_manifest(again))
     assert any("audio_tokenizer/higgs_decoder.onnx" in (e.notice or "") for e in events)
@@ -384,26 +402,27 @@ def test_damaged_ready_folder_is_named_and_rebuilt(hf_env, server):
 
 def test_local_folder_spec(hf_env, published_repo, tmp_path):
     # the published layout on disk: the int4 folder is found, repaired into our cache
-    path = resolve_model(published_repo, precision="int4")
-    assert path.repaired and path.is_relative_to(hf_env / "ours") and path.subfolder == "int4"
+    resolved = resolve_model(published_repo, precision="int4")
+    path = resolved.path
+    assert resolved.repaired and path.is_relative_to(hf_env / "ours") and resolved.subfolder == "int4"
     verify_files(path, load_manifest(path))
-    assert resolve_model(published_repo, precision="int4") == path  # reused
+    assert resolve_model(published_repo, precision="int4").path == path  # reused
 
     # a ready folder of ours is used where it is
-    assert resolve_model(str(path)) == path
+    assert resolve_model(str(path)).path == path
 
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ModelFolderError, match="no OmniVoice ONNX model"):
         resolve_model(empty)
-    with pytest.raises(ModelNotAvailableError, match="neither an existing folder nor a Hub repo id"):
+    with pytest.raises(ModelNotAvailable, match="neither an existing folder nor a Hub repo id"):
         resolve_model("./no/such/folder")
 
 
 def test_a_model_folder_keeps_its_own_precision(hf_env, tiny_fp32_folder):
     """Without a precision, our fp32 folder is used as it is (int4 is only the Hub's default)."""
-    path = resolve_model(tiny_fp32_folder)
-    assert path == tiny_fp32_folder.resolve() and path.precision == "fp32"
+    resolved = resolve_model(tiny_fp32_folder)
+    assert resolved.path == tiny_fp32_folder.resolve() and resolved.precision == "fp32"
     with pytest.raises(ModelFolderError, match="no model folder for precision int4"):
         resolve_model(tiny_fp32_folder, precision="int4")
 
@@ -414,7 +433,7 @@ def test_local_checkpoint_needs_build(tiny_checkpoint, hf_env):
 
 
 def test_build_route_without_extras_says_what_to_install(hf_env, server, monkeypatch):
-    monkeypatch.setattr(hub, "missing_build_modules", lambda: ["onnxruntime-genai", "olive-ai"])
+    monkeypatch.setattr(hub_build, "missing_build_modules", lambda: ["onnxruntime-genai", "olive-ai"])
     with pytest.raises(BuildExtrasMissingError) as info:
         resolve_model("k2-fsa/OmniVoice", build=True)
     assert "pip install -r requirements-dev.txt" in str(info.value)
@@ -427,8 +446,8 @@ def test_command_line_arguments(hf_env, published_repo):
     args = parser.parse_args(["--model", str(published_repo), "--precision", "cuda", "--offline"])
     assert args.offline is True and args.precision == "cuda"
     lines = []
-    path = resolve_from_args(args, progress=lambda e: lines.append(e.message))
-    assert path.subfolder == "cuda" and path.repaired and lines
+    resolved = resolve_from_args(args, progress=lambda e: lines.append(e.message))
+    assert resolved.subfolder == "cuda" and resolved.repaired and lines
     # no --precision: a model folder keeps its own, the Hub gets the default (int4)
     assert parser.parse_args([]).offline is None and parser.parse_args([]).precision is None
 
@@ -440,7 +459,7 @@ def test_resolved_model_loads_and_generates_token_exact(hf_env, server, tiny_fp3
     """The repaired published folder generates the same tokens as our bidirectional build of the
     same weights (which test_convert checks against the PyTorch reference)."""
     engine_module = pytest.importorskip("omnivoice_demo.engine", reason="the engine has not landed yet")
-    path = resolve_model(REPO, precision="int4")
+    path = resolve_model(REPO, precision="int4").path
     repaired = engine_module.OmniVoiceEngine(path)
     ours = engine_module.OmniVoiceEngine(tiny_fp32_folder)
     kwargs = dict(language="en", duration=1.0, num_step=8, seed=1234, postprocess=False)
@@ -449,3 +468,29 @@ def test_resolved_model_loads_and_generates_token_exact(hf_env, server, tiny_fp3
     assert len(a.codes) == len(b.codes) >= 1
     for x, y in zip(a.codes, b.codes):
         assert (x == y).all()
+
+
+def test_resolver_hashes_and_engine_then_checks_sizes(hf_env, tiny_fp32_folder, tmp_path):
+    """One checksum pass per start: the resolver hashes (and names a corrupt file), the engine opened
+    with verify="size" checks sizes only, and still refuses a file of the wrong size."""
+    engine_module = pytest.importorskip("omnivoice_demo.engine")
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_fp32_folder, folder)
+    resolved = resolve_model(folder)
+    assert resolved.path == folder.resolve() and resolved.verified == "sha256"
+    engine_module.OmniVoiceEngine(resolved.path, verify="size")
+
+    target = folder / "audio_tokenizer" / "higgs_decoder.onnx.data"
+    if not target.is_file():
+        target = next(p for p in sorted(folder.rglob("*.data")))
+    rel = target.relative_to(folder).as_posix()
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, different bytes: only a checksum sees it
+    target.write_bytes(bytes(data))
+    with pytest.raises(ModelFolderError, match=re.escape(rel) + ".*sha256"):
+        resolve_model(folder)
+    assert resolve_model(folder, checksums=False).verified == "size"
+
+    target.write_bytes(bytes(data) + b"\0")  # one byte longer: sizes catch it
+    with pytest.raises(ModelFolderError, match=re.escape(rel) + ".* bytes, the manifest says"):
+        engine_module.OmniVoiceEngine(folder, verify="size")

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from typing import Optional
 
 from ..engine import OmniVoiceEngine
+from ..errors import ModelNotAvailable
 
 log = logging.getLogger(__name__)
 
@@ -147,22 +148,24 @@ class ModelManager:
                                  request=request, started=time.monotonic())
         try:
             if provider not in available_providers():
-                raise hub.ModelNotAvailableError(
+                raise ModelNotAvailable(
                     f"The {provider} provider is not available in this onnxruntime "
                     f"({', '.join(available_providers())} are); choose cpu, or install onnxruntime-gpu.")
             started = time.perf_counter()
-            folder = hub.resolve_model(spec, precision=precision, cache_dir=self.cache_dir,
-                                       offline=self.offline if offline is None else offline, build=build,
-                                       progress=self._on_progress, force_download=force_download)
+            resolved = hub.resolve_model(spec, precision=precision, cache_dir=self.cache_dir,
+                                         offline=self.offline if offline is None else offline, build=build,
+                                         progress=self._on_progress, force_download=force_download)
+            folder = resolved.path
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder}", fraction=None)
+            # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size")
-            notices = list(getattr(folder, "notices", []) or [])
-            precision = getattr(folder, "precision", None) or precision or engine.profile
+            notices = list(resolved.notices)
+            precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(
-                label=self._label(precision, provider, folder), engine=engine, folder=pathlib.Path(folder),
-                source=getattr(folder, "source", "") or str(spec or hub.DEFAULT_REPO), precision=precision,
-                provider=provider, repaired=bool(getattr(folder, "repaired", False)), notices=notices,
-                licence=licence_text(pathlib.Path(folder)), load_seconds=time.perf_counter() - started)
+                label=self._label(precision, provider, folder), engine=engine, folder=folder,
+                source=resolved.source or str(spec or hub.DEFAULT_REPO), precision=precision,
+                provider=provider, repaired=resolved.repaired, notices=notices,
+                licence=licence_text(folder), load_seconds=time.perf_counter() - started)
         except Exception as exc:
             message = str(exc) if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, ValueError):
