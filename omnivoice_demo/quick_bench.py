@@ -6,9 +6,10 @@ Each row is one engine: the mean over ``repeats`` generations (after one
 warm-up step) of ``GenerationResult.timings``, the seconds per unmasking step,
 the real-time factor and the peak resident memory of the process while it ran
 (Linux: VmHWM, reset before each engine; elsewhere: the process's peak so far),
-with the machine's description.  The app's Benchmark tab shows these rows; the
-full benchmark (``omnivoice_demo.bench``) can replace this module behind the
-same function.
+with the machine's description.  The app's Benchmark tab shows these rows.
+The side-by-side benchmark against the PyTorch reference (``python -m
+benchmarks``, in the checkout, not installed) shares this module's texts,
+memory measure and machine description, and ``constants.STAGES``.
 """
 
 from __future__ import annotations
@@ -21,18 +22,24 @@ from typing import Callable, Optional
 
 import numpy as np
 
-STAGES = ("prompt", "embeddings", "backbone", "heads", "sampling", "codec_decode", "postprocess")
+from .constants import STAGES
+from .errors import InvalidInput
 
-#: sample texts by length (the Benchmark tab's choice)
+#: the benchmark texts by length: the app's Benchmark tab and ``python -m benchmarks`` (its cases) use these
 TEXTS = {
-    "short": "The quick brown fox jumps over the lazy dog.",
-    "medium": ("Speech synthesis turns written words into sound. This benchmark measures how long each "
-               "stage of the model takes on this machine, and how that compares with real time."),
-    "long": ("Speech synthesis turns written words into sound. This benchmark measures how long each stage "
-             "of the model takes on this machine, and how that compares with real time. The backbone runs "
-             "once per step for the whole utterance, so longer texts cost more per step, and the number of "
-             "steps multiplies everything. Lower precision weights make each step cheaper on a CPU, at a "
-             "small cost in fidelity. Reading the table side by side shows where the time goes."),
+    "short": "Hello! This is a short benchmark sentence.",
+    "medium": ("The quick brown fox jumps over the lazy dog. Benchmarks should be boring, repeatable and "
+               "honest, so this text is long enough to fill about five seconds of speech."),
+    "long": " ".join([
+        "The morning was quiet and the streets were still empty when the first tram went past.",
+        "A baker opened his shutters, and the smell of warm bread drifted into the square.",
+        "Children walked slowly to school, arguing about football and the weekend's films.",
+        "By noon the market was full of voices, colours and the rattle of wooden carts.",
+        "Old friends met by the fountain and talked about the weather, their children and the price of fish.",
+        "In the afternoon a light rain fell, and the cafes pulled their chairs under the awnings.",
+        "When the evening came, the lamps were lit one by one along the river.",
+        "Somewhere a violin played, and a dog barked twice before the city fell asleep again.",
+    ]),
 }
 
 
@@ -61,8 +68,8 @@ def machine_info(engine=None) -> dict:
     return info
 
 
-def _reset_peak_rss() -> bool:
-    """Reset Linux's VmHWM (peak RSS) of this process; False where that is not possible."""
+def reset_peak_rss() -> bool:
+    """Start a new peak for ``peak_rss_mb`` (Linux: reset VmHWM); False where a peak cannot be reset."""
     try:
         with open("/proc/self/clear_refs", "w") as handle:
             handle.write("5")
@@ -72,7 +79,11 @@ def _reset_peak_rss() -> bool:
 
 
 def peak_rss_mb() -> Optional[float]:
-    """Peak resident memory of this process in MiB (since the last reset on Linux)."""
+    """Peak resident memory (RSS) of this process in MiB: since the last ``reset_peak_rss`` on Linux (VmHWM),
+    else since the process started (``ru_maxrss``: KiB on Linux, bytes on macOS); None where neither exists.
+
+    The one memory measure of the benchmarks: the app's tab resets it per model; ``python -m benchmarks``
+    runs each system in a fresh process, so there it is that system's peak."""
     try:
         for line in pathlib.Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -92,10 +103,10 @@ def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1
                   progress: Optional[Callable[[str, float], None]] = None, **generate_kwargs) -> list[dict]:
     """One row per engine (see the module's docstring); ``progress(message, fraction)`` is called as it runs."""
     if not engines:
-        raise ValueError("No model to benchmark: load one in the Model tab first.")
+        raise InvalidInput("No model to benchmark: load one in the Model tab first.")
     repeats = int(repeats)
     if repeats < 1 or repeats > 100:
-        raise ValueError(f"repeats must be between 1 and 100, got {repeats}.")
+        raise InvalidInput(f"repeats must be between 1 and 100, got {repeats}.")
     rows = []
     total_runs = len(engines) * repeats
     done = 0
@@ -103,7 +114,7 @@ def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1
         if progress:
             progress(f"{label}: warm-up", done / total_runs)
         engine.generate(text, num_step=1, seed=seed, **generate_kwargs)  # first-run allocations out of the timings
-        reset = _reset_peak_rss()
+        reset = reset_peak_rss()
         timings: list[dict] = []
         result = None
         for index in range(repeats):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from omnivoice_demo import bench
+from benchmarks import side_by_side as bench
+from benchmarks.throughput import backbone_flops
 
 
 def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder, tiny_checkpoint, tmp_path, capsys):
@@ -35,12 +36,12 @@ def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder
 def test_backbone_flops_counts_matrix_products_and_attention():
     dims = dict(hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, head_dim=128,
                 num_key_value_heads=8, intermediate_size=3072)
-    one = bench.backbone_flops(dims, [100])
+    one = backbone_flops(dims, [100])
     # per layer: q/k/v/o projections 2*L*1024*(2048+2048) + 2*L*2048*1024, MLP 3*2*L*1024*3072,
     # attention 4*L^2*2048
     per_layer = 2 * 100 * 1024 * 4096 + 2 * 100 * 2048 * 1024 + 6 * 100 * 1024 * 3072 + 4 * 100 * 100 * 2048
     assert one == 28 * per_layer
-    assert bench.backbone_flops(dims, [100, 50]) > one
+    assert backbone_flops(dims, [100, 50]) > one
 
 
 def test_agreement_table_compares_greedy_codes(tiny_fp32_folder, tiny_int4_folder, tmp_path, capsys):
