@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import pathlib
 
 import gradio as gr
@@ -12,8 +13,17 @@ import pytest
 import soundfile as sf
 from PIL import Image
 
-from omnivoice_demo.ui import handlers as h
-from omnivoice_demo.ui import pictures
+from omnivoice_demo.codes_file import load_codes, save_codes
+from omnivoice_demo.config import GenerationConfig
+from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
+from omnivoice_demo.ui import assets, controls, design, generation, pictures
+from omnivoice_demo.ui.studio import Studio
+from omnivoice_demo.ui.tabs import benchmark as benchmark_tab
+from omnivoice_demo.ui.tabs import clone as clone_tab
+from omnivoice_demo.ui.tabs import codec as codec_tab
+from omnivoice_demo.ui.tabs import model as model_tab
+from omnivoice_demo.ui.tabs import speak as speak_tab
+from omnivoice_demo.voice import Voice
 from omnivoice_demo.ui.metrics import log_mel_distance, snr_db
 from omnivoice_demo.ui.models import ModelManager
 from omnivoice_demo.ui.voices import VoiceLibrary, clean_name, data_dir
@@ -28,7 +38,7 @@ def studio(tiny_fp32_folder, tmp_path_factory):
     root = tmp_path_factory.mktemp("studio")
     manager = ModelManager(cache_dir=root / "cache", offline=True)
     manager.load(str(tiny_fp32_folder), "fp32")
-    return h.Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out",
+    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out",
                     min_update_interval=0.0)
 
 
@@ -87,7 +97,7 @@ def test_bar_chart_and_metrics():
 # --- Speak ----------------------------------------------------------------------------------
 
 def test_speak_streams_the_grid_and_returns_audio_files_seed_history(studio):
-    updates = _run(h.speak(studio, "Hello there, this is the tiny model.", dict(FAST, num_step=8), []))
+    updates = _run(speak_tab.speak(studio, "Hello there, this is the tiny model.", dict(FAST, num_step=8), []))
     first, final = updates[0], updates[-1]
     assert "Starting" in first["progress"] and first["seed"] == 11
     grids = [u["grid"] for u in updates if "grid" in u and "Step" in u.get("progress", "")]
@@ -99,17 +109,17 @@ def test_speak_streams_the_grid_and_returns_audio_files_seed_history(studio):
     wav, flac, npz = final["files"]
     assert wav.endswith(".wav") and flac.endswith(".flac") and npz.endswith(".codes.npz")
     assert sf.read(flac)[0].shape == audio.shape
-    codes = h.load_codes(npz)
+    codes = load_codes(npz)
     assert codes.shape[0] == 8
     assert final["seed"] == 11 and "seed **11**" in final["info"] and "RTF" in final["info"]
     assert len(final["history"]) == 1 and final["history_table"][0][3] == 11
     # same seed, same audio
-    again = _run(h.speak(studio, "Hello there, this is the tiny model.", dict(FAST, num_step=8), []))[-1]
+    again = _run(speak_tab.speak(studio, "Hello there, this is the tiny model.", dict(FAST, num_step=8), []))[-1]
     np.testing.assert_array_equal(sf.read(again["audio"])[0], audio)
 
 
 def test_random_seed_is_written_back(studio):
-    final = _run(h.speak(studio, "Another one.", dict(num_step=2, randomize=True, seed=5), []))[-1]
+    final = _run(speak_tab.speak(studio, "Another one.", dict(num_step=2, randomize=True, seed=5), []))[-1]
     meta = json.loads(str(np.load(final["files"][2])["meta"]))
     assert final["seed"] == meta["seed"] == meta["settings"]["seed"]
     assert f"seed **{final['seed']}**" in final["info"]
@@ -118,7 +128,7 @@ def test_random_seed_is_written_back(studio):
 def test_long_text_plays_its_chunks_as_they_finish(studio):
     text = " ".join(f"Sentence number {n} of the long text goes on for a while here." for n in
                     ("one", "two", "three", "four", "five", "six", "seven", "eight"))  # ~30 s: 3 chunks
-    updates = _run(h.speak(studio, text, dict(num_step=2, randomize=False, seed=1), []))
+    updates = _run(speak_tab.speak(studio, text, dict(num_step=2, randomize=False, seed=1), []))
     chunk_updates = [u["chunks"] for u in updates if u.get("chunks")]
     assert len(chunk_updates) >= 2
     # chunk k is offered before the generation ends, and each update lists all finished chunks
@@ -139,7 +149,7 @@ def test_stop_closes_the_engine_generator(studio, monkeypatch):
         return stream
 
     monkeypatch.setattr(loaded.engine, "stream", recording_stream)
-    run = h.speak(studio, "A sentence that will be stopped early.", dict(num_step=16, randomize=False, seed=2), [])
+    run = speak_tab.speak(studio, "A sentence that will be stopped early.", dict(num_step=16, randomize=False, seed=2), [])
     next(run), next(run), next(run)  # started, two steps
     run.close()  # what Gradio does when Stop cancels the event
     assert streams and streams[0].gi_frame is None  # the engine's generator is closed
@@ -148,17 +158,17 @@ def test_stop_closes_the_engine_generator(studio, monkeypatch):
 
 
 def test_text_info_counts_and_estimates(studio):
-    info = h.text_info(studio, "Hello world.", {})
+    info = generation.text_info(studio, "Hello world.", {})
     assert info.startswith("12 characters") and "of speech" in info and "to generate" in info
-    assert "⚠" in h.text_info(studio, "Hello", {"language": "Klingon"})
-    assert h.text_info(studio, "", {}) == "0 characters"
+    assert "⚠" in generation.text_info(studio, "Hello", {"language": "Klingon"})
+    assert generation.text_info(studio, "", {}) == "0 characters"
 
 
 def test_instruct_is_checked_with_suggestions():
-    assert "male, low pitch" in h.check_instruct({"gender": "male", "pitch": "low pitch"})
-    message = h.check_instruct({"instruct": "femal"})
+    assert "male, low pitch" in design.check_instruct({"gender": "male", "pitch": "low pitch"})
+    message = design.check_instruct({"instruct": "femal"})
     assert message.startswith("⚠") and "female" in message
-    assert h.compose_instruct({"gender": "Auto", "instruct": " "}) is None
+    assert design.compose_instruct({"gender": "Auto", "instruct": " "}) is None
 
 
 @pytest.mark.parametrize("text, values, expected", [
@@ -170,47 +180,47 @@ def test_instruct_is_checked_with_suggestions():
 ])
 def test_bad_speak_input_is_a_message(studio, text, values, expected):
     with pytest.raises(gr.Error) as excinfo:
-        _run(h.speak(studio, text, dict(values, num_step=2), []))
+        _run(speak_tab.speak(studio, text, dict(values, num_step=2), []))
     assert expected in _error(excinfo)
 
 
 def test_no_model_says_what_to_do(tmp_path):
-    empty = h.Studio(models=ModelManager(cache_dir=tmp_path / "cache", offline=True),
+    empty = Studio(models=ModelManager(cache_dir=tmp_path / "cache", offline=True),
                      voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out")
     with pytest.raises(gr.Error) as excinfo:
-        _run(h.speak(empty, "Hello", {}, []))
+        _run(speak_tab.speak(empty, "Hello", {}, []))
     assert "No model is loaded" in _error(excinfo) and "Model tab" in _error(excinfo)
-    assert "no model" in h.model_bar(empty)
+    assert "no model" in model_tab.model_bar(empty)
     # a failed load (offline, nothing cached) is reported with what to do, and the app keeps working
-    with pytest.raises(ValueError):
+    with pytest.raises(OmniVoiceError):
         empty.models.load(None, "int4", offline=True)
-    bar = h.model_bar(empty)
+    bar = model_tab.model_bar(empty)
     assert "not loaded" in bar and "not cached" in bar.replace("never downloaded", "not cached")
     assert "What to do" in bar
     with pytest.raises(gr.Error) as excinfo:
-        h.codec_roundtrip(empty, None)
+        codec_tab.codec_roundtrip(empty, None)
     assert "Record or upload" in _error(excinfo)
 
 
 # --- Clone ----------------------------------------------------------------------------------
 
 def test_clone_speaks_in_the_reference_voice_and_saves_it(studio, reference_wav):
-    note = h.reference_note(studio, reference_wav)
+    note = clone_tab.reference_note(studio, reference_wav)
     assert "4.0 s, 44100 Hz, 2 channels" in note
-    final = _run(h.clone(studio, reference_wav, "This is a test of the voice.", True, "Hello in that voice.",
+    final = _run(clone_tab.clone(studio, reference_wav, "This is a test of the voice.", True, "Hello in that voice.",
                          dict(FAST), True, []))[-1]
     assert sf.read(final["audio"])[1] == 24000 and "Clone" == final["history"][0]["tab"]
-    saved = h.save_voice(studio, reference_wav, "This is a test of the voice.", True, "My test voice")
-    assert saved["selected"] == "My test voice" and "My test voice" in h.voice_names(studio)
+    saved = clone_tab.save_voice(studio, reference_wav, "This is a test of the voice.", True, "My test voice")
+    assert saved["selected"] == "My test voice" and "My test voice" in speak_tab.voice_names(studio)
     assert (studio.voices.root / "My test voice.npz").is_file()
-    spoken = _run(h.speak(studio, "Now from the saved voice.", dict(FAST, voice="My test voice"), []))[-1]
+    spoken = _run(speak_tab.speak(studio, "Now from the saved voice.", dict(FAST, voice="My test voice"), []))[-1]
     meta = json.loads(str(np.load(spoken["files"][2])["meta"]))
     assert meta["settings"]["voice"] == "My test voice"
 
 
 def test_private_voice_library_is_per_session(tmp_path):
     library = VoiceLibrary(tmp_path, private=True)
-    voice = h.Voice(codes=np.zeros((8, 5), dtype=np.int64), transcript="Hi.", rms=0.1)
+    voice = Voice(codes=np.zeros((8, 5), dtype=np.int64), transcript="Hi.", rms=0.1)
     library.save(voice, "mine", session="abc")
     assert library.names("abc") == ["mine"] and library.names("other") == []
     assert clean_name("  a/b\\c:d  ") == "abcd"
@@ -229,8 +239,8 @@ def test_data_dir_follows_the_environment(monkeypatch, tmp_path):
 def test_long_reference_is_trimmed_with_a_note(studio, tmp_path):
     path = tmp_path / "long.flac"
     sf.write(path, speech_like(25.0, 16000, seed=4)[0], 16000)
-    wav, rate, note = h.read_reference(studio, str(path))
-    assert wav.shape[-1] / rate <= h.TRIM_TO_SECONDS + 0.01
+    wav, rate, note = clone_tab.read_reference(studio, str(path))
+    assert wav.shape[-1] / rate <= clone_tab.TRIM_TO_SECONDS + 0.01
     assert "only the first" in note and "transcript" in note
 
 
@@ -260,23 +270,23 @@ def test_bad_clone_input_is_a_message(studio, reference_wav, tmp_path, case, exp
     elif case == "unreadable":
         reference = str(tmp_path / "broken.wav")
         pathlib.Path(reference).write_bytes(b"this is not audio")
-    small = h.Studio(models=studio.models, voices=studio.voices, out_dir=studio.out_dir,
+    small = Studio(models=studio.models, voices=studio.voices, out_dir=studio.out_dir,
                      max_upload_mb=0.01 if case == "too large" else 50)
     with pytest.raises(gr.Error) as excinfo:
-        _run(h.clone(small, reference, transcript, consent, "Hello.", dict(FAST), True, []))
+        _run(clone_tab.clone(small, reference, transcript, consent, "Hello.", dict(FAST), True, []))
     assert expected in _error(excinfo)
 
 
 # --- Codec and Benchmark --------------------------------------------------------------------
 
 def test_codec_round_trip_and_decoding_uploaded_codes(studio, reference_wav):
-    result = h.codec_roundtrip(studio, reference_wav)
+    result = codec_tab.codec_roundtrip(studio, reference_wav)
     metrics = result["metrics"]
     assert metrics["frames"] == 100 and metrics["bitrate_kbps"] == 2.0
     assert np.isfinite(metrics["snr_db"]) and metrics["log_mel_distance"] > 0
     assert "100 frames" in result["stats"] and "kbit/s" in result["stats"] and "log-mel" in result["stats"]
     assert sf.read(result["output"])[0].shape == (100 * 960,)
-    decoded = h.codec_decode(studio, result["codes_file"])
+    decoded = codec_tab.codec_decode(studio, result["codes_file"])
     np.testing.assert_allclose(sf.read(decoded["output"])[0], sf.read(result["output"])[0], atol=1e-4)
     assert isinstance(result["grid"], Image.Image)
 
@@ -285,43 +295,43 @@ def test_bad_codes_upload_is_a_message(studio, tmp_path):
     bad = tmp_path / "bad.npz"
     np.savez(bad, something=np.zeros(3))
     with pytest.raises(gr.Error) as excinfo:
-        h.codec_decode(studio, str(bad))
+        codec_tab.codec_decode(studio, str(bad))
     assert "not a codes file" in _error(excinfo)
     wrong = tmp_path / "wrong.npz"
     np.savez(wrong, codes=np.full((8, 4), 5000))
     with pytest.raises(gr.Error) as excinfo:
-        h.codec_decode(studio, str(wrong))
+        codec_tab.codec_decode(studio, str(wrong))
     assert "0 to 1023" in _error(excinfo)
 
 
 def test_benchmark_table_chart_machine_csv(studio):
-    result = h.benchmark(studio, [], "short", 2, 1)
+    result = benchmark_tab.benchmark(studio, [], "short", 2, 1)
     rows = result["rows"]
     assert len(rows) == 1 and rows[0]["model"] == studio.models.active
     for key in ("backbone_s", "heads_s", "per_step_ms", "rtf", "peak_rss_mb", "cpu", "onnxruntime"):
         assert rows[0][key] is not None
-    assert result["table"]["headers"] == h.BENCH_COLUMNS and len(result["table"]["data"]) == 1
+    assert result["table"]["headers"] == benchmark_tab.BENCH_COLUMNS and len(result["table"]["data"]) == 1
     assert "Machine" in result["machine"] and "provider cpu" in result["machine"]
     csv_text = pathlib.Path(result["csv"]).read_text()
     assert csv_text.splitlines()[0].startswith("model,profile")
     assert isinstance(result["chart"], Image.Image)
     with pytest.raises(gr.Error):
-        h.benchmark(studio, ["not loaded"], "short", 2, 1)
+        benchmark_tab.benchmark(studio, ["not loaded"], "short", 2, 1)
     with pytest.raises(gr.Error):
-        h.benchmark(studio, [], "huge", 2, 1)
+        benchmark_tab.benchmark(studio, [], "huge", 2, 1)
 
 
 def test_model_details_show_precision_and_licence(studio):
-    details = h.model_details(studio)
+    details = model_tab.model_details(studio)
     assert "cpu_fp32" in details and "licence" in details
-    assert "ready" in h.model_bar(studio)
+    assert "ready" in model_tab.model_bar(studio)
 
 
 @pytest.mark.parametrize("fmt, rate", [("WAV", 8000), ("FLAC", 48000), ("OGG", 22050), ("MP3", 44100)])
 def test_reference_formats_and_rates(studio, tmp_path, fmt, rate):
     path = tmp_path / f"reference.{fmt.lower()}"
     sf.write(path, speech_like(2.0, rate, seed=1, channels=2).T, rate, format=fmt)
-    note = h.reference_note(studio, str(path))
+    note = clone_tab.reference_note(studio, str(path))
     assert note.startswith("Reference: 2.") and f"{rate} Hz" in note and "2 channels" in note
 
 
@@ -336,10 +346,83 @@ def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, t
     first = manager.get()
     assert first.precision == "fp32" and first.engine.profile == "cpu_fp32"
     manager.add(OmniVoiceEngine(tiny_fp32_folder, verify="none"), label="second copy")
-    two = h.Studio(models=manager, voices=studio.voices, out_dir=tmp_path / "out")
-    result = h.benchmark(two, [first.label, "second copy"], "short", 1, 1)
+    two = Studio(models=manager, voices=studio.voices, out_dir=tmp_path / "out")
+    result = benchmark_tab.benchmark(two, [first.label, "second copy"], "short", 1, 1)
     assert [r["model"] for r in result["rows"]] == [first.label, "second copy"]
-    assert "second copy" in h.model_details(two)
+    assert "second copy" in model_tab.model_details(two)
     manager.set_active(first.label)
     manager.unload(first.label)
     assert manager.active == "second copy"
+
+
+# --- settings from GenerationConfig, errors, codes file, assets -----------------------------
+
+def test_controls_are_built_from_generation_config():
+    with gr.Blocks():
+        built = controls.generation_controls("t", with_voice=True)
+    assert "preprocess_prompt" not in built  # applied when cloning: the Clone tab's own checkbox
+    for name in controls.tab_settings():
+        setting, widget = GenerationConfig.setting(name), built[name]
+        assert widget.elem_id == "t-" + name.replace("_", "-") and widget.label == setting.label, name
+        if isinstance(widget, gr.Slider):
+            assert widget.minimum == (setting.low if setting.ui_low is None else setting.ui_low), name
+            assert widget.maximum == (setting.high if setting.ui_high is None else setting.ui_high), name
+            assert widget.value == GenerationConfig.default(name), name
+        elif isinstance(widget, gr.Checkbox):
+            assert widget.value == GenerationConfig.default(name), name
+    assert set(controls.advanced_settings()) == {n for n in controls.tab_settings()
+                                                 if GenerationConfig.setting(n).advanced}
+    assert sorted(controls.api_settings()) == sorted(controls.tab_settings())
+
+
+def test_control_values_make_a_validated_config():
+    request = controls.generation_request({"language": "Auto", "gender": "male", "instruct": "low pitch",
+                                           "num_step": 8.0, "duration": 0, "seed": 7, "randomize": False,
+                                           "denoise": False, "voice": "(none)"})
+    assert request.language is None and request.instruct == "male, low pitch"
+    assert request.config == GenerationConfig(num_step=8, seed=7, denoise=False)
+    assert type(request.config.num_step) is int and request.config.duration is None
+    drawn = controls.generation_request({"seed": 7, "randomize": True}).config.seed
+    assert 0 <= drawn < 2**31
+    with pytest.raises(InvalidInput) as excinfo:
+        controls.generation_request({"guidance_scale": 99})
+    assert excinfo.value.param == "guidance_scale"
+
+
+@pytest.mark.parametrize("raised, shown, hidden", [
+    (ValueError("operands could not be broadcast together"), "Internal error", "operands"),
+    (ZeroDivisionError("division by zero"), "Internal error", "division"),
+    (ModelFolderError("tokenizer.json is missing from /models/x"), "tokenizer.json is missing", "Internal error"),
+])
+def test_only_our_errors_are_shown_as_the_users_mistake(studio, monkeypatch, caplog, raised, shown, hidden):
+    def broken(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(studio.models.get().engine, "prepare", broken)
+    with caplog.at_level(logging.ERROR), pytest.raises(gr.Error) as excinfo:
+        _run(speak_tab.speak(studio, "Hello", dict(FAST), []))
+    assert shown in _error(excinfo) and hidden not in _error(excinfo)
+    logged = [r for r in caplog.records if r.exc_info is not None]
+    assert bool(logged) == (not isinstance(raised, OmniVoiceError))  # bugs are logged with their traceback
+
+
+def test_codes_file_round_trip_and_no_pickle(tmp_path):
+    chunks = [np.arange(16).reshape(8, 2), np.full((8, 3), 1023)]
+    path = save_codes(tmp_path / "c.codes.npz", chunks, {"seed": 3})
+    codes = load_codes(path)
+    assert codes.shape == (8, 5) and codes.dtype == np.int64
+    np.testing.assert_array_equal(codes[:, :2], chunks[0])
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        assert list(data["chunk_frames"]) == [2, 3]
+    assert meta["format"] == "omnivoice-codes" and meta["seed"] == 3
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, codes=np.array([{"x": 1}], dtype=object))
+    with pytest.raises(InvalidInput) as excinfo:
+        load_codes(pickled)
+    assert "not a codes file" in str(excinfo.value)
+
+
+def test_assets_are_found_from_the_checkout():
+    assert ".ov-progress" in assets.css() and "data-ov-chunk" in assets.chunk_player_js()
+    assert assets.examples("speak") and assets.examples("no such tab") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -53,3 +54,8 @@ def test_wheel_holds_assets_and_scripts(tmp_path):
     assert (target / "omnivoice_demo" / "assets" / "studio.css").is_file()
     assert (target / "omnivoice_demo" / "data" / "languages.json").is_file()
     assert {"omnivoice", "omnivoice-studio", "omnivoice-convert"} <= {p.name for p in (target / "bin").iterdir()}
+    # the installed app finds its assets without a checkout beside it
+    probe = "from omnivoice_demo.ui import assets; print(assets.__file__); assert '.ov-progress' in assets.css()"
+    shown = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path,
+                           env=dict(os.environ, PYTHONPATH=str(target)), timeout=120).stdout
+    assert shown.startswith(str(target))

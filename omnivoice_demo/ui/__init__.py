@@ -1,7 +1,7 @@
-"""The Gradio app over the engine: ``build_app(Studio(...))`` (layout) and plain handlers (handlers)."""
+"""The Gradio app over the engine: ``layout.build_app(Studio(...))`` assembles the tabs (``tabs/``)."""
 
-from .handlers import Studio
 from .models import ModelManager
+from .studio import Studio
 from .voices import VoiceLibrary, data_dir
 
 __all__ = ["ModelManager", "Studio", "VoiceLibrary", "data_dir"]

@@ -50,15 +50,16 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
-    from omnivoice_demo.ui import layout
+    from omnivoice_demo.ui.assets import css
+    from omnivoice_demo.ui.layout import build_app
 
     studio = make_studio(args)
-    demo = layout.build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
+    demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
     studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,
                              args.force_download)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
-                css=layout.css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
+                css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)])
 
 

@@ -6,6 +6,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..constants import SAMPLE_RATE
+
 
 def _aligned(reference: np.ndarray, estimate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     reference = np.asarray(reference, dtype=np.float64).reshape(-1)
@@ -54,7 +56,7 @@ def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float = 0.0,
     return bank
 
 
-def log_mel(audio: np.ndarray, sample_rate: int = 24000, n_fft: int = 1024, hop: int = 256,
+def log_mel(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, n_fft: int = 1024, hop: int = 256,
             n_mels: int = 80) -> np.ndarray:
     """log10 mel power spectrogram ``[frames, n_mels]`` (Hann window, no centre padding)."""
     audio = np.asarray(audio, dtype=np.float64).reshape(-1)
@@ -67,7 +69,7 @@ def log_mel(audio: np.ndarray, sample_rate: int = 24000, n_fft: int = 1024, hop:
     return np.log10(np.maximum(power @ mel_filterbank(sample_rate, n_fft, n_mels).T, 1e-10))
 
 
-def log_mel_distance(reference: np.ndarray, estimate: np.ndarray, sample_rate: int = 24000) -> float:
+def log_mel_distance(reference: np.ndarray, estimate: np.ndarray, sample_rate: int = SAMPLE_RATE) -> float:
     """Mean absolute difference of the log10 mel spectrograms (0 is identical; lower is closer)."""
     x, y = _aligned(reference, estimate)
     return float(np.mean(np.abs(log_mel(x, sample_rate) - log_mel(y, sample_rate))))

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from typing import Optional
 
 from ..engine import OmniVoiceEngine
-from ..errors import ModelNotAvailable
+from ..errors import ModelNotAvailable, OmniVoiceError
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ MODEL_CARD = "https://huggingface.co/k2-fsa/OmniVoice"
 CODEC_CARD = "https://huggingface.co/bosonai/higgs-audio-v2-tokenizer"
 
 
-class ModelNotReady(ValueError):
+class ModelNotReady(ModelNotAvailable):
     """No model can serve a request now; the message says why and what to do."""
 
 
@@ -167,8 +167,9 @@ class ModelManager:
                 provider=provider, repaired=resolved.repaired, notices=notices,
                 licence=licence_text(folder), load_seconds=time.perf_counter() - started)
         except Exception as exc:
-            message = str(exc) if isinstance(exc, (ValueError, OSError)) else f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, ValueError):
+            expected = isinstance(exc, (OmniVoiceError, OSError))  # named by the resolver or the engine
+            message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+            if not expected:
                 log.exception("loading %s failed", request)
             self._set_status(state="error", message=message, stage="error", fraction=None)
             raise

@@ -7,7 +7,9 @@ from typing import Optional, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-MASK_ID = 1024
+from ..constants import AUDIO_MASK_ID, CODEBOOK_SIZE, NUM_CODEBOOKS
+
+MASK_ID = AUDIO_MASK_ID
 #: colours (RGB)
 UNDECIDED = (28, 30, 38)
 BACKGROUND = (14, 15, 20)
@@ -18,7 +20,7 @@ TEXT = (220, 222, 230)
 
 def _value_colours(values: np.ndarray) -> np.ndarray:
     """Codes 0..1023 -> RGB uint8, hue by value (a cheap HSV -> RGB at fixed saturation and value)."""
-    hue = (values.astype(np.float32) % 1024) / 1024.0 * 6.0
+    hue = (values.astype(np.float32) % CODEBOOK_SIZE) / CODEBOOK_SIZE * 6.0
     sector = np.floor(hue).astype(np.int32) % 6
     frac = hue - np.floor(hue)
     v, s = 0.92, 0.62
@@ -44,16 +46,16 @@ def code_grid(codes: Optional[np.ndarray | Sequence[np.ndarray]], decided: Optio
     is ``width`` pixels wide whatever T is (cells are stretched or squeezed).
     """
     if codes is None:
-        parts: list[np.ndarray] = [np.full((8, 1), mask_id, dtype=np.int64)]
+        parts: list[np.ndarray] = [np.full((NUM_CODEBOOKS, 1), mask_id, dtype=np.int64)]
     elif isinstance(codes, np.ndarray):
         parts = [codes]
     else:
-        parts = [np.asarray(c) for c in codes] or [np.full((8, 1), mask_id, dtype=np.int64)]
+        parts = [np.asarray(c) for c in codes] or [np.full((NUM_CODEBOOKS, 1), mask_id, dtype=np.int64)]
     rows = parts[0].shape[0]
     strips = []
     for index, part in enumerate(parts):
         part = np.asarray(part)
-        rgb = _value_colours(np.clip(part, 0, 1023))
+        rgb = _value_colours(np.clip(part, 0, CODEBOOK_SIZE - 1))
         rgb[part >= mask_id] = UNDECIDED
         if decided is not None and index == len(parts) - 1 and decided.shape == part.shape:
             rgb[decided] = HIGHLIGHT

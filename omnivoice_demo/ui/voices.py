@@ -14,6 +14,7 @@ import pathlib
 import re
 from typing import Optional
 
+from ..errors import InvalidInput
 from ..voice import Voice
 
 DATA_ENV = "OMNIVOICE_DATA"
@@ -31,11 +32,11 @@ def data_dir() -> pathlib.Path:
 
 
 def clean_name(name: str) -> str:
-    """A voice name that is also a safe file name; ``ValueError`` when nothing usable is left."""
+    """A voice name that is also a safe file name; ``InvalidInput`` when nothing usable is left."""
     cleaned = _NAME_RE.sub("", (name or "").strip()).strip(" .")
     cleaned = re.sub(r"\s+", " ", cleaned)[:MAX_NAME_LENGTH]
     if not cleaned:
-        raise ValueError("Give the voice a name (letters, digits, spaces, - _ .) before saving it.")
+        raise InvalidInput("Give the voice a name (letters, digits, spaces, - _ .) before saving it.")
     return cleaned
 
 
@@ -65,14 +66,14 @@ class VoiceLibrary:
         name = clean_name(name)
         path = self.path(name, session)
         if path.exists() and not overwrite:
-            raise ValueError(f"A voice named {name!r} exists already; choose another name.")
+            raise InvalidInput(f"A voice named {name!r} exists already; choose another name.")
         voice.name = name
         return voice.save(path)
 
     def load(self, name: str, session: Optional[str] = None) -> Voice:
         path = self.path(name, session)
         if not path.is_file():
-            raise ValueError(f"There is no saved voice named {name!r} (in {path.parent}); save one from the "
+            raise InvalidInput(f"There is no saved voice named {name!r} (in {path.parent}); save one from the "
                              "Clone tab first, or pick another voice.")
         return Voice.load(path)
 

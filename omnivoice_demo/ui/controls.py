@@ -1,0 +1,210 @@
+"""The generation controls of Speak and Clone, and of the /speak and /clone API, built from ``GenerationConfig``.
+
+Every widget's label, range, step and default is the field's ``Setting`` (config.py):
+``speed``, ``duration`` and ``seed`` (``advanced=False``) sit in the main column, every
+other field is generated under "Advanced".  A new ``GenerationConfig`` field therefore
+appears in both tabs and both API endpoints with no edit here; give it ``ui_low`` /
+``ui_high`` / ``ui_step`` / ``label`` in its ``Setting`` to shape its widget.
+
+The values come back as a ``dict`` (name -> value); ``generation_request`` turns them
+into the engine's arguments: ``language``, ``instruct`` and a validated ``GenerationConfig``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import secrets
+from typing import Any, Callable, Iterator, Optional
+
+import gradio as gr
+import numpy as np
+
+from ..config import GenerationConfig
+from ..languages import language_choices
+from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
+
+NO_VOICE = "(none)"
+#: a setting applied when the voice is cloned, not when speaking: the Clone tab's "Clean the reference"
+#: checkbox (the API's ``preprocess``) is its widget
+CLONE_SETTINGS = ("preprocess_prompt",)
+#: /speak's and /clone's settings parameters in the order they had before GenerationConfig (positional callers
+#: keep working); the other fields follow in the class's order
+_API_FIRST = ("speed", "duration", "num_step", "guidance_scale", "t_shift", "position_temperature",
+              "class_temperature", "layer_penalty_factor", "denoise", "postprocess", "seed")
+#: the seed the controls show while "Random seed each run" is ticked
+SEED_SHOWN = 0
+
+
+def tab_settings() -> list[str]:
+    """The ``GenerationConfig`` fields the tabs and the API expose (all but the clone-time ones)."""
+    return [name for name in GenerationConfig.names() if name not in CLONE_SETTINGS]
+
+
+def advanced_settings() -> list[str]:
+    return [name for name in tab_settings() if GenerationConfig.setting(name).advanced]
+
+
+def api_settings() -> list[str]:
+    names = tab_settings()
+    return [n for n in _API_FIRST if n in names] + [n for n in names if n not in _API_FIRST]
+
+
+def _element_id(prefix: str, name: str) -> str:
+    return f"{prefix}-{name.replace('_', '-')}"
+
+
+def setting_widget(name: str, prefix: str):
+    """A slider (numbers) or a checkbox (booleans) for one ``GenerationConfig`` field."""
+    setting, kind, default = GenerationConfig.setting(name), GenerationConfig.kind(name), GenerationConfig.default(name)
+    label, elem_id = setting.label or name, _element_id(prefix, name)
+    if kind is bool:
+        return gr.Checkbox(value=default, label=label, info=setting.help, elem_id=elem_id)
+    low = setting.ui_low if setting.ui_low is not None else setting.low
+    high = setting.ui_high if setting.ui_high is not None else setting.high
+    step = setting.ui_step or (1 if kind is int else 10.0 ** math.floor(math.log10((high - low) / 100)))
+    return gr.Slider(low, high, value=low if default is None else default, step=step, label=label,
+                     info=setting.help, elem_id=elem_id)
+
+
+def generation_controls(prefix: str, with_voice: bool) -> dict:
+    """Language, (saved voice), voice design, speed, duration, Advanced, seed: name -> component."""
+    c: dict = {}
+    c["language"] = gr.Dropdown([("Auto", AUTO)] + language_choices(), value=AUTO, label="Language",
+                                filterable=True, info="Type to filter; Auto lets the model decide.",
+                                elem_id=f"{prefix}-language")
+    if with_voice:
+        with gr.Row():
+            c["voice"] = gr.Dropdown([NO_VOICE], value=NO_VOICE, label="Saved voice", scale=4,
+                                     info="Voices saved in the Clone tab.", elem_id=f"{prefix}-voice")
+            c["voice_refresh"] = gr.Button("↻", size="sm", scale=0, min_width=40, elem_id=f"{prefix}-voice-refresh")
+    c.update(design_widgets(prefix, open_=with_voice))
+    with gr.Row():
+        c["speed"] = setting_widget("speed", prefix)
+        duration = GenerationConfig.setting("duration")
+        c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
+                                  info=duration.help, elem_id=f"{prefix}-duration")
+    with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
+        names = advanced_settings()
+        for start in range(0, len(names), 3):
+            with gr.Row():
+                for name in names[start:start + 3]:
+                    c[name] = setting_widget(name, prefix)
+    with gr.Row(equal_height=True):
+        c["seed"] = gr.Number(value=SEED_SHOWN, label=GenerationConfig.setting("seed").label, precision=0, minimum=0,
+                              elem_id=f"{prefix}-seed")
+        c["randomize"] = gr.Checkbox(value=True, label="Random seed each run (the seed used is written back)",
+                                     elem_id=f"{prefix}-randomize")
+        c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
+    c["dice"].click(lambda: (int(np.random.default_rng().integers(0, 2**31)), False),
+                    outputs=[c["seed"], c["randomize"]], api_visibility="private", queue=False)
+    return c
+
+
+#: control names whose values a handler reads (the rest are buttons and read-outs)
+VALUE_NAMES = ("language", "voice", *DESIGN_CATEGORIES, "instruct", "randomize", *tab_settings())
+
+
+def value_inputs(controls: dict) -> set:
+    """The components whose values ``values_of`` reads (a Gradio ``inputs`` set)."""
+    return {controls[name] for name in VALUE_NAMES if name in controls}
+
+
+def values_of(controls: dict, data: dict) -> dict:
+    """Gradio's ``{component: value}`` -> ``{name: value}`` for the controls."""
+    return {name: data[controls[name]] for name in VALUE_NAMES if name in controls and controls[name] in data}
+
+
+# --- values -> the engine's arguments ----------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class GenerationRequest:
+    """What the controls ask for: ``engine.stream(text, language=..., instruct=..., config=...)``."""
+
+    language: Optional[str]
+    instruct: Optional[str]
+    config: GenerationConfig
+
+    def engine_arguments(self) -> dict:
+        return dict(language=self.language, instruct=self.instruct, config=self.config)
+
+
+def generation_request(values: dict) -> GenerationRequest:
+    """Control (or API) values -> a validated request; the seed is drawn here when it is to be random.
+
+    ``duration`` 0 or empty means automatic; ``seed`` empty or negative, or ``randomize``, means a new
+    seed.  A bad value is an ``InvalidInput`` naming the setting."""
+    settings = {name: values[name] for name in tab_settings() if name in values}
+    duration = settings.get("duration")
+    if duration in (0, 0.0, "", "0"):
+        settings["duration"] = None
+    seed = settings.get("seed")
+    if values.get("randomize", True) or seed in (None, "") or (isinstance(seed, (int, float)) and seed < 0):
+        settings["seed"] = secrets.randbelow(2**31)
+    config = GenerationConfig.from_mapping(settings).validate()
+    language = str(values.get("language") or "").strip()
+    return GenerationRequest(language=None if language.lower() in ("", "auto") else language,
+                             instruct=compose_instruct(values), config=config)
+
+
+# --- the API's parameters ------------------------------------------------------------------
+
+def _api_default(name: str) -> Any:
+    default = GenerationConfig.default(name)
+    if name == "duration":
+        return 0.0 if default is None else default   # 0 = automatic
+    if name == "seed":
+        return -1 if default is None else default    # negative = a new seed each call
+    return default
+
+
+def api_setting_inputs() -> list:
+    """Hidden components for the API's ``language``, ``instruct`` and settings parameters (with defaults)."""
+    inputs = [gr.Textbox(value=AUTO, label="language"), gr.Textbox(value="", label="instruct")]
+    for name in api_settings():
+        kind = GenerationConfig.kind(name)
+        if kind is bool:
+            inputs.append(gr.Checkbox(value=_api_default(name), label=name))
+        else:
+            inputs.append(gr.Number(value=_api_default(name), label=name, precision=0 if kind is int else None))
+    return inputs
+
+
+def api_function(name: str, doc: str, leading: list[tuple[str, Any]], handler: Callable[[dict, Optional[str]], Any],
+                 with_session: bool = False) -> Callable:
+    """A function for a named endpoint whose parameters are ``leading`` (name, default; ``inspect.Parameter.empty``
+    for the required one) then ``language``, ``instruct`` and every setting of ``api_settings()``.
+
+    ``handler(values, session)`` gets ``{parameter: value}`` (with ``randomize`` set from the seed); the signature is
+    built here so Gradio names the parameters and a new setting becomes a parameter by itself."""
+    names = [n for n, _ in leading] + ["language", "instruct"] + api_settings()
+    defaults = [d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()]
+    parameters = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+                  for n, d in zip(names, defaults)]
+    if with_session:
+        parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                            annotation=gr.Request))
+
+    def endpoint(*args):
+        values = dict(zip(names, args))
+        seed = values.get("seed")
+        values["randomize"] = seed is None or seed < 0
+        request = args[len(names)] if with_session and len(args) > len(names) else None
+        return handler(values, getattr(request, "session_hash", None))
+
+    endpoint.__name__ = endpoint.__qualname__ = name
+    endpoint.__doc__ = doc
+    endpoint.__signature__ = inspect.Signature(parameters)
+    endpoint.__annotations__ = {"request": gr.Request} if with_session else {}
+    return endpoint
+
+
+def run_to_end(updates: Iterator[dict]) -> dict:
+    """The last value of every output of a generation's updates (for the API, which has no live view)."""
+    final: dict = {}
+    for update in updates:
+        final.update(update)
+    if "audio" not in final:
+        raise gr.Error("The generation was stopped before it finished.", print_exception=False)
+    return final

@@ -1,0 +1,74 @@
+"""Small HTML and Markdown pieces of the page: the progress bar, the chunk player, result lines, durations."""
+
+from __future__ import annotations
+
+import html
+import io
+from typing import Optional
+
+import numpy as np
+
+from ..constants import SAMPLE_RATE
+
+HISTORY_HEADERS = ["time", "tab", "text", "seed", "audio (s)", "RTF"]
+
+
+def fmt_seconds(seconds: Optional[float]) -> str:
+    if seconds is None or not np.isfinite(seconds):
+        return "?"
+    if seconds < 0.1:
+        return "under 0.1 s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+
+
+def progress_html(fraction: float, headline: str, detail: str = "", state: str = "running") -> str:
+    percent = max(0.0, min(1.0, fraction)) * 100
+    return (f'<div class="ov-progress ov-{state}" data-fraction="{fraction:.4f}">'
+            f'<div class="ov-progress-text"><b>{html.escape(headline)}</b>'
+            f'<span>{html.escape(detail)}</span></div>'
+            f'<div class="ov-progress-track"><div class="ov-progress-fill" style="width:{percent:.1f}%"></div></div>'
+            '</div>')
+
+
+def idle_progress(text: str = "Ready.") -> str:
+    return progress_html(0.0, text, state="idle")
+
+
+def stopped_progress() -> str:
+    return progress_html(0.0, "Stopped.", "The generation was cancelled.", state="idle")
+
+
+def wav_bytes(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> bytes:
+    import soundfile as sf
+
+    buffer = io.BytesIO()
+    sf.write(buffer, np.asarray(audio, dtype=np.float32), sample_rate, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def chunk_player_html(run_id: str, chunks: list[tuple[int, str]], total: int) -> str:
+    """The chunks finished so far, each an <audio> element; the page's script plays new ones in order."""
+    if not chunks:
+        return ""
+    items = "".join(
+        f'<div class="ov-chunk-row"><span>chunk {index + 1}/{total}</span>'
+        f'<audio controls preload="auto" data-ov-chunk="{run_id}:{index}" src="{uri}"></audio></div>'
+        for index, uri in chunks)
+    return f'<div class="ov-chunks" data-ov-run="{run_id}">{items}</div>'
+
+
+def result_info(result, model_label: str) -> str:
+    """Markdown under a finished generation: audio length, compute time, RTF, seed, chunks, steps, timings."""
+    stages = ", ".join(f"{k} {v:.2f} s" for k, v in result.timings.items() if k != "total")
+    chunks = len(result.chunks)
+    return (f"**{result.duration:.2f} s** of audio in **{result.timings['total']:.2f} s** "
+            f"(RTF {result.rtf:.2f}) · seed **{result.seed}** · {chunks} chunk{'s' if chunks > 1 else ''} · "
+            f"{result.settings['num_step']} steps · {model_label}\n\nTimings: {stages}.")
+
+
+def history_rows(history: list[dict]) -> list[list]:
+    return [[h["when"], h["tab"], h["text"], h["seed"], h["duration"], h["rtf"]] for h in reversed(history)]

@@ -1,0 +1,63 @@
+"""Exceptions -> what the page shows.
+
+* ``OmniVoiceError`` (``InvalidInput``, ``ModelFolderError``, ``ModelNotAvailable``, ...): raised on
+  purpose with a message that says what to do; shown as a ``gr.Error`` with that message.
+* anything else is a bug of ours, not the user's mistake: logged with its traceback and shown
+  as "Internal error" (the details stay in the server log).
+
+Wrap every handler that runs on a button with ``@ui_errors`` (generators too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html
+import inspect
+import logging
+
+import gradio as gr
+
+from ..errors import ModelNotAvailable, OmniVoiceError
+
+log = logging.getLogger(__name__)
+
+
+def user_message(text: object) -> str:
+    """A message for gr.Error / gr.Warning (which render HTML): escaped, line breaks kept."""
+    return html.escape(str(text), quote=False).replace("\n", "<br>")
+
+
+def ui_error(exc: BaseException) -> gr.Error:
+    """The ``gr.Error`` that shows ``exc``: its message for our errors, "Internal error" for anything else."""
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, ModelNotAvailable):
+        return gr.Error(user_message(exc), title="Model not available", print_exception=False)
+    if isinstance(exc, OmniVoiceError):
+        return gr.Error(user_message(exc), print_exception=False)
+    log.error("internal error in a handler", exc_info=exc)
+    return gr.Error(user_message(f"Internal error ({type(exc).__name__}). This is a bug of the app, not a problem "
+                                 "with your input; the app is still running and the details are in the server "
+                                 "log."), title="Internal error", print_exception=False)
+
+
+def ui_errors(fn):
+    """Raise every exception of ``fn`` as ``ui_error(exc)``; works on plain functions and generators."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            with contextlib.closing(fn(*args, **kwargs)) as inner:
+                try:
+                    yield from inner
+                except Exception as exc:
+                    raise ui_error(exc) from None
+        return generator
+
+    @functools.wraps(fn)
+    def plain(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise ui_error(exc) from None
+    return plain

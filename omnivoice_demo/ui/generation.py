@@ -1,0 +1,143 @@
+"""One generation with live progress, shared by Speak and Clone (plain functions of a ``Studio``).
+
+``run_generation`` yields ``dict`` updates from output *names* (progress, grid, chunks, audio,
+files, info, seed, history, history_table) to values; the panel (generation_panel.py) maps
+the names to components.  ``text_info`` is the line under the text box.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import logging
+import pathlib
+import secrets
+import time
+from typing import Iterator, Optional
+
+import numpy as np
+
+from ..codes_file import save_codes
+from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
+from ..engine import ChunkEvent, GenerationResult, StepEvent
+from ..errors import InvalidInput
+from ..voice import Voice
+from . import pictures
+from .controls import generation_request
+from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
+from .models import ModelNotReady
+from .studio import Studio
+
+log = logging.getLogger(__name__)
+
+
+def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = None) -> str:
+    """Character count, the length of speech it makes, and the time this machine needs for it."""
+    text = text or ""
+    count = f"{len(text)} characters"
+    if not text.strip():
+        return count
+    try:
+        loaded = studio.models.get()
+    except ModelNotReady:
+        return count
+    try:
+        plan = loaded.engine.prepare(text, voice=voice, **generation_request(values).engine_arguments())
+    except InvalidInput as exc:
+        return f"{count} · ⚠ {_first_line(exc)}"
+    estimate = loaded.engine.estimate_seconds(plan)
+    parts = [count, f"about {fmt_seconds(plan.target_frames / FRAME_RATE)} of speech"]
+    if len(plan.chunks) > 1:
+        parts.append(f"{len(plan.chunks)} chunks (played as they finish)")
+    parts.append(f"estimated {fmt_seconds(estimate)} to generate on this machine" if estimate is not None
+                 else "time estimate after the first generation")
+    return " · ".join(parts)
+
+
+def _first_line(exc: BaseException) -> str:
+    return html.escape(str(exc).splitlines()[0])
+
+
+def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str) -> dict[str, pathlib.Path]:
+    import soundfile as sf
+
+    wav = studio.output_path(stem, ".wav")
+    flac = studio.output_path(stem, ".flac")
+    npz = studio.output_path(stem, ".codes.npz")
+    sf.write(wav, result.audio, result.sample_rate, subtype="PCM_16")
+    sf.write(flac, result.audio, result.sample_rate, subtype="PCM_16", format="FLAC")
+    save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings})
+    return {"wav": wav, "flac": flac, "npz": npz}
+
+
+def _history_entry(tab: str, text: str, result: GenerationResult, wav: pathlib.Path) -> dict:
+    return {"when": time.strftime("%H:%M:%S"), "tab": tab, "text": text if len(text) <= 60 else text[:57] + "…",
+            "seed": result.seed, "duration": round(result.duration, 2), "rtf": round(result.rtf, 3), "wav": str(wav)}
+
+
+def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voice], history: Optional[list],
+                   tab: str) -> Iterator[dict]:
+    """A generation with live progress: yields updates for the progress bar, the code grid, the finished
+    chunks, and at the end the audio, the files, the info, the seed used and the history."""
+    loaded = studio.models.get()
+    engine = loaded.engine
+    arguments = generation_request(values).engine_arguments()  # the seed is fixed here, so both calls agree
+    plan = engine.prepare(text, voice=voice, **arguments)  # every check, before any work
+    estimate = engine.estimate_seconds(plan)
+    run_id = secrets.token_hex(4)
+    num_chunks = len(plan.chunks)
+    first = (f"Estimated {fmt_seconds(estimate)} on this machine" if estimate is not None
+             else "First run: measuring this machine's speed")
+    empty_grid = np.full((NUM_CODEBOOKS, max(1, plan.target_frames if num_chunks == 1 else 1)), AUDIO_MASK_ID)
+    yield {"progress": progress_html(0.0, "Starting…", f"{first} · {plan.target_frames / FRAME_RATE:.1f} s of speech"
+                                     f"{f' in {num_chunks} chunks' if num_chunks > 1 else ''}"),
+           "grid": pictures.code_grid(empty_grid), "chunks": "", "seed": plan.config.seed, "audio": None,
+           "files": None, "info": ""}
+
+    stream = engine.stream(text, voice=voice, **arguments)
+    finished: list[np.ndarray] = []
+    chunk_audio: list[tuple[int, str]] = []
+    last_sent = 0.0
+    result: Optional[GenerationResult] = None
+    try:
+        while True:
+            with loaded.lock:  # one step of one generation at a time on this engine
+                event = next(stream, None)
+            if event is None:
+                break
+            if isinstance(event, StepEvent):
+                now = time.perf_counter()
+                final_step = event.step == event.num_steps
+                if now - last_sent < studio.min_update_interval and not final_step and event.step != 1:
+                    continue
+                last_sent = now
+                done = (event.chunk + event.step / event.num_steps) / event.num_chunks
+                left = event.elapsed * (1 - done) / done if done > 0 else estimate
+                detail = (f"chunk {event.chunk + 1} of {event.num_chunks} · {fmt_seconds(event.elapsed)} elapsed · "
+                          f"about {fmt_seconds(left)} left")
+                yield {"progress": progress_html(done, f"Step {event.step} of {event.num_steps}", detail),
+                       "grid": pictures.code_grid(finished + [event.codes], event.decided)}
+            elif isinstance(event, ChunkEvent):
+                finished.append(event.codes)
+                if event.num_chunks > 1:
+                    uri = "data:audio/wav;base64," + base64.b64encode(wav_bytes(event.audio)).decode("ascii")
+                    chunk_audio.append((event.chunk, uri))
+                    yield {"chunks": chunk_player_html(run_id, chunk_audio, event.num_chunks),
+                           "grid": pictures.code_grid(finished)}
+            elif isinstance(event, GenerationResult):
+                result = event
+    finally:
+        stream.close()  # stops the engine within a step when the run is cancelled
+        if result is None:
+            log.info("generation %s stopped before the end (%d of %d chunks done)", run_id, len(finished), num_chunks)
+    if result is None:
+        return
+    stem = f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab.lower()}-{result.seed}-{run_id}"
+    files = _save_outputs(studio, result, stem, text)
+    history = (list(history or []) + [_history_entry(tab, text, result, files["wav"])])[-studio.history_limit:]
+    yield {"progress": progress_html(1.0, "Done", f"{result.duration:.2f} s of audio in "
+                                                  f"{fmt_seconds(result.timings['total'])}", state="done"),
+           "grid": pictures.code_grid(result.codes),
+           "audio": str(files["wav"]), "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
+           "info": result_info(result, loaded.label), "seed": result.seed, "history": history,
+           "history_table": history_rows(history)}

@@ -1,0 +1,156 @@
+"""The parts Speak and Clone share on the page: the text box with its tag buttons, the output panel, and the
+events of one generation (live text info, instruct check, Go, Stop)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable, Iterator, Optional
+
+import gradio as gr
+
+from ..errors import InvalidInput
+from ..text import NONVERBAL_TAGS
+from ..voice import Voice
+from .assets import chunk_player_js
+from .controls import value_inputs, values_of
+from .design import DESIGN_CATEGORIES, check_instruct
+from .display import HISTORY_HEADERS, idle_progress, stopped_progress
+from .generation import text_info
+from .studio import Studio, session_of
+
+#: generations share one concurrency group: a CPU model is not sped up by running two at once
+ENGINE_GROUP = "engine"
+
+
+def _insert_tag_js(elem_id: str, tag: str) -> str:
+    """JS that inserts ``[tag]`` at the text box's caret (a textarea keeps it after losing focus), or at the
+    end when the caret was never placed."""
+    return f"""(value) => {{
+        const box = document.querySelector('#{elem_id} textarea');
+        const text = value || '';
+        const tag = '[{tag}]';
+        const at = box ? box.selectionStart : null;
+        if (at === null || at === undefined || at === 0 || at > text.length) {{
+            return text + (text && !text.endsWith(' ') ? ' ' : '') + tag;
+        }}
+        return text.slice(0, at) + tag + text.slice(at);
+    }}"""
+
+
+def text_block(prefix: str, label: str, placeholder: str = "Type what to say…") -> dict:
+    """The text box, its info line and a button per non-verbal tag."""
+    parts = {"text": gr.Textbox(label=label, lines=4, max_lines=12, placeholder=placeholder, elem_id=f"{prefix}-text"),
+             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info")}
+    with gr.Row(elem_classes="ov-tags"):
+        for tag in NONVERBAL_TAGS:
+            button = gr.Button(f"[{tag}]", size="sm", variant="secondary", min_width=0)
+            button.click(None, inputs=parts["text"], outputs=parts["text"],
+                         js=_insert_tag_js(f"{prefix}-text", tag), api_visibility="private")
+    return parts
+
+
+def go_stop_buttons(prefix: str, label: str) -> tuple[gr.Button, gr.Button]:
+    with gr.Row():
+        go = gr.Button(label, variant="primary", elem_id=f"{prefix}-go", scale=3)
+        stop = gr.Button("Stop", variant="stop", elem_id=f"{prefix}-stop", scale=1)
+    return go, stop
+
+
+def output_panel(prefix: str) -> dict:
+    """Progress, the live code grid, the chunk player, the audio, the downloads, the info line."""
+    return {
+        "progress": gr.HTML(idle_progress(), elem_id=f"{prefix}-progress"),
+        "grid": gr.Image(label="Code grid (8 codebooks × frames): dark = undecided, white = decided this step",
+                         type="pil", format="png", interactive=False, elem_id=f"{prefix}-grid", height=150,
+                         buttons=["download"]),
+        "chunks": gr.HTML("", elem_id=f"{prefix}-chunks", js_on_load=chunk_player_js()),
+        "audio": gr.Audio(label="Result", type="filepath", interactive=False, elem_id=f"{prefix}-audio",
+                          buttons=["download"]),
+        "files": gr.File(label="Downloads: WAV, FLAC, codes (.npz)", file_count="multiple", interactive=False,
+                         elem_id=f"{prefix}-files"),
+        "info": gr.Markdown("", elem_id=f"{prefix}-info"),
+    }
+
+
+class SessionHistory:
+    """The session's finished generations (a State) and the table that lists them.
+
+    Made before the tabs (their events write to it), placed on the page after them (``render``)."""
+
+    def __init__(self):
+        self.state = gr.State([])
+        self.table = gr.Dataframe(headers=HISTORY_HEADERS, interactive=False, elem_id="history", render=False)
+        self.player = gr.Audio(type="filepath", label="Play from the history (click a row)", interactive=False,
+                               render=False)
+
+    def render(self) -> None:
+        with gr.Accordion("History of this session", open=False):
+            self.table.render()
+            self.player.render()
+
+        def play(history, evt: gr.SelectData):
+            rows = list(reversed(history or []))
+            index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+            return rows[index]["wav"] if 0 <= index < len(rows) else None
+
+        self.table.select(play, inputs=self.state, outputs=self.player, api_visibility="private")
+
+
+@dataclasses.dataclass
+class GenerationPanel:
+    """One tab's generation widgets: ``text`` (text_block), ``controls``, ``outputs`` (output_panel), Go and Stop."""
+
+    prefix: str
+    text: dict
+    controls: dict
+    outputs: dict
+    go: gr.Button
+    stop: gr.Button
+
+
+#: run(text, values, history, data, session) -> the handler's updates (output name -> value)
+Run = Callable[[str, dict, list, dict, Optional[str]], Iterator[dict]]
+
+
+def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
+                    extra_inputs: Iterable = (), voice_of: Optional[Callable[[dict, Optional[str]], Voice]] = None):
+    """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel."""
+    text_box, controls = panel.text["text"], panel.controls
+    names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
+    info_inputs = value_inputs(controls) | {text_box}
+
+    def info(data, request: gr.Request):
+        values = values_of(controls, data)
+        voice = None
+        if voice_of is not None:
+            try:
+                voice = voice_of(values, session_of(request))
+            except InvalidInput:
+                voice = None
+        return text_info(studio, data[text_box], values, voice)
+
+    watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"]]
+    for comp in watched + ([controls["voice"]] if "voice" in controls else []):
+        comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
+                    api_visibility="private")
+    design = [controls[n] for n in DESIGN_CATEGORIES + ("instruct",)]
+    for comp in design:
+        comp.change(lambda data: check_instruct(values_of(controls, data), data[text_box]),
+                    inputs=set(design) | {text_box}, outputs=controls["instruct_check"], queue=False,
+                    show_progress="hidden", api_visibility="private")
+
+    def generate(data, request: gr.Request):
+        values = values_of(controls, data)
+        for update in run(data[text_box], values, data[history.state], data, session_of(request)):
+            yield {names[name]: value for name, value in update.items() if name in names}
+
+    event = panel.go.click(generate, inputs=info_inputs | set(extra_inputs) | {history.state},
+                           outputs=list(names.values()), concurrency_id=ENGINE_GROUP, concurrency_limit=1,
+                           show_progress="minimal", show_progress_on=[panel.outputs["info"]], api_visibility="private")
+    event.then(info, inputs=info_inputs, outputs=panel.text["text_info"], show_progress="hidden",
+               api_visibility="private", queue=False)
+    # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
+    # once the cancelled run can send nothing more
+    panel.stop.click(None, cancels=[event], api_visibility="private", queue=False).then(
+        stopped_progress, outputs=panel.outputs["progress"], api_visibility="private", queue=False,
+        show_progress="hidden")

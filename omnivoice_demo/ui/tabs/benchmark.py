@@ -1,0 +1,115 @@
+"""The Benchmark tab and /benchmark: every stage of a generation timed for the loaded models, side by side."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from typing import Optional
+
+import gradio as gr
+
+from ...config import GenerationConfig
+from ...constants import STAGES
+from ...errors import InvalidInput
+from ...quick_bench import TEXTS, machine_info, rows_to_csv, run_benchmark
+from .. import pictures
+from ..error_mapping import ui_errors
+from ..generation_panel import ENGINE_GROUP
+from ..studio import Studio
+
+BENCH_COLUMNS = (["model", "profile", "num_step", "frames", "audio_s"] + [f"{stage}_s" for stage in STAGES]
+                 + ["total_s", "per_step_ms", "rtf", "peak_rss_mb"])
+MAX_REPEATS = 10
+STEPS_SETTING = GenerationConfig.setting("num_step")
+
+
+def _whole(value, default: int, name: str) -> int:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name) from None
+    if not number.is_integer():
+        raise InvalidInput(f"{name} must be a whole number, got {value!r}.", param=name)
+    return int(number)
+
+
+@ui_errors
+def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
+              repeats: int = 1, progress=None) -> dict:
+    """Time the chosen loaded models on the same text: table, chart, machine, CSV."""
+    if length not in TEXTS:
+        raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {length!r}.", param="length")
+    num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
+    low, high = int(STEPS_SETTING.ui_low), int(STEPS_SETTING.ui_high)
+    if not low <= num_step <= high:
+        raise InvalidInput(f"Steps must be between {low} and {high} in the benchmark, got {num_step}.",
+                           param="num_step")
+    repeats = _whole(repeats, 1, "repeats")
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InvalidInput(f"Repetitions must be between 1 and {MAX_REPEATS}, got {repeats}.", param="repeats")
+    labels = [label for label in (labels or []) if label]
+    if not labels:
+        labels = [studio.models.get().label]
+    chosen = [studio.models.get(label) for label in labels]
+    with contextlib.ExitStack() as stack:
+        for model in chosen:
+            stack.enter_context(model.lock)
+        report = (lambda message, fraction: progress(fraction, desc=message)) if progress else None
+        rows = run_benchmark({m.label: m.engine for m in chosen}, TEXTS[length], num_step=num_step, repeats=repeats,
+                             progress=report)
+    machine = machine_info(chosen[0].engine)
+    chart = pictures.bar_chart(list(STAGES) + ["total"],
+                               {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
+                               title=f"Seconds per stage · {length} text · {num_step} steps · mean of {repeats}")
+    csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".csv")
+    csv_path.write_text(rows_to_csv(rows), encoding="utf-8")
+    machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
+                  f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
+                  f"provider {machine['provider']} · threads {machine['threads']}")
+    return {"table": {"headers": BENCH_COLUMNS, "data": [[r.get(c) for c in BENCH_COLUMNS] for r in rows]},
+            "chart": chart, "machine": machine_md, "csv": str(csv_path), "rows": rows}
+
+
+def build(studio: Studio) -> gr.CheckboxGroup:
+    """The tab; returns its model list (the Model tab keeps it up to date)."""
+    with gr.Tab("Benchmark", id="benchmark"):
+        gr.Markdown("Times every stage of a generation on this machine for the loaded models (load more "
+                    "precisions in the Model tab to compare them side by side).")
+        with gr.Row():
+            models = gr.CheckboxGroup(studio.models.labels(), label="Models", scale=3, elem_id="bench-models")
+            length = gr.Radio(list(TEXTS), value="short", label="Text length", elem_id="bench-length")
+            steps = gr.Slider(STEPS_SETTING.ui_low, STEPS_SETTING.ui_high, value=16, step=1, label="Steps",
+                              elem_id="bench-steps")
+            repeats = gr.Slider(1, MAX_REPEATS, value=1, step=1, label="Repetitions", elem_id="bench-repeats")
+        go = gr.Button("Run benchmark", variant="primary", elem_id="bench-go")
+        machine = gr.Markdown("", elem_id="bench-machine")
+        table = gr.Dataframe(headers=BENCH_COLUMNS, interactive=False, elem_id="bench-table",
+                             label="Results (seconds; per step in ms; RTF < 1 is faster than real time)")
+        chart = gr.Image(label="Seconds per stage", type="pil", format="png", interactive=False, elem_id="bench-chart")
+        csv = gr.File(label="CSV", interactive=False, elem_id="bench-csv")
+
+    def run(labels, length_value, steps_value, repeats_value, progress=gr.Progress()):
+        result = benchmark(studio, labels, length_value, steps_value, repeats_value, progress=progress)
+        return result["table"], result["chart"], result["machine"], result["csv"]
+
+    go.click(run, inputs=[models, length, steps, repeats], outputs=[table, chart, machine, csv],
+             concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    return models
+
+
+def build_api(studio: Studio) -> None:
+    """/benchmark (inside the app's hidden column)."""
+    def benchmark_endpoint(models="", length="short", num_step=8, repeats=1):
+        """Time the loaded models (comma-separated labels; empty: the active one): rows and CSV."""
+        labels = [m.strip() for m in (models or "").split(",") if m.strip()]
+        result = benchmark(studio, labels, length, num_step, repeats)
+        return result["rows"], result["csv"]
+
+    inputs = [gr.Textbox(value="", label="models"), gr.Textbox(value="short", label="length"),
+              gr.Number(value=8, label="num_step", precision=0), gr.Number(value=1, label="repeats", precision=0)]
+    gr.Button(visible=False).click(benchmark_endpoint, inputs=inputs, outputs=[gr.JSON(label="rows"),
+                                                                              gr.File(label="csv")],
+                                   api_name="benchmark", concurrency_id=ENGINE_GROUP, concurrency_limit=1)

@@ -1,0 +1,136 @@
+"""The model bar above the tabs and the Model tab: load (in the background), choose the active model, unload."""
+
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+import gradio as gr
+
+from ...hub import DEFAULT_REPO, PRECISIONS
+from ..error_mapping import ui_errors
+from ..models import ModelNotReady, available_providers
+from ..studio import Studio
+
+
+def model_bar(studio: Studio) -> str:
+    """HTML: the active model, or what is loading (with progress), or what went wrong and what to do."""
+    manager = studio.models
+    status = manager.status
+    parts = []
+    try:
+        active = manager.get() if manager.active else None
+    except ModelNotReady:
+        active = None
+    if active is not None:
+        eng = active.engine
+        parts.append(f'<span class="ov-badge ov-ready">ready</span> <b>{html.escape(active.label)}</b> · profile '
+                     f'<code>{html.escape(eng.profile)}</code> · provider <code>{html.escape(active.provider)}</code>'
+                     f' · <span class="ov-dim">{html.escape(str(active.folder))}</span>')
+        if active.repaired:
+            parts.append('<span class="ov-notice">Repaired: the published backbone attended causally; a '
+                         'bidirectional copy is used (see the Model tab).</span>')
+    if status.state == "loading":
+        fraction = status.fraction
+        bar = (f'<div class="ov-progress-track"><div class="ov-progress-fill" style="width:{fraction * 100:.1f}%">'
+               f'</div></div>') if fraction is not None else ""
+        parts.append(f'<span class="ov-badge ov-loading">loading</span> {html.escape(status.request)} · '
+                     f'<b>{html.escape(status.stage)}</b>: {html.escape(status.message)}{bar}')
+    elif status.state == "error":
+        parts.append(f'<span class="ov-badge ov-error">not loaded</span> {html.escape(status.request)}: '
+                     f'{html.escape(status.message)}<br><span class="ov-dim">What to do: give a local model folder '
+                     f'in the Model tab (or start with <code>--model DIR</code>), or connect this machine to the '
+                     f'internet so the model can be downloaded from the Hugging Face Hub, then press Load.</span>')
+    elif active is None:
+        parts.append('<span class="ov-badge ov-error">no model</span> No model is loaded. Open the <b>Model</b> tab, '
+                     'give a model folder or a Hub repo and press <b>Load</b>, or start the app with '
+                     '<code>--model DIR</code>.')
+    for notice in status.notices[-3:]:
+        parts.append(f'<span class="ov-notice">{html.escape(notice)}</span>')
+    return '<div class="ov-model-bar">' + "<br>".join(parts) + "</div>"
+
+
+def model_details(studio: Studio) -> str:
+    """Markdown for the Model tab: every loaded model with its precision, files, repair and licence."""
+    manager = studio.models
+    if not manager.models:
+        return "No model loaded yet."
+    blocks = []
+    for label, model in manager.models.items():
+        info = model.engine.describe()
+        precision = ", ".join(f"{k} {v}" for k, v in info["precision"].items() if v and not k.startswith("int4_"))
+        lines = [f"### {'▶ ' if label == manager.active else ''}{label}",
+                 f"- source: `{model.source}`", f"- folder: `{model.folder}`",
+                 f"- profile `{info['profile']}`: {precision}",
+                 f"- provider `{model.provider}`, threads {info['threads'] or 'default'}, backbone attention "
+                 f"{info['backbone_attention']}, loaded in {model.load_seconds:.1f} s"]
+        if model.repaired or info.get("repairs"):
+            lines.append("- **repaired**: the published `llm_decoder.onnx` attends causally, but OmniVoice's "
+                         "backbone attends in both directions; a bidirectional copy was made (`make_bidirectional`)")
+        for notice in model.notices:
+            lines.append(f"- note: {notice}")
+        lines.append(f"- licence of the weights: {model.licence}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+class ModelTab:
+    """The Model tab's widgets and events; ``view()`` refreshes the bar, the details and every model list."""
+
+    def __init__(self, studio: Studio, bar: gr.HTML, bench_models: gr.CheckboxGroup, model_spec: Optional[str],
+                 precision: Optional[str], provider: str):
+        self.studio = studio
+        self.timer = gr.Timer(1.0, active=False)
+        with gr.Tab("Model", id="model"):
+            gr.Markdown("Choose the ONNX model: a local folder, or a Hub repo (`owner/name[@revision]`; "
+                        f"default `{DEFAULT_REPO}`). Loading downloads it when needed (with resumption), "
+                        "repairs the published backbone's causal attention, or builds it from the PyTorch "
+                        "checkpoint (needs the convert extras).")
+            with gr.Row():
+                spec = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo", scale=3,
+                                  elem_id="model-spec")
+                precision_choice = gr.Radio(["auto"] + list(PRECISIONS), value=precision or "auto", label="Precision",
+                                            info="auto: a model folder's own, else int4 from the Hub",
+                                            elem_id="model-precision")
+                provider_choice = gr.Radio(["cpu", "cuda"], value=provider, label="Provider", elem_id="model-provider",
+                                           info=f"available here: {', '.join(available_providers())}")
+            with gr.Row():
+                offline = gr.Checkbox(False, label="Offline (use the cache only)", elem_id="model-offline")
+                build = gr.Checkbox(False, label="Build from the PyTorch checkpoint", elem_id="model-build")
+                load = gr.Button("Load", variant="primary", elem_id="model-load")
+            with gr.Row():
+                self.active = gr.Dropdown(studio.models.labels(), value=studio.models.active, scale=3,
+                                          label="Active model (Speak, Clone, Codec)", elem_id="model-active")
+                unload = gr.Button("Unload", scale=1, elem_id="model-unload")
+            self.details = gr.Markdown(model_details(studio), elem_id="model-details")
+        self.outputs = [bar, self.details, self.active, bench_models, self.timer]
+
+        load.click(self._load, inputs=[spec, precision_choice, provider_choice, offline, build], outputs=self.outputs,
+                   api_visibility="private", concurrency_id="model-load", concurrency_limit=1)
+        self.timer.tick(self.view, outputs=self.outputs, api_visibility="private", show_progress="hidden",
+                        queue=False)
+        self.active.input(self._set_active, inputs=self.active, outputs=self.outputs, api_visibility="private",
+                          queue=False)
+        unload.click(self._unload, inputs=self.active, outputs=self.outputs, api_visibility="private", queue=False)
+
+    def view(self) -> tuple:
+        """New values for ``self.outputs``."""
+        models = self.studio.models
+        labels = models.labels()
+        return (model_bar(self.studio), model_details(self.studio), gr.update(choices=labels, value=models.active),
+                gr.update(choices=labels), gr.Timer(active=models.loading))
+
+    def _load(self, spec, precision, provider, offline, build):
+        if not self.studio.models.start_load(spec.strip() or None, precision, provider, offline or None, build):
+            gr.Warning("A model is loading already; wait for it to finish.")
+        return self.view()
+
+    def _set_active(self, label):
+        if label:
+            ui_errors(self.studio.models.set_active)(label)
+        return self.view()
+
+    def _unload(self, label):
+        if label:
+            self.studio.models.unload(label)
+        return self.view()

@@ -1,0 +1,78 @@
+"""The Speak tab and /speak: text (with voice design, or a saved voice) -> speech, with live progress."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Iterator, Optional
+
+import gradio as gr
+
+from ...voice import Voice
+from ..assets import examples
+from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls, run_to_end
+from ..error_mapping import ui_errors
+from ..generation import run_generation
+from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
+                                text_block, wire_generation)
+from ..studio import Studio, session_of
+
+
+def saved_voice(studio: Studio, name: Optional[str], session: Optional[str]) -> Optional[Voice]:
+    if not name or name == NO_VOICE:
+        return None
+    return studio.voices.load(name, session)
+
+
+def voice_names(studio: Studio, session: Optional[str] = None) -> list[str]:
+    return [NO_VOICE] + studio.voices.names(session)
+
+
+@ui_errors
+def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
+          session: Optional[str] = None) -> Iterator[dict]:
+    """Text (and voice design, or a saved voice) -> speech, with live progress."""
+    voice = saved_voice(studio, values.get("voice"), session)
+    yield from run_generation(studio, text, values, voice, history, "Speak")
+
+
+def build(studio: Studio, history: SessionHistory) -> GenerationPanel:
+    """The tab's widgets and events; the panel's ``controls["voice"]`` is refreshed by the app on load."""
+    with gr.Tab("Speak", id="speak"):
+        with gr.Row():
+            with gr.Column(scale=3):
+                text = text_block("speak", "Text")
+                go, stop = go_stop_buttons("speak", "Speak")
+                outputs = output_panel("speak")
+            with gr.Column(scale=2):
+                controls = generation_controls("speak", with_voice=True)
+        rows = examples("speak")
+        if rows:
+            gr.Examples(rows, inputs=[text["text"], controls["language"]], label="Examples")
+    panel = GenerationPanel("speak", text, controls, outputs, go, stop)
+
+    def run(text_value, values, history_value, data, session):
+        return speak(studio, text_value, values, history_value, session)
+
+    wire_generation(studio, panel, history, run,
+                    voice_of=lambda values, session: saved_voice(studio, values.get("voice"), session))
+
+    def refresh_voices(current, request: gr.Request):
+        names = voice_names(studio, session_of(request))
+        return gr.update(choices=names, value=current if current in names else NO_VOICE)
+
+    controls["voice_refresh"].click(refresh_voices, inputs=controls["voice"], outputs=controls["voice"], queue=False,
+                                    api_visibility="private")
+    return panel
+
+
+def build_api(studio: Studio) -> None:
+    """/speak (inside the app's hidden column)."""
+    def handle(values: dict, session: Optional[str]) -> str:
+        values["voice"] = values.pop("voice", "") or NO_VOICE
+        return run_to_end(speak(studio, values.pop("text"), values, [], session))["audio"]
+
+    endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV).",
+                            [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True)
+    inputs = [gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs()
+    gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=gr.Audio(type="filepath", label="audio"),
+                                   api_name="speak", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
