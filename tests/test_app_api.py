@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from app_server import AppProcess, shared_app, wait_model_ready
-from signals import speech_like
+from tests.support.app_server import AppProcess, shared_app, wait_model_ready
+from tests.support.signals import speech_like
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client import Client, handle_file  # noqa: E402

@@ -17,9 +17,9 @@ import time
 import pytest
 import soundfile as sf
 
-from app_server import shared_app, wait_model_ready
-from cdp import Browser, find_chromium
-from signals import speech_like
+from tests.support.app_server import shared_app, wait_model_ready
+from tests.support.cdp import Browser, find_chromium
+from tests.support.signals import speech_like
 
 pytestmark = pytest.mark.skipif(
     find_chromium() is None,

@@ -28,7 +28,7 @@ from omnivoice_demo.ui.metrics import log_mel_distance, snr_db
 from omnivoice_demo.ui.models import ModelManager
 from omnivoice_demo.ui.voices import VoiceLibrary, clean_name, data_dir
 
-from signals import speech_like
+from tests.support.signals import speech_like
 
 FAST = dict(num_step=4, randomize=False, seed=11)
 

@@ -7,7 +7,7 @@ import sys
 
 import soundfile
 
-from signals import speech_like
+from tests.support.signals import speech_like
 
 
 def run_cli(*args, cwd=None):

@@ -22,7 +22,7 @@ from omnivoice_demo import engine as engine_module
 from omnivoice_demo.manifest import ModelFolderError
 from omnivoice_demo.repair import make_bidirectional
 from omnivoice_demo.sampling import decode_step, score_tokens, unmask_schedule
-from signals import speech_like
+from tests.support.signals import speech_like
 
 NEAR_TIE = 1e-5
 GREEDY = dict(position_temperature=0.0, class_temperature=0.0)

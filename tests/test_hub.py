@@ -29,7 +29,7 @@ from omnivoice_demo.hub import (BuildExtrasMissingError, ModelDownloadError, Pro
 from omnivoice_demo.hub import build as hub_build
 from omnivoice_demo.manifest import MANIFEST_NAME, load_manifest, verify_files, write_manifest
 from omnivoice_demo.repair import is_causal_graph, make_bidirectional
-from hub_server import HubServer
+from tests.support.hub_server import HubServer
 
 REPO = "onnx-community/OmniVoice-Onnx"
 OURS_REPO = "someone/omnivoice-ours"

@@ -15,7 +15,7 @@ import time
 import urllib.request
 from typing import Optional
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
