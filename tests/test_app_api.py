@@ -8,13 +8,11 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
 
 from tests.support.app_server import AppProcess, shared_app, wait_model_ready
 from tests.support.signals import speech_like
-
-gradio_client = pytest.importorskip("gradio_client")
-from gradio_client import Client, handle_file  # noqa: E402
-from gradio_client.exceptions import AppError  # noqa: E402
 
 ENDPOINTS = ("/speak", "/clone", "/codec", "/decode", "/benchmark")
 

@@ -25,17 +25,6 @@ from omnivoice_demo import audio
 SR = 24000
 
 
-def _has_resample() -> bool:
-    try:
-        from omnivoice_demo.resample import resample  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_resample = pytest.mark.skipif(not _has_resample(), reason="omnivoice_demo/resample.py is not there yet")
-
-
 def speechlike(seed: int, sr: int, pattern, channels: int = 1, level: float = 0.3) -> np.ndarray:
     """float32 [channels, N]: voiced bursts (durations > 0) and near-silent gaps (durations < 0), in seconds."""
     rng = np.random.default_rng(seed)
@@ -104,8 +93,6 @@ GAPPY = [0.8, -0.35, 1.2, -0.9, 0.5, -0.25, 1.0, -0.6]
     dict(sr=16000, channels=1, transcript=None, pattern=GAPPY),
 ])
 def test_prepare_reference_matches_create_voice_clone_prompt(case):
-    if case["sr"] != SR and not _has_resample():
-        pytest.skip("omnivoice_demo/resample.py is not there yet")
     wav = speechlike(7, case["sr"], case["pattern"], case["channels"], case.get("level", 0.3))
     preprocess = case.get("preprocess", True)
     expected, expected_rms = _reference_prepare(wav, case["sr"], case["transcript"], preprocess)

@@ -20,9 +20,8 @@ import math
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
-torchaudio = pytest.importorskip("torchaudio")
+import torch
+import torchaudio
 
 HOP = 960
 SR = 24000
