@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tomllib
@@ -33,17 +34,26 @@ def test_console_scripts_point_at_functions():
         assert callable(getattr(importlib.import_module(module), function)), name
 
 
+def _names(lines) -> set[str]:
+    """Distribution names of requirement lines (comments and ``-r`` includes left out)."""
+    return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+            for line in lines if line.strip() and not line.strip().startswith(("#", "-r"))}
+
+
 def test_runtime_dependencies_match_requirements_txt():
     """requirements.txt (pinned, for Spaces) names the same runtime packages as pyproject.toml."""
-    import re
-
-    def names(lines):
-        return {re.split(r"[<>=!~\[ ;]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
-                for line in lines if line.strip() and not line.strip().startswith("#")}
-
-    declared = names(_pyproject()["project"]["dependencies"])
-    pinned = names((ROOT / "requirements.txt").read_text().splitlines())
+    declared = _names(_pyproject()["project"]["dependencies"])
+    pinned = _names((ROOT / "requirements.txt").read_text().splitlines())
     assert declared == pinned
+
+
+def test_dev_extras_match_requirements_dev_txt():
+    """requirements-dev.txt (what scripts/setup_dev.sh installs) names the packages of the extras
+    ``convert`` and ``dev``, so ``pip install ".[dev]"`` and the script give the same tools."""
+    extras = _pyproject()["project"]["optional-dependencies"]
+    declared = _names(extras["convert"] + extras["dev"]) - {"omnivoice-onnx-studio"}
+    listed = _names((ROOT / "requirements-dev.txt").read_text().splitlines())
+    assert declared == listed
 
 
 @pytest.mark.slow
