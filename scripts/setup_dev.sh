@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv with everything the convert pipeline and the tests need.
+# Create or update .venv with everything the convert pipeline and the tests need; runs no tests.
+#   requirements-dev.txt (runtime + torch CPU, omnivoice, Olive, pytest, Playwright), the torchaudio
+#   fix, this checkout installed in editable form (the console scripts omnivoice, omnivoice-studio
+#   and omnivoice-convert run the files of the checkout), and Debian's Chromium for the browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -7,11 +10,13 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -r requirements-dev.txt
 .venv/bin/python scripts/fix_torchaudio.py
+# the dependencies came from requirements-dev.txt (pinned); this adds the project and its commands
+.venv/bin/python -m pip install -q --no-deps -e .
 
 # --- chromium for tests/test_app_browser.py --------------------------------------------------
-# (block added with the app, issue 5.) Debian's chromium, driven over the DevTools pipe by
-# tests/cdp.py: no chromedriver, selenium or browser download. Needs apt-get and root (or
-# passwordless sudo); where that is missing the browser test is skipped and says why.
+# Playwright (requirements-dev.txt) drives the system's Chromium by its executable path: no
+# `playwright install` download. Installing Chromium needs apt-get and root (or passwordless
+# sudo); where that is missing the browser test is skipped and says why.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""
