@@ -1,45 +1,34 @@
-"""A real headless browser (Debian's chromium, over the DevTools protocol) on ``python app.py``.
+"""A real headless browser (Playwright driving the system's Chromium) on ``python app.py``.
 
 Runs Speak (the code-grid picture must change while the run goes on; a long
-text's chunks must be offered before the run ends), Clone with an uploaded
-reference, Codec with an uploaded clip, and a Benchmark; checks that audio
-appears, and keeps screenshots in test-artifacts/browser-*.png.
+text's chunks must be offered before the run ends), Stop, Clone with an
+uploaded reference, Codec with an uploaded clip, and a Benchmark; checks that
+audio appears, and keeps screenshots in test-artifacts/browser-*.png.
 
-Needs chromium (``bash scripts/setup_dev.sh`` installs it with apt-get); skipped,
-saying so, where it is missing.
+Needs the ``playwright`` package and chromium (``bash scripts/setup_dev.sh``
+installs both; no browser download); skipped, saying so, where one is missing.
+Slow (about a minute): deselected by ``-m "not slow"``.
 """
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 import soundfile as sf
 
 from tests.support.app_server import shared_app, wait_model_ready
-from tests.support.cdp import Browser, find_chromium
+from tests.support.browser import chromium_page, missing
 from tests.support.signals import speech_like
 
-pytestmark = pytest.mark.skipif(
-    find_chromium() is None,
-    reason="chromium is not installed; `bash scripts/setup_dev.sh` installs it (apt-get install chromium)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 
 #: about 30 s of speech: three chunks
 LONG_TEXT = " ".join(f"Sentence number {n} of the long text goes on for a while here." for n in
                      ("one", "two", "three", "four", "five", "six", "seven", "eight"))
 
-SET_VALUE = """((selector, value) => {
-    const el = document.querySelector(selector);
-    const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-    Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, value);
-    el.dispatchEvent(new Event('input', {bubbles: true}));
-    el.dispatchEvent(new Event('change', {bubbles: true}));
-    return true;
-})"""
-
 # every change of the grid picture, with the progress text at that moment
-WATCH_GRID = """((prefix) => {
+WATCH_GRID = """(prefix) => {
     window.__ovGrid = [];
     const root = document.querySelector('#' + prefix + '-grid');
     new MutationObserver(() => {
@@ -50,11 +39,10 @@ WATCH_GRID = """((prefix) => {
                                   progress: document.querySelector('#' + prefix + '-progress').innerText});
         }
     }).observe(root, {subtree: true, childList: true, attributes: true});
-    return true;
-})"""
+}"""
 
 # when the first chunk appears: was the final result already there?
-WATCH_CHUNKS = """(() => {
+WATCH_CHUNKS = """() => {
     window.__ovFirstChunk = null;
     const root = document.querySelector('#speak-chunks');
     new MutationObserver(() => {
@@ -63,26 +51,32 @@ WATCH_CHUNKS = """(() => {
                                      progress: document.querySelector('#speak-progress').innerText};
         }
     }).observe(root, {subtree: true, childList: true});
-    return true;
-})()"""
+}"""
 
+# every text the model bar shows from now on
+WATCH_MODEL_BAR = """() => {
+    window.__ovBar = [];
+    const bar = document.querySelector('#model-bar');
+    new MutationObserver(() => window.__ovBar.push(bar.innerText))
+        .observe(bar, {subtree: true, childList: true, characterData: true});
+}"""
 
-def _set(page, selector: str, value: str) -> None:
-    page.evaluate(f"{SET_VALUE}({json.dumps(selector)}, {json.dumps(value)})")
-
-
-def _click(page, selector: str) -> None:
-    page.evaluate(f"document.querySelector({json.dumps(selector)}).click()")
+SECONDS = 1000  # Playwright's timeouts are in milliseconds
 
 
 def _tab(page, name: str, ready_selector: str) -> None:
-    page.evaluate(f"[...document.querySelectorAll('button[role=tab]')].find(b => b.innerText.trim() === "
-                  f"{json.dumps(name)}).click()")
-    page.wait_for(f"document.querySelector({json.dumps(ready_selector)}) !== null", timeout=10)
+    page.get_by_role("tab", name=name, exact=True).click()
+    page.locator(ready_selector).wait_for(state="attached", timeout=10 * SECONDS)
 
 
-def _text(page, selector: str) -> str:
-    return page.evaluate(f"(document.querySelector({json.dumps(selector)}) || {{innerText: ''}}).innerText")
+def _until(page, expression: str, timeout: float, polling: float | str = "raf") -> None:
+    """Wait until the JavaScript ``expression`` is true in the page (timeout in seconds)."""
+    page.wait_for_function(expression, timeout=timeout * SECONDS,
+                           polling=polling if isinstance(polling, str) else polling * SECONDS)
+
+
+def _screenshot(page, path) -> None:
+    page.screenshot(path=str(path), full_page=True)
 
 
 @pytest.fixture(scope="module")
@@ -96,10 +90,9 @@ def app(tiny_fp32_folder, tmp_path_factory, request):
 
 @pytest.fixture(scope="module")
 def page(app):
-    with Browser.launch() as browser:
-        page = browser.new_page(app.url)
-        page.wait_for("document.querySelector('#speak-go') !== null", timeout=60)
-        page.wait_for("document.querySelector('#model-bar').innerText.includes('ready')", timeout=60)
+    with chromium_page(app.url) as page:
+        page.locator("#speak-go").wait_for(state="attached", timeout=60 * SECONDS)
+        _until(page, "document.querySelector('#model-bar').innerText.includes('ready')", timeout=60)
         yield page
 
 
@@ -111,114 +104,118 @@ def reference(tmp_path_factory) -> str:
 
 
 def test_speak_shows_the_grid_filling_in_and_the_audio(page, artifacts_dir):
-    _set(page, "#speak-text textarea", "Hello there. This is the browser test of the code grid, step by step.")
-    page.evaluate(f"{WATCH_GRID}('speak')")
-    _click(page, "#speak-go")
+    page.locator("#speak-text textarea").fill("Hello there. This is the browser test of the code grid, step by step.")
+    page.evaluate(WATCH_GRID, "speak")
+    page.locator("#speak-go").click()
     shot = False
     deadline = time.monotonic() + 60
-    while not page.evaluate("document.querySelector('#speak-info').innerText.includes('RTF')"):
+    while "RTF" not in page.locator("#speak-info").inner_text():
         if not shot and page.evaluate("window.__ovGrid.some(g => g.progress.includes('Step'))"):
-            page.screenshot(artifacts_dir / "browser-speak-running.png")
+            _screenshot(page, artifacts_dir / "browser-speak-running.png")
             shot = True
         assert time.monotonic() < deadline, "the Speak run did not finish"
-        time.sleep(0.05)
-    page.wait_for("!!document.querySelector('#speak-audio a.download-link[href*=\"gradio_api/file=\"]')", timeout=20)
-    page.screenshot(artifacts_dir / "browser-speak.png")
+        page.wait_for_timeout(50)
+    page.locator('#speak-audio a.download-link[href*="gradio_api/file="]').wait_for(state="attached",
+                                                                                   timeout=20 * SECONDS)
+    _screenshot(page, artifacts_dir / "browser-speak.png")
     grids = page.evaluate("window.__ovGrid")
     during = [g for g in grids if g["progress"].startswith("Step")]
     assert len({g["src"] for g in grids}) >= 3 and len({g["src"] for g in during}) >= 2, grids
-    info = _text(page, "#speak-info")
-    seed = page.evaluate("document.querySelector('#speak-seed input').value")
+    info = page.locator("#speak-info").inner_text()
+    seed = page.locator("#speak-seed input").input_value()
     assert f"seed {seed}" in info
-    files = _text(page, "#speak-files").replace("\n", "")
+    files = page.locator("#speak-files").inner_text().replace("\n", "")
     assert ".wav" in files and ".flac" in files and ".codes.npz" in files
 
 
 def test_speak_plays_the_first_chunks_before_the_last_is_done(page, artifacts_dir):
-    page.evaluate("document.querySelector('#speak-advanced button.label-wrap').click()")
-    page.wait_for("document.querySelector('#speak-num-step input[type=number]') !== null", timeout=10)
-    _set(page, "#speak-num-step input[type=number]", "1")
-    _set(page, "#speak-text textarea", LONG_TEXT)
-    page.wait_for("document.querySelector('#speak-text-info').innerText.includes('chunks')", timeout=10)
+    page.locator("#speak-advanced button.label-wrap").click()
+    steps = page.locator("#speak-num-step input[type=number]")
+    steps.fill("1")
+    page.locator("#speak-text textarea").fill(LONG_TEXT)
+    _until(page, "document.querySelector('#speak-text-info').innerText.includes('chunks')", timeout=10)
     page.evaluate(WATCH_CHUNKS)
-    _click(page, "#speak-go")
-    page.wait_for("document.querySelector('#speak-info').innerText.includes('3 chunks')", timeout=90)
-    page.screenshot(artifacts_dir / "browser-speak-chunks.png")
+    page.locator("#speak-go").click()
+    _until(page, "document.querySelector('#speak-info').innerText.includes('3 chunks')", timeout=90)
+    _screenshot(page, artifacts_dir / "browser-speak-chunks.png")
     first = page.evaluate("window.__ovFirstChunk")
     assert first is not None and not first["doneAlready"], first
-    assert page.evaluate("document.querySelectorAll('#speak-chunks audio[data-ov-chunk]').length") == 3
+    assert page.locator("#speak-chunks audio[data-ov-chunk]").count() == 3
     assert page.evaluate("window.__ovChunks.played.length") >= 1  # the page's player started the first chunk
-    _set(page, "#speak-num-step input[type=number]", "32")  # back to the default
+    steps.fill("32")  # back to the default
 
 
 def test_stop_cancels_a_run_and_the_next_run_works(page, artifacts_dir):
-    _set(page, "#speak-text textarea", LONG_TEXT)
-    _set(page, "#speak-num-step input[type=number]", "64")
-    _click(page, "#speak-go")
-    page.wait_for("document.querySelector('#speak-progress').innerText.startsWith('Step')", timeout=30, interval=0.02)
-    _click(page, "#speak-stop")
-    page.wait_for("document.querySelector('#speak-progress').innerText.includes('Stopped')", timeout=10)
-    time.sleep(1.0)
-    assert "Stopped" in _text(page, "#speak-progress")  # no later step overwrote it: the run ended
-    assert "RTF" not in _text(page, "#speak-info")
-    page.screenshot(artifacts_dir / "browser-speak-stopped.png")
-    _set(page, "#speak-num-step input[type=number]", "32")
-    _set(page, "#speak-text textarea", "After the stop.")
-    _click(page, "#speak-go")
-    page.wait_for("document.querySelector('#speak-info').innerText.includes('RTF')", timeout=60)
+    steps = page.locator("#speak-num-step input[type=number]")
+    page.locator("#speak-text textarea").fill(LONG_TEXT)
+    steps.fill("64")
+    page.locator("#speak-go").click()
+    _until(page, "document.querySelector('#speak-progress').innerText.startsWith('Step')", timeout=30, polling=0.02)
+    page.locator("#speak-stop").click()
+    _until(page, "document.querySelector('#speak-progress').innerText.includes('Stopped')", timeout=10)
+    page.wait_for_timeout(1000)
+    assert "Stopped" in page.locator("#speak-progress").inner_text()  # no later step overwrote it: the run ended
+    assert "RTF" not in page.locator("#speak-info").inner_text()
+    _screenshot(page, artifacts_dir / "browser-speak-stopped.png")
+    steps.fill("32")
+    page.locator("#speak-text textarea").fill("After the stop.")
+    page.locator("#speak-go").click()
+    _until(page, "document.querySelector('#speak-info').innerText.includes('RTF')", timeout=60)
 
 
 def test_clone_from_an_uploaded_reference(page, reference, artifacts_dir):
     _tab(page, "Clone", "#clone-ref input[type=file]")
-    page.set_files("#clone-ref input[type=file]", [reference])
-    page.wait_for("document.querySelector('#clone-note').innerText.includes('48000 Hz')", timeout=30)
-    _set(page, "#clone-transcript textarea", "One two three four.")
-    _set(page, "#clone-text textarea", "Hello in the cloned voice.")
-    _click(page, "#clone-go")  # consent not ticked yet: a message, no run
-    page.wait_for("[...document.querySelectorAll('[data-testid=toast-body]')].some(t => "
-                  "t.innerText.includes('I have the right to use this voice” first'))", timeout=20)
-    assert not page.evaluate("document.querySelector('#clone-info').innerText.includes('RTF')")
-    page.evaluate("document.querySelectorAll('[data-testid=toast-close]').forEach(b => b.click())")
-    _click(page, "#clone-consent input")
-    _click(page, "#clone-go")
-    page.wait_for("document.querySelector('#clone-info').innerText.includes('RTF')", timeout=60)
-    page.wait_for("!!document.querySelector('#clone-audio a.download-link[href*=\"gradio_api/file=\"]')", timeout=20)
-    _set(page, "#clone-name textarea, #clone-name input", "Browser voice")
-    _click(page, "#clone-save")
-    page.wait_for("document.querySelector('#clone-saved').innerText.includes('Saved the voice')", timeout=30)
-    page.screenshot(artifacts_dir / "browser-clone.png")
+    page.locator("#clone-ref input[type=file]").set_input_files(reference)
+    _until(page, "document.querySelector('#clone-note').innerText.includes('48000 Hz')", timeout=30)
+    page.locator("#clone-transcript textarea").fill("One two three four.")
+    page.locator("#clone-text textarea").fill("Hello in the cloned voice.")
+    page.locator("#clone-go").click()  # consent not ticked yet: a message, no run
+    page.locator("[data-testid=toast-body]", has_text="I have the right to use this voice” first").first.wait_for(
+        timeout=20 * SECONDS)
+    assert "RTF" not in page.locator("#clone-info").inner_text()
+    for close in page.locator("[data-testid=toast-close]").all():
+        close.click()
+    page.locator("#clone-consent input").check()
+    page.locator("#clone-go").click()
+    _until(page, "document.querySelector('#clone-info').innerText.includes('RTF')", timeout=60)
+    page.locator('#clone-audio a.download-link[href*="gradio_api/file="]').wait_for(state="attached",
+                                                                                   timeout=20 * SECONDS)
+    page.locator("#clone-name textarea, #clone-name input").fill("Browser voice")
+    page.locator("#clone-save").click()
+    _until(page, "document.querySelector('#clone-saved').innerText.includes('Saved the voice')", timeout=30)
+    _screenshot(page, artifacts_dir / "browser-clone.png")
 
 
 def test_codec_round_trip_of_an_upload(page, reference, artifacts_dir):
     _tab(page, "Codec", "#codec-in input[type=file]")
-    page.set_files("#codec-in input[type=file]", [reference])
-    page.wait_for("!!document.querySelector('#codec-in a.download-link[href*=\"gradio_api/file=\"]')", timeout=30)
-    _click(page, "#codec-go")
-    page.wait_for("document.querySelector('#codec-stats').innerText.includes('frames')", timeout=60)
-    page.wait_for("!!document.querySelector('#codec-out a.download-link[href*=\"gradio_api/file=\"]')", timeout=20)
-    assert page.evaluate("!!document.querySelector('#codec-grid img')")
-    stats = _text(page, "#codec-stats")
+    page.locator("#codec-in input[type=file]").set_input_files(reference)
+    page.locator('#codec-in a.download-link[href*="gradio_api/file="]').wait_for(state="attached",
+                                                                                timeout=30 * SECONDS)
+    page.locator("#codec-go").click()
+    _until(page, "document.querySelector('#codec-stats').innerText.includes('frames')", timeout=60)
+    page.locator('#codec-out a.download-link[href*="gradio_api/file="]').wait_for(state="attached",
+                                                                                 timeout=20 * SECONDS)
+    assert page.locator("#codec-grid img").count() >= 1
+    stats = page.locator("#codec-stats").inner_text()
     assert "75 frames" in stats and "kbit/s" in stats and "log-mel" in stats
-    page.screenshot(artifacts_dir / "browser-codec.png")
+    _screenshot(page, artifacts_dir / "browser-codec.png")
 
 
 def test_benchmark_and_model_tabs(page, artifacts_dir):
     _tab(page, "Benchmark", "#bench-go")
-    _click(page, "#bench-go")
-    page.wait_for("document.body.innerText.includes('Machine:')", timeout=60)
-    page.wait_for("(() => { const i = document.querySelector('#bench-chart img'); "
-                  "return !!i && i.complete && i.naturalWidth > 0; })()", timeout=20)
-    assert "per_step_ms" in _text(page, "#bench-table")
-    time.sleep(0.5)  # the picture fades in
-    page.screenshot(artifacts_dir / "browser-benchmark.png")
+    page.locator("#bench-go").click()
+    _until(page, "document.body.innerText.includes('Machine:')", timeout=60)
+    _until(page, "(() => { const i = document.querySelector('#bench-chart img'); "
+                 "return !!i && i.complete && i.naturalWidth > 0; })()", timeout=20)
+    assert "per_step_ms" in page.locator("#bench-table").inner_text()
+    page.wait_for_timeout(500)  # the picture fades in
+    _screenshot(page, artifacts_dir / "browser-benchmark.png")
     _tab(page, "Model", "#model-details")
-    assert "licence" in _text(page, "#model-details")
+    assert "licence" in page.locator("#model-details").inner_text()
     # load the model again from the Model tab: the bar follows the background load to "ready"
-    page.evaluate("window.__ovBar = []; new MutationObserver(() => window.__ovBar.push("
-                  "document.querySelector('#model-bar').innerText)).observe(document.querySelector('#model-bar'), "
-                  "{subtree: true, childList: true, characterData: true})")
-    _click(page, "#model-load")
-    page.wait_for("window.__ovBar.some(t => t.includes('loading'))", timeout=20)
-    page.wait_for("window.__ovBar.length > 0 && window.__ovBar[window.__ovBar.length - 1].includes('ready') && "
-                  "!window.__ovBar[window.__ovBar.length - 1].includes('loading')", timeout=60)
-    page.screenshot(artifacts_dir / "browser-model.png")
+    page.evaluate(WATCH_MODEL_BAR)
+    page.locator("#model-load").click()
+    _until(page, "window.__ovBar.some(t => t.includes('loading'))", timeout=20)
+    _until(page, "window.__ovBar.length > 0 && window.__ovBar[window.__ovBar.length - 1].includes('ready') && "
+                 "!window.__ovBar[window.__ovBar.length - 1].includes('loading')", timeout=60)
+    _screenshot(page, artifacts_dir / "browser-model.png")
