@@ -1,7 +1,15 @@
 """Shared fixtures: random-weight OmniVoice checkpoints and the folders built from them.
 
 Everything is built offline from random weights in a per-session temporary
-folder; nothing is downloaded.
+folder; nothing is downloaded.  Each folder is built once per session, when a
+test first asks for it.
+
+Tiers: ``pytest -m "not slow"`` (the fast tier) needs only the tiny checkpoint,
+its PyTorch reference and ``tiny_fp32_folder``.  A test that asks for any other
+folder (``SLOW_FIXTURES``, each one more Olive build) is marked ``slow`` here,
+so a new test lands in the right tier by the fixtures it uses; tests that are
+slow for another reason (long reference runs, the browser) carry the marker
+themselves.
 """
 
 from __future__ import annotations
@@ -15,6 +23,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parent.parent / "test-artifacts"
+
+#: fixtures that build a model folder beyond the fast tier's one fp32 folder
+SLOW_FIXTURES = frozenset({"tiny_int4_folder", "tiny_fp16_folder", "tiny_causal_folder"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (directly or through a fixture)."""
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
