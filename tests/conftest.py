@@ -24,8 +24,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parent.parent / "test-artifacts"
 
-#: fixtures that build a model folder beyond the fast tier's one fp32 folder
-SLOW_FIXTURES = frozenset({"tiny_int4_folder", "tiny_fp16_folder", "tiny_causal_folder"})
+#: fixtures that build model graphs beyond the fast tier's one fp32 folder (and its codec export)
+SLOW_FIXTURES = frozenset({"tiny_int4_folder", "tiny_fp16_folder", "tiny_causal_folder",
+                           "export_fp16"})  # test_codec's fp16 codec
 
 
 def pytest_collection_modifyitems(config, items):

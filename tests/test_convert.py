@@ -213,6 +213,7 @@ def test_cli_rejects_a_folder_that_is_not_a_checkpoint(tmp_path, capsys):
     assert "not an OmniVoice checkpoint folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # one more Olive build (the gpu profile)
 def test_gpu_profile_builds_bidirectional_fp16_for_cuda(tiny_checkpoint, tmp_path):
     """The gpu profile cannot run on this CPU machine (its GQA fuses the Q/K norms, a CUDA-only
     feature); check what can be checked here: fp16 graphs, every GQA node bidirectional, and a

@@ -187,7 +187,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
+#: cases that the fast tier leaves to the full run: the longest text, and two more prompt variants
+#: (a language by name, a non-verbal tag) whose prompts test_text checks against the reference
+SLOW_CASES = {"longer text", "German by name", "non-verbal tag"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, marks=pytest.mark.slow) if case in SLOW_CASES else case
+                                  for case in CASES])
 def test_token_exact_against_reference(engine, reference_model, monkeypatch, case):
     kwargs = dict(CASES[case])
     text = kwargs.pop("text")
@@ -219,6 +225,7 @@ def long_text() -> str:
     return " ".join(sentences * 4)
 
 
+@pytest.mark.slow  # the reference generates several chunks of 32 steps
 def test_token_exact_chunked_long_text(engine, reference_model, monkeypatch):
     text = long_text()
     plan = engine.prepare(text)
