@@ -3,6 +3,7 @@
     omnivoice synth --model DIR --text "Hello." [--language en] [--instruct "female"]
         [--ref-audio ref.wav --ref-text "what the reference says"] [--num-step 32] [--seed 1] [--output out.wav]
     omnivoice codec --model DIR --input in.wav --output rt.wav
+    omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
 
 Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them).
 Known errors print one ``error: ...`` line and exit with status 2; anything
@@ -108,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     round_trip.add_argument("--input", required=True)
     round_trip.add_argument("--output", default="roundtrip.wav")
     round_trip.set_defaults(run=codec)
+
+    from .batch.cli import add_batch_command
+
+    add_batch_command(commands, add_model_arguments)
     return parser
 
 

@@ -1,0 +1,82 @@
+"""``omnivoice batch``: the command line of a batch run."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..config import add_config_arguments, config_from_arguments
+from ..errors import InvalidInput
+
+AUDIO_FORMATS = ("wav", "flac")
+
+
+def add_batch_command(commands, add_model_arguments) -> None:
+    batch = commands.add_parser(
+        "batch", help="speak every item of a .jsonl/.txt file into a folder (resumable)",
+        description="Speak every item of a JSONL file (rows: id, text, and any of voice, language, instruct and "
+                    "the generation settings below) or a text file (one item per line). Rerunning the same "
+                    "command skips the items already done; the settings given here are every item's defaults.")
+    add_model_arguments(batch)
+    batch.add_argument("--input", required=True, help="items.jsonl or items.txt")
+    batch.add_argument("--output", required=True, help="the output folder (shared by every node with --ray)")
+    batch.add_argument("--workers", type=int, default=1,
+                       help="local worker processes, each with its own engine and its share of the cores")
+    batch.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|local|ADDRESS",
+                       help="run on a Ray cluster (pip install .[batch]): auto = the running cluster, "
+                            "local = start one here, or ray://HOST:PORT")
+    batch.add_argument("--actor-cpus", type=int, default=1, help="CPUs (and engine threads) per Ray actor")
+    batch.add_argument("--actor-gpus", type=float, default=0, help="GPUs per Ray actor (with --provider cuda)")
+    batch.add_argument("--format", default="wav", choices=AUDIO_FORMATS, dest="audio_format")
+    batch.add_argument("--subtitles", default="", metavar="srt,vtt", help="subtitle formats to write per item")
+    batch.add_argument("--book", action="store_true",
+                       help="the items are the parts of one book: also write book.<format> and its subtitles")
+    batch.add_argument("--voices", default=None, metavar="DIR",
+                       help="where voice names of the rows are looked up (default: the input's folder)")
+    batch.add_argument("--retry-failed", action="store_true", help="run the items that failed before again")
+    batch.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_config_arguments(batch)
+    batch.set_defaults(run=run)
+
+
+def parse_subtitles(text: str) -> tuple[str, ...]:
+    from .subtitles import FORMATS
+
+    kinds = tuple(dict.fromkeys(k.strip().lower() for k in text.split(",") if k.strip()))
+    unknown = [k for k in kinds if k not in FORMATS]
+    if unknown:
+        raise InvalidInput(f"--subtitles: unknown format {unknown[0]!r}; use {', '.join(FORMATS)}.", param="subtitles")
+    return kinds
+
+
+def run(args: argparse.Namespace) -> int:
+    from .items import read_items
+    from .runner import run_batch
+    from .worker import Job, ModelSpec
+
+    if args.workers < 1:
+        raise InvalidInput("--workers must be at least 1.", param="workers")
+    spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
+                     provider=args.provider)
+    job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
+              model_identity=spec.identity())
+    items = read_items(args.input, base=config_from_arguments(args), voices_dir=args.voices)
+    summary = run_batch(items, job, lambda: open_backend(args, spec), retry_failed=args.retry_failed,
+                        book=args.book, progress=not args.no_progress)
+    for line in summary.lines():
+        print(line)
+    return 0 if summary.failed == 0 else 3
+
+
+def open_backend(args, spec):
+    if args.ray:
+        from .ray_backend import RayBackend
+
+        return RayBackend(spec, address=args.ray, cpus_per_actor=args.actor_cpus, gpus_per_actor=args.actor_gpus)
+    if args.workers == 1:
+        from .local import InlineBackend
+
+        return InlineBackend(spec, args.threads)
+    from .local import ProcessBackend
+
+    return ProcessBackend(spec, args.workers, args.threads)
+

@@ -1,0 +1,159 @@
+"""The items of a batch: read from JSONL or plain text, every row checked before any work.
+
+A JSONL row is an object with ``text`` and any of ``id``, ``voice`` (a saved
+voice file, or a name looked up in the voices folder), ``language``,
+``instruct`` and the ``GenerationConfig`` fields (``seed``, ``num_step``,
+``speed``, ...).  A ``.txt`` file is one item per non-empty line.  Items
+without an ``id`` are named by their line number.  Every bad row is
+collected (with its line number) and reported together in one
+``BatchInputError``; nothing is synthesised until the whole file is clean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pathlib
+import re
+from typing import Any, Optional
+
+from ..config import GenerationConfig
+from ..errors import InvalidInput
+from .store import file_sha256
+
+#: the keys a row may have besides the GenerationConfig fields
+ITEM_KEYS = ("id", "text", "voice", "language", "instruct")
+#: an item id becomes a file name: letters, digits, dot, dash, underscore; not starting with a dot
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
+#: rows one batch file may hold (a bound on memory and on the validation pass)
+MAX_ITEMS = 1_000_000
+#: names the batch itself uses in the output folder (``--book`` writes book.wav, book.srt, ...)
+RESERVED_IDS = ("book",)
+MAX_LISTED_PROBLEMS = 20
+
+
+class BatchInputError(InvalidInput):
+    """Some rows of the input file are wrong; ``problems`` holds ``(line, message)`` for each."""
+
+    def __init__(self, source: str, problems: list[tuple[int, str]]):
+        shown = [f"  line {line}: {message}" for line, message in problems[:MAX_LISTED_PROBLEMS]]
+        more = len(problems) - len(shown)
+        super().__init__(f"{source}: {len(problems)} bad row(s); fix them and run again (nothing was done):\n"
+                         + "\n".join(shown) + (f"\n  ... and {more} more" if more > 0 else ""), param="input")
+        self.problems = problems
+
+    def __str__(self) -> str:  # one_line() keeps the first paragraph: keep the listing in it
+        return self.args[0].replace("\n", " ")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchItem:
+    """One thing to say, with everything that decides its audio."""
+
+    id: str
+    line: int
+    text: str
+    language: Optional[str]
+    instruct: Optional[str]
+    voice: Optional[str]              # absolute path of a saved voice file
+    config: GenerationConfig          # the batch's settings with the row's own on top (seed may be None)
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``engine.prepare/stream/generate`` for this item."""
+        return dict(language=self.language, instruct=self.instruct, voice=self.voice, config=self.config)
+
+    def key(self, model: str, audio_format: str) -> str:
+        """A fingerprint of what decides the output: the same key means the same audio can be reused."""
+        voice_hash = file_sha256(self.voice) if self.voice else None
+        payload = {"text": self.text, "language": self.language, "instruct": self.instruct, "voice": voice_hash,
+                   "config": self.config.to_dict(), "model": model, "format": audio_format}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -> list[BatchItem]:
+    """All items of a ``.jsonl`` or ``.txt`` file, or a ``BatchInputError`` listing every bad row."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"The batch input {path} does not exist; give a .jsonl or .txt file.", param="input")
+    if path.suffix.lower() not in (".jsonl", ".txt"):
+        raise InvalidInput(f"The batch input {path.name} is neither .jsonl nor .txt.", param="input")
+    base = base or GenerationConfig()
+    voices = pathlib.Path(voices_dir) if voices_dir else path.parent
+    items: list[BatchItem] = []
+    problems: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
+    jsonl = path.suffix.lower() == ".jsonl"
+    with open(path, encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            if len(items) + len(problems) >= MAX_ITEMS:
+                problems.append((number, f"more than {MAX_ITEMS} items; split the file"))
+                break
+            try:
+                row = _parse_json_row(line) if jsonl else {"text": line.strip()}
+                item = _item_from_row(row, number, base, voices)
+            except InvalidInput as exc:
+                problems.append((number, str(exc)))
+                continue
+            if item.id in seen:
+                problems.append((number, f"id {item.id!r} is also the id of line {seen[item.id]}; ids must be unique"))
+                continue
+            seen[item.id] = number
+            items.append(item)
+    if problems:
+        raise BatchInputError(str(path.name), problems)
+    if not items:
+        raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
+    return items
+
+
+def _parse_json_row(line: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        raise InvalidInput("a row must be a JSON object with at least \"text\"")
+    return row
+
+
+def _item_from_row(row: dict, line: int, base: GenerationConfig, voices: pathlib.Path) -> BatchItem:
+    unknown = sorted(set(row) - set(ITEM_KEYS) - set(GenerationConfig.names()))
+    if unknown:
+        raise InvalidInput(f"unknown key {unknown[0]!r}; a row may have {', '.join(ITEM_KEYS)} and the "
+                           f"generation settings ({', '.join(GenerationConfig.names())})")
+    text = row.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("\"text\" is missing or empty")
+    item_id = row.get("id", f"{line:06d}")
+    if isinstance(item_id, int) and not isinstance(item_id, bool):
+        item_id = str(item_id)
+    if not isinstance(item_id, str) or not ID_PATTERN.match(item_id):
+        raise InvalidInput(f"id {item_id!r} cannot name a file: use up to 100 letters, digits, '.', '-' or '_'")
+    if item_id in RESERVED_IDS:
+        raise InvalidInput(f"id {item_id!r} is reserved for the whole batch's files; choose another")
+    for key in ("language", "instruct", "voice"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            raise InvalidInput(f"{key!r} must be text, got {row[key]!r}")
+    settings = {name: row[name] for name in GenerationConfig.names() if name in row}
+    config = GenerationConfig.from_mapping(settings, base=base).validate()
+    return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
+                     instruct=row.get("instruct") or None, voice=_voice_path(row.get("voice"), voices),
+                     config=config)
+
+
+def _voice_path(voice: Optional[str], voices: pathlib.Path) -> Optional[str]:
+    """A saved voice: a path (relative to the voices folder), or a name ``NAME`` for ``NAME.npz`` there."""
+    if not voice:
+        return None
+    candidates = [pathlib.Path(voice)]
+    if not candidates[0].is_absolute():
+        candidates = [voices / voice, voices / f"{voice}.npz"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate.resolve())
+    raise InvalidInput(f"voice {voice!r} is neither a saved voice file nor a name in {voices.name}/ "
+                       "(save voices as .npz from the Clone tab or with Voice.save())")
+

@@ -1,0 +1,88 @@
+"""Running the item function on this machine: in this process, or in N worker processes.
+
+Each worker process opens its own engine with its share of the cores
+(``threads``); items go to whichever worker is free.  A worker process exits
+when the batch process dies (even by SIGKILL), so no orphan keeps writing.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import threading
+import time
+from typing import Iterator, Optional
+
+from .items import BatchItem
+from .worker import ItemWorker, Job, ModelSpec
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class InlineBackend:
+    """One engine in this process."""
+
+    def __init__(self, spec: ModelSpec, threads: Optional[int] = None):
+        self.worker = ItemWorker(spec, threads)
+        self.workers = 1
+
+    def check(self, items: list[BatchItem]):
+        return self.worker.check(items)
+
+    def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
+        for item in items:
+            yield self.worker.run(item, job)
+
+    def close(self) -> None:
+        pass
+
+
+_WORKER: Optional[ItemWorker] = None
+
+
+def _start_worker(spec: ModelSpec, threads: Optional[int], parent: int) -> None:
+    global _WORKER
+    _WORKER = ItemWorker(spec, threads)
+
+    def watch_parent():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch_parent, daemon=True, name="parent-watch").start()
+
+
+def _check(items):
+    return _WORKER.check(items)
+
+
+def _run(item, job):
+    return _WORKER.run(item, job)
+
+
+class ProcessBackend:
+    """``workers`` processes (spawned: a fresh interpreter each), each with its own engine."""
+
+    def __init__(self, spec: ModelSpec, workers: int, threads: Optional[int] = None):
+        self.workers = workers
+        self.threads = threads or max(1, available_cores() // workers)
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker, initargs=(spec, self.threads, os.getpid()))
+
+    def check(self, items: list[BatchItem]):
+        return self.pool.submit(_check, items).result()
+
+    def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
+        futures = [self.pool.submit(_run, item, job) for item in items]
+        for future in concurrent.futures.as_completed(futures):
+            yield future.result()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,116 @@
+"""A batch run: decide what is left to do, hand it to a backend, follow progress, sum up.
+
+``run_batch`` works the same with every backend (this process, worker
+processes, Ray actors): items already done with the same inputs and a
+verified audio file are skipped, items that failed before are left alone
+unless ``retry_failed``, the engine checks every remaining item before any
+is synthesised, and the records the backend returns drive two progress bars
+(items, and seconds of audio) and the closing ``Summary``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from typing import Callable, Optional
+
+from .items import BatchInputError, BatchItem
+from .store import OutputFolder
+from .worker import Job, write_subtitles
+
+
+@dataclasses.dataclass
+class Summary:
+    total: int = 0
+    done: int = 0                 # synthesised in this run
+    skipped: int = 0              # done before, reused
+    failed: int = 0               # failed in this run, or before and not retried
+    audio_seconds: float = 0.0    # made in this run
+    wall_seconds: float = 0.0
+    workers: int = 0
+    errors: dict[str, str] = dataclasses.field(default_factory=dict)
+    book: Optional[str] = None
+
+    @property
+    def items_per_hour(self) -> float:
+        return self.done * 3600 / self.wall_seconds if self.wall_seconds else 0.0
+
+    @property
+    def audio_hours_per_hour(self) -> float:
+        return self.audio_seconds / self.wall_seconds if self.wall_seconds else 0.0
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.total} items: {self.done} done, {self.skipped} skipped (done before), {self.failed} failed",
+                 f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s with {self.workers} "
+                 f"worker(s): {self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour"]
+        lines += [f"failed {item_id}: {error}" for item_id, error in list(self.errors.items())[:20]]
+        if self.book:
+            lines.append(f"book: {self.book}")
+        return lines
+
+
+def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], object], *, retry_failed: bool = False,
+              book: bool = False, progress: bool = True) -> Summary:
+    folder = OutputFolder(job.output).create()
+    summary = Summary(total=len(items))
+    with folder.lock():
+        folder.remove_stale_parts()
+        pending = []
+        for item in items:
+            key = item.key(job.model_identity, job.audio_format)
+            sidecar = folder.finished(item.id, key, job.audio_format)
+            if sidecar is not None:
+                summary.skipped += 1
+                _restore_subtitles(folder, sidecar, job)
+                continue
+            failed = folder.failed(item.id, key)
+            if failed is not None and not retry_failed:
+                summary.failed += 1
+                summary.errors[item.id] = failed.get("error", "")
+                continue
+            pending.append(item)
+        started = time.perf_counter()
+        if pending:
+            backend = open_backend()
+            try:
+                summary.workers = backend.workers
+                problems, planned = backend.check(pending)
+                if problems:
+                    raise BatchInputError("the batch input", sorted(problems))
+                _follow(backend.run(pending, job), summary, planned, len(pending), progress)
+            finally:
+                backend.close()
+        summary.wall_seconds = time.perf_counter() - started
+        if book and summary.done + summary.skipped == len(items):
+            from .book import write_book
+
+            summary.book = write_book(folder, items, job)
+    return summary
+
+
+def _follow(records, summary: Summary, planned: dict[str, float], count: int, progress: bool) -> None:
+    from tqdm import tqdm
+
+    bars = dict(disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    with tqdm(total=count, desc="items", unit="item", position=0, **bars) as items_bar, \
+            tqdm(total=sum(planned.values()), desc="audio", unit="s", position=1,
+                 bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s [{elapsed}<{remaining}]", **bars) as audio_bar:
+        for record in records:
+            items_bar.update(1)
+            audio_bar.update(planned.get(record["id"], 0.0))
+            if record["status"] == "done":
+                summary.done += 1
+                summary.audio_seconds += record["seconds"]
+            else:
+                summary.failed += 1
+                summary.errors[record["id"]] = record.get("error", "")
+            items_bar.set_postfix(done=summary.done, failed=summary.failed,
+                                  audio=f"{summary.audio_seconds:.0f}s")
+
+
+def _restore_subtitles(folder: OutputFolder, sidecar: dict, job: Job) -> None:
+    """Subtitles asked for now but not written then: made from the sidecar's chunk times, no synthesis."""
+    missing = [kind for kind in job.subtitles if not folder.subtitle_path(sidecar["id"], kind).is_file()]
+    if missing:
+        write_subtitles(folder, sidecar["id"], sidecar.get("chunks", []), missing)

@@ -1,0 +1,132 @@
+"""The output folder of a batch: atomic files, sidecars, and what a rerun may skip.
+
+For item ``ID`` the folder holds ``ID.wav`` (or ``.flac``), ``ID.json`` (the
+sidecar: status, the key of its inputs and settings, seed, timings, chunk
+times, sha256 of the audio) and, when asked for, ``ID.srt`` / ``ID.vtt``.
+Every file is written to a temporary name in the same folder, flushed to
+disk, then renamed over the final name, so a file is either whole or absent;
+the sidecar is written last, so a sidecar saying ``done`` means its audio is
+complete.  A rerun reuses an item when its sidecar says ``done`` with the same
+key and the audio's sha256 still matches; items whose sidecar says
+``failed`` are left alone unless failures are retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pathlib
+from typing import Optional
+
+from ..errors import InvalidInput
+
+TEMP_MARK = ".part-"
+LOCK_NAME = ".batch.lock"
+
+
+class OutputFolder:
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+
+    def create(self) -> "OutputFolder":
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot create the output folder {self.path.name}: {exc.strerror}.",
+                               param="output") from None
+        return self
+
+    def audio_path(self, item_id: str, audio_format: str) -> pathlib.Path:
+        return self.path / f"{item_id}.{audio_format}"
+
+    def sidecar_path(self, item_id: str) -> pathlib.Path:
+        return self.path / f"{item_id}.json"
+
+    def subtitle_path(self, item_id: str, kind: str) -> pathlib.Path:
+        return self.path / f"{item_id}.{kind}"
+
+    # --- writing ------------------------------------------------------------------------
+
+    def write_bytes(self, final: pathlib.Path, data: bytes) -> None:
+        with self.atomic(final) as temp:
+            temp.write_bytes(data)
+
+    def write_json(self, final: pathlib.Path, data: dict) -> None:
+        self.write_bytes(final, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    @contextlib.contextmanager
+    def atomic(self, final: pathlib.Path):
+        """A temporary path next to ``final``; renamed over it (after fsync) when the block succeeds."""
+        temp = final.with_name(f"{TEMP_MARK}{os.getpid()}-{final.name}")
+        try:
+            yield temp
+            with open(temp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(temp, final)
+        finally:
+            if temp.exists():
+                temp.unlink()
+
+    def remove_stale_parts(self) -> int:
+        """Delete temporary files left by a run that was killed (call while holding the lock)."""
+        removed = 0
+        for temp in self.path.glob(f"{TEMP_MARK}*"):
+            with contextlib.suppress(OSError):
+                temp.unlink()
+                removed += 1
+        return removed
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Only one batch run per output folder (an ``flock`` held for the run)."""
+        import fcntl
+
+        handle = open(self.path / LOCK_NAME, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise InvalidInput(f"Another batch run is writing to {self.path.name}; wait for it or use another "
+                               "output folder.", param="output") from None
+        try:
+            yield self
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def read_sidecar(self, item_id: str) -> Optional[dict]:
+        try:
+            with open(self.sidecar_path(item_id), encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def finished(self, item_id: str, key: str, audio_format: str) -> Optional[dict]:
+        """The sidecar of a finished item whose key matches and whose audio checks, else None."""
+        sidecar = self.read_sidecar(item_id)
+        if not sidecar or sidecar.get("status") != "done" or sidecar.get("key") != key:
+            return None
+        audio = self.audio_path(item_id, audio_format)
+        if not audio.is_file() or file_sha256(audio) != sidecar.get("sha256"):
+            return None
+        return sidecar
+
+    def failed(self, item_id: str, key: str) -> Optional[dict]:
+        """The sidecar of an item that failed with these same inputs, else None."""
+        sidecar = self.read_sidecar(item_id)
+        if sidecar and sidecar.get("status") == "failed" and sidecar.get("key") == key:
+            return sidecar
+        return None
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,94 @@
+"""Subtitles (SRT and WebVTT) from the times of chunks and sentences in the final audio.
+
+A cue per sentence: each chunk's span (``timeline.chunk_spans``, exact to the
+sample) is shared among the chunk's sentences in proportion to their
+estimated speaking time (``duration.total_weight``, the weights the engine
+plans lengths with), since the model reports no alignment inside a chunk.
+Chunk boundaries are therefore exact; sentence boundaries inside a chunk are
+estimates.  Cues hold plain text; the writers escape what each format needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from ..duration import total_weight
+
+FORMATS = ("srt", "vtt")
+#: a sentence ends at . ! ? (and their CJK forms), with closing quotes, before a space or the end
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？…])[\"'”’)\]]*\s+|(?<=[。！？])")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cue:
+    start: float   # seconds
+    end: float
+    text: str
+
+    def shifted(self, seconds: float) -> "Cue":
+        return Cue(self.start + seconds, self.end + seconds, self.text)
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = [part.strip() for part in _SENTENCE_END.split(text)]
+    return [part for part in parts if part] or [text.strip()]
+
+
+def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
+    """Cues from ``[{"text", "start", "end"}, ...]`` (seconds in the final audio), a cue per sentence."""
+    cues = []
+    for chunk in chunks:
+        start, end = float(chunk["start"]), float(chunk["end"])
+        if end <= start:
+            continue
+        sentences = split_sentences(chunk["text"])
+        weights = [max(total_weight(s), 1e-6) for s in sentences]
+        total, done = sum(weights), 0.0
+        for sentence, weight in zip(sentences, weights):
+            cue_start = start + (end - start) * done / total
+            done += weight
+            cues.append(Cue(cue_start, start + (end - start) * done / total, sentence))
+    return cues
+
+
+def _timestamp(seconds: float, decimal: str) -> str:
+    millis = max(0, int(round(seconds * 1000)))
+    hours, millis = divmod(millis, 3_600_000)
+    minutes, millis = divmod(millis, 60_000)
+    secs, millis = divmod(millis, 1000)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def to_srt(cues: list[Cue]) -> str:
+    blocks = []
+    for number, cue in enumerate(cues, start=1):
+        text = _one_line(cue.text).replace("-->", "->")
+        blocks.append(f"{number}\n{_timestamp(cue.start, ',')} --> {_timestamp(cue.end, ',')}\n{text}\n")
+    return "\n".join(blocks)
+
+
+def to_vtt(cues: list[Cue]) -> str:
+    blocks = ["WEBVTT\n"]
+    for cue in cues:
+        text = _one_line(cue.text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        blocks.append(f"{_timestamp(cue.start, '.')} --> {_timestamp(cue.end, '.')}\n{text}\n")
+    return "\n".join(blocks)
+
+
+def render(cues: list[Cue], kind: str) -> str:
+    return {"srt": to_srt, "vtt": to_vtt}[kind](cues)
+
+
+def parse_timestamps(document: str) -> list[tuple[float, float]]:
+    """(start, end) of every cue of an SRT or VTT document (for checks and tests)."""
+    pattern = re.compile(r"(\d+):(\d\d):(\d\d)[,.](\d{3}) --> (\d+):(\d\d):(\d\d)[,.](\d{3})")
+    times = []
+    for match in pattern.finditer(document):
+        h1, m1, s1, f1, h2, m2, s2, f2 = map(int, match.groups())
+        times.append((h1 * 3600 + m1 * 60 + s1 + f1 / 1000, h2 * 3600 + m2 * 60 + s2 + f2 / 1000))
+    return times

@@ -1,0 +1,144 @@
+"""The item function: one engine, one item in, its files in the output folder, its record out.
+
+The same ``ItemWorker`` runs in the batch's own process (one worker), in each
+worker process (``--workers N``) and in each Ray actor (``--ray``), so every
+backend writes the same files by the same atomic rules (``store``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import os
+import socket
+import time
+from typing import Optional
+
+import numpy as np
+
+from ..config import Limits
+from ..constants import FRAME_RATE
+from ..errors import OmniVoiceError, one_line
+from .items import BatchItem
+from .store import OutputFolder, file_sha256
+from .subtitles import cues_for_chunks, render
+from .timeline import chunk_spans
+
+log = logging.getLogger("omnivoice.batch")
+SUBTYPE = "PCM_16"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """How each worker finds the model: resolved on its own machine, into its own cache."""
+
+    model: Optional[str] = None
+    precision: Optional[str] = None
+    cache_dir: Optional[str] = None
+    offline: Optional[bool] = None
+    provider: str = "cpu"
+
+    def identity(self) -> str:
+        """The model part of an item's key (a folder by its absolute path)."""
+        model = self.model or ""
+        if model and os.path.isdir(model):
+            model = os.path.abspath(model)
+        return f"{model}|{self.precision or ''}"
+
+    def open(self, threads: Optional[int]):
+        from ..engine import OmniVoiceEngine
+        from ..hub import resolve_model
+
+        folder = resolve_model(self.model, precision=self.precision, cache_dir=self.cache_dir,
+                               offline=self.offline, progress=lambda *_: None)
+        return OmniVoiceEngine(folder, provider=self.provider, threads=threads, verify="size",
+                               limits=Limits.local())
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What every item of a run shares."""
+
+    output: str
+    audio_format: str = "wav"
+    subtitles: tuple[str, ...] = ()
+    model_identity: str = ""
+
+
+class ItemWorker:
+    def __init__(self, spec: ModelSpec, threads: Optional[int] = None):
+        self.engine = spec.open(threads)
+        self.threads = threads
+
+    def check(self, items: list[BatchItem]) -> tuple[list[tuple[int, str]], dict[str, float]]:
+        """The engine's own checks of every item (``prepare``; no compute): problems, and planned seconds."""
+        problems, seconds = [], {}
+        for item in items:
+            try:
+                plan = self.engine.prepare(item.text, **item.generate_kwargs())
+            except OmniVoiceError as exc:
+                problems.append((item.line, one_line(exc)))
+                continue
+            seconds[item.id] = plan.target_frames / FRAME_RATE
+        return problems, seconds
+
+    def run(self, item: BatchItem, job: Job) -> dict:
+        """Synthesise one item and write its files; a failure is recorded in its sidecar, not raised."""
+        folder = OutputFolder(job.output)
+        key = item.key(job.model_identity, job.audio_format)
+        started = time.perf_counter()
+        base = {"id": item.id, "line": item.line, "key": key, "text": item.text, "host": socket.gethostname(),
+                "pid": os.getpid()}
+        try:
+            record = self._synthesise(item, job, folder, base)
+        except Exception as exc:  # noqa: BLE001 - one bad item must not stop the batch; its error is recorded
+            if isinstance(exc, OmniVoiceError):
+                error = one_line(exc)
+            else:
+                log.exception("internal error on item %s", item.id)
+                error = f"internal error ({type(exc).__name__}: {exc})"
+            record = dict(base, status="failed", error=error, wall_seconds=time.perf_counter() - started)
+        folder.write_json(folder.sidecar_path(item.id), record)
+        return record
+
+    def _synthesise(self, item: BatchItem, job: Job, folder: OutputFolder, base: dict) -> dict:
+        import soundfile
+
+        started = time.perf_counter()
+        chunk_audio, result = [], None
+        for event in self.engine.stream(item.text, **item.generate_kwargs()):
+            if event.kind == "chunk":
+                chunk_audio.append(event.audio)
+            elif event.kind == "result":
+                result = event
+        rate = result.sample_rate
+        spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,
+                            pad_duration=result.config.pad_duration, sample_rate=rate)
+        chunks = [{"text": text, "start": start / rate, "end": end / rate}
+                  for text, (start, end) in zip(result.chunks, spans)]
+        audio_path = folder.audio_path(item.id, job.audio_format)
+        with folder.atomic(audio_path) as temp:
+            soundfile.write(str(temp), result.audio, rate, subtype=SUBTYPE, format=job.audio_format.upper())
+        write_subtitles(folder, item.id, chunks, job.subtitles)
+        return dict(base, status="done", audio=audio_path.name, format=job.audio_format, sample_rate=rate,
+                    samples=int(len(result.audio)), seconds=len(result.audio) / rate, sha256=file_sha256(audio_path),
+                    codes_sha256=codes_sha256(result.codes), seed=int(result.seed), config=result.config.to_dict(),
+                    settings=result.settings, chunks=chunks, timings=result.timings,
+                    wall_seconds=time.perf_counter() - started, threads=self.threads)
+
+
+def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds) -> None:
+    cues = cues_for_chunks(chunks)
+    for kind in kinds:
+        folder.write_bytes(folder.subtitle_path(item_id, kind), render(cues, kind).encode("utf-8"))
+
+
+def codes_sha256(codes: list[np.ndarray]) -> str:
+    """A fingerprint of a generation's codes (each chunk's shape and int64 values, in order)."""
+    digest = hashlib.sha256()
+    for chunk in codes:
+        chunk = np.ascontiguousarray(chunk, dtype=np.int64)
+        digest.update(repr(chunk.shape).encode())
+        digest.update(chunk.tobytes())
+    return digest.hexdigest()
