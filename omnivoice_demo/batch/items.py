@@ -4,7 +4,8 @@ A JSONL row is an object with ``text`` and any of ``id``, ``voice`` (a saved
 voice file, or a name looked up in the voices folder), ``language``,
 ``instruct`` and the ``GenerationConfig`` fields (``seed``, ``num_step``,
 ``speed``, ...).  A ``.txt`` file is one item per non-empty line.  Items
-without an ``id`` are named by their line number.  Every bad row is
+without an ``id`` are named by their line number; items without a seed (in
+the row or the batch's settings) get one from their id and text.  Every bad row is
 collected (with its line number) and reported together in one
 ``BatchInputError``; nothing is synthesised until the whole file is clean.
 """
@@ -57,7 +58,7 @@ class BatchItem:
     language: Optional[str]
     instruct: Optional[str]
     voice: Optional[str]              # absolute path of a saved voice file
-    config: GenerationConfig          # the batch's settings with the row's own on top (seed may be None)
+    config: GenerationConfig          # the batch's settings with the row's own on top; the seed always set
 
     def generate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``engine.prepare/stream/generate`` for this item."""
@@ -139,9 +140,18 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices: pathlib
             raise InvalidInput(f"{key!r} must be text, got {row[key]!r}")
     settings = {name: row[name] for name in GenerationConfig.names() if name in row}
     config = GenerationConfig.from_mapping(settings, base=base).validate()
+    if config.seed is None:
+        config = config.replace(seed=default_seed(item_id, text.strip()))
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
                      instruct=row.get("instruct") or None, voice=_voice_path(row.get("voice"), voices),
                      config=config)
+
+
+def default_seed(item_id: str, text: str) -> int:
+    """The seed of an item that names none: from its id and text, so every rerun and every machine
+    (a resumed run, a Ray actor) makes the same audio for it."""
+    digest = hashlib.sha256(json.dumps([item_id, text], ensure_ascii=False).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _voice_path(voice: Optional[str], voices: pathlib.Path) -> Optional[str]:
