@@ -72,6 +72,9 @@ def open_backend(args, spec):
         from .ray_backend import RayBackend
 
         return RayBackend(spec, address=args.ray, cpus_per_actor=args.actor_cpus, gpus_per_actor=args.actor_gpus)
+    from ..hub import console_progress
+
+    spec = spec.resolved(progress=console_progress())  # once here; the workers open the same folder
     if args.workers == 1:
         from .local import InlineBackend
 

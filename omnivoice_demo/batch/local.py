@@ -77,7 +77,13 @@ class ProcessBackend:
             initializer=_start_worker, initargs=(spec, self.threads, os.getpid()))
 
     def check(self, items: list[BatchItem]):
-        return self.pool.submit(_check, items).result()
+        """The engine's checks, in a share of the items per worker (which also starts every worker now)."""
+        shares = [items[i::self.workers] for i in range(self.workers) if items[i::self.workers]]
+        problems, seconds = [], {}
+        for share_problems, share_seconds in self.pool.map(_check, shares):
+            problems += share_problems
+            seconds.update(share_seconds)
+        return problems, seconds
 
     def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
         futures = [self.pool.submit(_run, item, job) for item in items]

@@ -27,7 +27,8 @@ class Summary:
     skipped: int = 0              # done before, reused
     failed: int = 0               # failed in this run, or before and not retried
     audio_seconds: float = 0.0    # made in this run
-    wall_seconds: float = 0.0
+    startup_seconds: float = 0.0  # starting the workers and loading their engines
+    wall_seconds: float = 0.0     # synthesis, after the start-up
     workers: int = 0
     errors: dict[str, str] = dataclasses.field(default_factory=dict)
     book: Optional[str] = None
@@ -42,8 +43,8 @@ class Summary:
 
     def lines(self) -> list[str]:
         lines = [f"{self.total} items: {self.done} done, {self.skipped} skipped (done before), {self.failed} failed",
-                 f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s with {self.workers} "
-                 f"worker(s): {self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour"]
+                 f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s (+{self.startup_seconds:.1f} s "
+                 f"start-up) with {self.workers} worker(s): {self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour"]
         lines += [f"failed {item_id}: {error}" for item_id, error in list(self.errors.items())[:20]]
         if self.book:
             lines.append(f"book: {self.book}")
@@ -70,18 +71,20 @@ def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], objec
                 summary.errors[item.id] = failed.get("error", "")
                 continue
             pending.append(item)
-        started = time.perf_counter()
         if pending:
+            started = time.perf_counter()
             backend = open_backend()
             try:
                 summary.workers = backend.workers
                 problems, planned = backend.check(pending)
                 if problems:
                     raise BatchInputError("the batch input", sorted(problems))
+                ready = time.perf_counter()
+                summary.startup_seconds = ready - started
                 _follow(backend.run(pending, job), summary, planned, len(pending), progress)
+                summary.wall_seconds = time.perf_counter() - ready
             finally:
                 backend.close()
-        summary.wall_seconds = time.perf_counter() - started
         if book and summary.done + summary.skipped == len(items):
             from .book import write_book
 

@@ -31,13 +31,15 @@ SUBTYPE = "PCM_16"
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """How each worker finds the model: resolved on its own machine, into its own cache."""
+    """How each worker finds the model: ``--model``/``--precision`` resolved on its own machine, into its
+    own cache, unless ``folder`` is already a ready folder there (local workers share the parent's)."""
 
     model: Optional[str] = None
     precision: Optional[str] = None
     cache_dir: Optional[str] = None
     offline: Optional[bool] = None
     provider: str = "cpu"
+    folder: Optional[str] = None
 
     def identity(self) -> str:
         """The model part of an item's key (a folder by its absolute path)."""
@@ -46,13 +48,21 @@ class ModelSpec:
             model = os.path.abspath(model)
         return f"{model}|{self.precision or ''}"
 
-    def open(self, threads: Optional[int]):
-        from ..engine import OmniVoiceEngine
+    def resolved(self, progress=None) -> "ModelSpec":
+        """This spec with ``folder`` set: the model resolved (fetched, checked) on this machine."""
         from ..hub import resolve_model
 
-        folder = resolve_model(self.model, precision=self.precision, cache_dir=self.cache_dir,
-                               offline=self.offline, progress=lambda *_: None)
-        return OmniVoiceEngine(folder, provider=self.provider, threads=threads, verify="size",
+        if self.folder:
+            return self
+        ready = resolve_model(self.model, precision=self.precision, cache_dir=self.cache_dir, offline=self.offline,
+                              progress=progress or (lambda *_: None))
+        return dataclasses.replace(self, folder=str(ready.path))
+
+    def open(self, threads: Optional[int]):
+        from ..engine import OmniVoiceEngine
+
+        # the resolver has checked every file (sha256): the engine checks sizes only
+        return OmniVoiceEngine(self.resolved().folder, provider=self.provider, threads=threads, verify="size",
                                limits=Limits.local())
 
 
