@@ -44,6 +44,8 @@ def write_items(path, count=30):
             row["seed"] = 1000 + i
         if i % 6 == 0:
             row["language"] = "en"
+        if i % 7 == 3:
+            row["voice"] = "narrator"  # narrator.npz next to the input
         rows.append(json.dumps(row))
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -118,7 +120,14 @@ def killed_and_resumed(tiny_fp32_folder, tmp_path_factory):
     """30 items: a run with two workers SIGKILLed midway, then the same command again."""
     import psutil
 
+    from signals import speech_like
+
+    from omnivoice_demo.engine import OmniVoiceEngine
+
     root = tmp_path_factory.mktemp("batch")
+    engine = OmniVoiceEngine(tiny_fp32_folder, verify="size")
+    engine.clone_voice(speech_like(2.0, SAMPLE_RATE, seed=5), SAMPLE_RATE, transcript="The narrator's words.",
+                       name="narrator").save(root / "narrator.npz")
     items, output = write_items(root / "items.jsonl"), root / "out"
     command = batch_command(tiny_fp32_folder, items, output, "--workers", "2", "--subtitles", "srt")
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -165,6 +174,7 @@ def test_each_item_is_what_a_single_generate_makes(killed_and_resumed, tiny_fp32
     for item in read_items(killed_and_resumed["items"], base=GenerationConfig(num_step=2)):
         sidecar = after[item.id]
         assert sidecar["seed"] == item.config.seed
+        assert sidecar["settings"]["voice"] == ("narrator" if item.voice else None)
         result = engine.generate(item.text, **item.generate_kwargs())
         assert codes_sha256(result.codes) == sidecar["codes_sha256"], item.id
         audio, rate = soundfile.read(killed_and_resumed["output"] / sidecar["audio"], dtype="float32")
@@ -188,6 +198,18 @@ def test_a_rerun_skips_everything_and_failed_items_wait_for_retry(killed_and_res
     fifth = subprocess.run(command + ["--retry-failed"], capture_output=True, text=True, timeout=300)
     assert fifth.returncode == 0 and "1 done, 29 skipped" in fifth.stdout and "0 failed" in fifth.stdout
     assert sidecars(output)["item-04"]["status"] == "done"
+
+
+def test_ray_without_ray_installed_is_one_line(tiny_fp32_folder, tmp_path):
+    source = write_items(tmp_path / "items.jsonl", count=2)
+    prelude = "import sys, runpy\nsys.modules['ray'] = None\nsys.argv[0] = 'omnivoice'\n"
+    code = prelude + "runpy.run_module('omnivoice_demo', run_name='__main__', alter_sys=True)\n"
+    done = subprocess.run([sys.executable, "-c", code, *batch_command(tiny_fp32_folder, source, tmp_path / "out",
+                                                                       "--ray", "auto")[3:]],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "pip install" in line and "[batch]" in line
 
 
 # --- subtitles ------------------------------------------------------------------------------------
