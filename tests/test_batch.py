@@ -3,7 +3,9 @@
 The resume test runs the batch command in a subprocess with two worker
 processes, kills it with SIGKILL once some items are done, and runs the same
 command again; the outputs are then checked against single ``generate``
-calls with the same settings and seeds.
+calls with the same settings and seeds.  That 30-item run (about a minute on
+2 cores) and what uses it are in the slow tier; the input checks, the chunk
+times and subtitles stay fast.
 """
 
 from __future__ import annotations
@@ -120,9 +122,8 @@ def killed_and_resumed(tiny_fp32_folder, tmp_path_factory):
     """30 items: a run with two workers SIGKILLed midway, then the same command again."""
     import psutil
 
-    from signals import speech_like
-
     from omnivoice_demo.engine import OmniVoiceEngine
+    from tests.support.signals import speech_like
 
     root = tmp_path_factory.mktemp("batch")
     engine = OmniVoiceEngine(tiny_fp32_folder, verify="size")
@@ -147,6 +148,7 @@ def killed_and_resumed(tiny_fp32_folder, tmp_path_factory):
                 second=second)
 
 
+@pytest.mark.slow  # with the 30-item run behind it, over 20 s
 def test_a_killed_batch_resumes_without_redoing_work(killed_and_resumed):
     run = killed_and_resumed
     output, before, second = run["output"], run["before"], run["second"]
@@ -166,6 +168,7 @@ def test_a_killed_batch_resumes_without_redoing_work(killed_and_resumed):
             assert sidecar == before[item_id]
 
 
+@pytest.mark.slow  # with the 30-item run behind it, over 20 s
 def test_each_item_is_what_a_single_generate_makes(killed_and_resumed, tiny_fp32_folder):
     from omnivoice_demo.engine import OmniVoiceEngine
 
@@ -182,6 +185,7 @@ def test_each_item_is_what_a_single_generate_makes(killed_and_resumed, tiny_fp32
         assert np.abs(audio - result.audio).max() <= 1.5 / 32768  # 16-bit PCM of the same samples
 
 
+@pytest.mark.slow  # with the 30-item run behind it, over 20 s
 def test_a_rerun_skips_everything_and_failed_items_wait_for_retry(killed_and_resumed, tiny_fp32_folder):
     output, items = killed_and_resumed["output"], killed_and_resumed["items"]
     command = batch_command(tiny_fp32_folder, items, output, "--subtitles", "srt,vtt")
