@@ -5,21 +5,66 @@
     omnivoice codec --model DIR --input in.wav --output rt.wav
     omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
 
-Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them).
-Known errors print one ``error: ...`` line and exit with status 2; anything
-else is an internal error (its traceback is logged, status 1).
+Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
+``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
+limits, which default to those of a public server.  The output path and format
+are checked before any work.  Known errors (a wrong flag too) print one
+``error: ...`` line and exit with status 2; anything else is an internal error
+(its traceback is logged, status 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import pathlib
 import sys
 
-from .config import add_config_arguments, config_from_arguments
+from .config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from .constants import BITS_PER_CODE, FRAME_RATE
-from .errors import OmniVoiceError, one_line
+from .errors import InvalidInput, OmniVoiceError, one_line
+
+MAX_THREADS = 1024
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one ``error:`` line (status 2), like every other known error."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--threads must be a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"--threads must be between 1 and {MAX_THREADS}, got {value}")
+    return value
+
+
+def check_output(path: str) -> pathlib.Path:
+    """The output file, when soundfile can write its format and its folder exists and is writable."""
+    import soundfile
+
+    output = pathlib.Path(path)
+    formats = soundfile.available_formats()
+    kind = output.suffix.lstrip(".").upper()
+    if kind not in formats:
+        raise InvalidInput(f"Cannot write {output.name!r}: the ending {output.suffix or '(none)'!r} is not an audio "
+                           f"format soundfile writes; use one of {', '.join('.' + f.lower() for f in sorted(formats))}.",
+                           param="output")
+    folder = output.parent if str(output.parent) else pathlib.Path(".")
+    if output.is_dir():
+        raise InvalidInput(f"{output} is a folder; give a file name such as {output / 'out.wav'}.", param="output")
+    if not folder.is_dir():
+        raise InvalidInput(f"The folder {folder} of --output does not exist; create it or choose another.",
+                           param="output")
+    if not os.access(folder, os.W_OK):
+        raise InvalidInput(f"The folder {folder} of --output is not writable; choose another.", param="output")
+    return output
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +72,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_hub_arguments(parser)  # --model, --precision, --offline
     parser.add_argument("--provider", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
+    parser.add_argument("--threads", type=_threads, default=None,
+                        help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
+    add_limit_arguments(parser)
 
 
 def open_engine(args):
@@ -36,13 +83,16 @@ def open_engine(args):
 
     resolved = resolve_from_args(args, progress=console_progress())
     # the resolver has just checked every file (sha256): the engine checks sizes only
-    return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size")
+    return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
+                           limits=limits_from_arguments(args))
 
 
 def synth(args) -> int:
     import soundfile
     from tqdm import tqdm
 
+    output = check_output(args.output)
+    config = config_from_arguments(args)
     engine = open_engine(args)
     voice = None
     if args.ref_audio:
@@ -50,7 +100,7 @@ def synth(args) -> int:
     elif args.voice:
         voice = args.voice
     stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,
-                           config=config_from_arguments(args))
+                           config=config)
     bar = None
     result = None
     for event in stream:
@@ -65,7 +115,6 @@ def synth(args) -> int:
             result = event
     if bar is not None:
         bar.close()
-    output = pathlib.Path(args.output)
     soundfile.write(str(output), result.audio, result.sample_rate)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
@@ -76,21 +125,20 @@ def synth(args) -> int:
 def codec(args) -> int:
     import soundfile
 
-    from .audio import load_audio_file
-
+    output = check_output(args.output)
     engine = open_engine(args)
-    audio, sample_rate = load_audio_file(args.input)
+    audio, sample_rate = engine.load_audio(args.input, purpose="codec")
     codes = engine.encode(audio, sample_rate)
     decoded = engine.decode(codes)
-    soundfile.write(str(args.output), decoded, engine.codec.sample_rate)
+    soundfile.write(str(output), decoded, engine.codec.sample_rate)
     print(f"wrote {args.output}: {codes.shape[1]} frames x {codes.shape[0]} codebooks "
           f"({codes.shape[1] / FRAME_RATE:.2f} s, {codes.shape[0] * BITS_PER_CODE * FRAME_RATE / 1000:.1f} kbit/s)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="omnivoice", description="OmniVoice on ONNX Runtime")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="omnivoice", description="OmniVoice on ONNX Runtime")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
@@ -117,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # a byte that is not UTF-8 (Python keeps it as a lone surrogate)
+            shown = os.fsencode(arg).decode("ascii", "backslashreplace")
+            print(f"error: argument {position} ({shown}) is not valid UTF-8 text; pass text and paths as UTF-8",
+                  file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

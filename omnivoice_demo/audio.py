@@ -26,7 +26,9 @@ __all__ = [
     "MAX_REFERENCE_SECONDS",
     "MIN_REFERENCE_SECONDS",
     "SAMPLE_RATE",
+    "as_float_audio",
     "audiosegment_to_numpy",
+    "check_sample_rate",
     "cross_fade_chunks",
     "fade_and_pad_audio",
     "load_audio_file",
@@ -40,9 +42,16 @@ __all__ = [
 ]
 
 
-#: Accepted reference lengths (seconds): the input at most, the cleaned clip at least.
+#: Accepted reference lengths (seconds): the input at most (``Limits.max_reference_seconds``, public
+#: default), the cleaned clip at least.
 MAX_REFERENCE_SECONDS = 60.0
 MIN_REFERENCE_SECONDS = 0.5
+#: Sample rates read from files and accepted with arrays (Hz): telephone speech up to studio masters.
+MIN_SAMPLE_RATE = 4000
+MAX_SAMPLE_RATE = 192000
+#: A decoded file holds at most this many samples (all channels) per second of the limit:
+#: 48 kHz stereo; a 96 kHz stereo file may be half as long.
+SAMPLES_PER_LIMIT_SECOND = 48000 * 2
 #: Below this RMS (-80 dBFS) a reference counts as silent.
 SILENT_RMS = 1e-4
 
@@ -61,27 +70,92 @@ def _pydub():
 # ---------------------------------------------------------------------------
 
 
-def load_audio_file(path) -> tuple[np.ndarray, int]:
+def check_sample_rate(sample_rate, what: str = "audio") -> int:
+    """The rate as an int when it is a whole number in ``MIN_SAMPLE_RATE..MAX_SAMPLE_RATE``, else ``InvalidInput``."""
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) and not (
+            isinstance(sample_rate, float) and sample_rate.is_integer()):
+        raise InvalidInput(f"The {what}'s sample rate must be a whole number of Hz, got {sample_rate!r}.",
+                           param="sample_rate")
+    if not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise InvalidInput(f"The {what} has a sample rate of {int(sample_rate)} Hz; supported rates are "
+                           f"{MIN_SAMPLE_RATE}..{MAX_SAMPLE_RATE} Hz. Convert it (e.g. to 48000 Hz) first.",
+                           param="sample_rate")
+    return int(sample_rate)
+
+
+def load_audio_file(path, max_seconds: float = MAX_REFERENCE_SECONDS, max_bytes: Optional[int] = None,
+                    what: str = "audio file") -> tuple[np.ndarray, int]:
     """Read an audio file (WAV, FLAC, OGG, MP3, ... what libsndfile reads) -> (float32 ``[C, N]``, rate).
 
     Like the reference's ``load_waveform`` without its librosa fallback (so no
-    M4A/AAC).  Raises ``ValueError`` naming the file when it is missing,
-    unreadable or empty.
+    M4A/AAC), and bounded: the file's size (``max_bytes``), then its header
+    (sample rate in the supported range, at most ``max_seconds``, at most
+    ``SAMPLES_PER_LIMIT_SECOND * max_seconds`` samples over all channels) are
+    checked before anything is decoded, and at most that many frames are
+    decoded (a header may lie).  Raises ``InvalidInput`` naming the file's
+    base name (never a server folder) when it is missing, unreadable, empty or
+    over a limit.
     """
     import soundfile as sf
 
     name = os.fspath(path)
+    shown = os.path.basename(name) or name
     if not os.path.isfile(name):
-        raise InvalidInput(f"Audio file {name!r} does not exist.")
+        raise InvalidInput(f"Audio file {shown!r} does not exist.")
+    if max_bytes is not None and os.path.getsize(name) > max_bytes:
+        raise InvalidInput(f"The {what} {shown!r} is {os.path.getsize(name) / 2**20:.1f} MB; the limit is "
+                           f"{max_bytes / 2**20:.0f} MB. Upload a shorter clip.", param="max_upload_bytes")
     try:
-        data, sr = sf.read(name, dtype="float32", always_2d=True)
+        info = sf.info(name)
     except Exception as err:  # soundfile raises LibsndfileError, RuntimeError, TypeError...
-        raise InvalidInput(
-            f"Cannot read audio file {name!r} ({err}). Use a WAV, FLAC, OGG or MP3 file."
-        ) from err
+        raise InvalidInput(f"Cannot read audio file {shown!r} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
+    rate = check_sample_rate(info.samplerate, f"{what} {shown!r}")
+    if info.channels < 1:
+        raise InvalidInput(f"Audio file {shown!r} has no channels.")
+    max_frames = int(max_seconds * rate)
+    if info.frames > max_frames:
+        raise InvalidInput(f"The {what} {shown!r} is {info.frames / rate:.1f} s long; the limit is {max_seconds:g} s. "
+                           "Trim it (3-10 s of clear speech is best for a reference).", param="max_reference_seconds")
+    max_samples = int(SAMPLES_PER_LIMIT_SECOND * max_seconds)
+    if max(info.frames, 1) * info.channels > max_samples:
+        raise InvalidInput(f"The {what} {shown!r} has {info.channels} channels at {rate} Hz: too much data for "
+                           f"{info.frames / rate:.1f} s. Convert it to mono or stereo at 48000 Hz or less.")
+    try:
+        data, sr = sf.read(name, frames=min(max_frames, max_samples // info.channels) + 1, dtype="float32",
+                           always_2d=True)
+    except Exception as err:
+        raise InvalidInput(f"Cannot read audio file {shown!r} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
     if data.shape[0] == 0:
-        raise InvalidInput(f"Audio file {name!r} contains no samples.")
+        raise InvalidInput(f"Audio file {shown!r} contains no samples.")
+    if data.shape[0] > max_frames:  # the header under-stated the length
+        raise InvalidInput(f"The {what} {shown!r} is longer than the limit of {max_seconds:g} s; trim it.",
+                           param="max_reference_seconds")
     return np.ascontiguousarray(data.T), int(sr)
+
+
+def _short(err: BaseException) -> str:
+    """An error of a decoding library in one short line, without the file's full path."""
+    return " ".join(str(err).split())[:160]
+
+
+def as_float_audio(audio, what: str) -> np.ndarray:
+    """An array of samples as float32 ``[C, N]`` (integer PCM scaled to [-1, 1]); ``InvalidInput`` names the fault."""
+    array = np.asarray(audio)
+    if array.size == 0:
+        raise InvalidInput(f"The {what} has no samples.")
+    if np.issubdtype(array.dtype, np.integer):
+        # integer PCM (as from a microphone): scale to [-1, 1]
+        array = array.astype(np.float32) / float(np.iinfo(array.dtype).max + 1)
+    elif not np.issubdtype(array.dtype, np.floating):
+        raise InvalidInput(f"The {what} must be numbers, got {array.dtype}.")
+    array = array.astype(np.float32, copy=False)
+    if array.ndim == 1:
+        array = array[np.newaxis, :]
+    if array.ndim != 2:
+        raise InvalidInput(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
+    if not np.isfinite(array).all():
+        raise InvalidInput(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
+    return array
 
 
 def to_mono(audio: np.ndarray) -> np.ndarray:
@@ -237,6 +311,7 @@ def prepare_reference(
     transcript_given: bool,
     *,
     preprocess: bool = True,
+    max_seconds: float = MAX_REFERENCE_SECONDS,
 ) -> tuple[np.ndarray, float]:
     """A voice-clone reference clip, ready for the codec: ``(wav_24k [1, N], rms)``.
 
@@ -251,9 +326,11 @@ def prepare_reference(
     any change: the output's loudness follows it (``postprocess_audio``).
 
     ``audio`` is ``[C, N]`` (channels first) or ``[N]``.  Raises
-    ``ValueError`` for: no samples, NaN/inf samples, more than 60 s, a silent
-    clip, nothing left after silence removal, less than 0.5 s left.
+    ``InvalidInput`` for: a sample rate outside the supported range, no
+    samples, NaN/inf samples, more than ``max_seconds``, a silent clip,
+    nothing left after silence removal, less than 0.5 s left.
     """
+    sample_rate = check_sample_rate(sample_rate, "reference audio")
     wav = np.asarray(audio)
     if wav.ndim == 1:
         wav = wav[np.newaxis, :]
@@ -275,10 +352,10 @@ def prepare_reference(
             "re-export it as WAV or FLAC and try again."
         )
     seconds = wav.shape[-1] / sample_rate
-    if seconds > MAX_REFERENCE_SECONDS:
+    if seconds > max_seconds:
         raise InvalidInput(
-            f"The reference audio is {seconds:.1f} s long; the limit is {MAX_REFERENCE_SECONDS:.0f} s. "
-            "Trim it to 3-10 s of clear speech."
+            f"The reference audio is {seconds:.1f} s long; the limit is {max_seconds:g} s. "
+            "Trim it to 3-10 s of clear speech.", param="max_reference_seconds"
         )
 
     wav = to_mono(wav)

@@ -278,3 +278,46 @@ class Limits:
             raise ResourceLimitExceeded(
                 f"{what} is {value:g}{unit}; this server's limit is {limit:g}{unit} ({limit_name}). "
                 "Shorten the input, or run the app locally where the limits can be raised.", param=limit_name)
+
+    @property
+    def max_reference_frames(self) -> int:
+        """Codec frames of the longest reference (a saved voice may hold no more)."""
+        from .constants import FRAME_RATE
+
+        return int(self.max_reference_seconds * FRAME_RATE)
+
+
+LIMIT_PRESETS = {"public": Limits, "local": Limits.local}
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser, default: str = "public") -> None:
+    """``--limits public|local`` and one ``--max-...`` flag per ``Limits`` field (overriding the preset)."""
+    group = parser.add_argument_group("limits of one request (public: safe for a shared server; "
+                                      "local: for your own machine)")
+    group.add_argument("--limits", choices=sorted(LIMIT_PRESETS), default=default,
+                       help=f"preset of the limits (default {default})")
+    for field in dataclasses.fields(Limits):
+        kind = int if field.type in ("int", int) else float
+        group.add_argument("--" + field.name.replace("_", "-"), dest="limit_" + field.name, default=None,
+                           type=_cli_positive(field.name, kind), metavar="N",
+                           help=f"override {field.name} (public {_show(getattr(Limits(), field.name))}, "
+                                f"local {_show(getattr(Limits.local(), field.name))})")
+
+
+def limits_from_arguments(args: argparse.Namespace) -> Limits:
+    limits = LIMIT_PRESETS[getattr(args, "limits", None) or "public"]()
+    overrides = {f.name: getattr(args, "limit_" + f.name) for f in dataclasses.fields(Limits)
+                 if getattr(args, "limit_" + f.name, None) is not None}
+    return dataclasses.replace(limits, **overrides) if overrides else limits
+
+
+def _cli_positive(name: str, kind: type):
+    number = _cli_number(name, kind)
+
+    def parse(text: str):
+        value = number(text)
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse

@@ -27,6 +27,7 @@ __all__ = [
     "estimate_target_frames",
     "needs_chunking",
     "plan_target_frames",
+    "split_oversized_chunks",
     "total_weight",
 ]
 
@@ -292,4 +293,35 @@ def chunk_for_generation(
     """
     frames_per_char = target_frames / len(text)
     chunk_len = int(chunk_duration * frame_rate / frames_per_char)
-    return chunk_text_punctuation(text=text, chunk_len=chunk_len, min_chunk_len=3)
+    chunks = chunk_text_punctuation(text=text, chunk_len=chunk_len, min_chunk_len=3)
+    return split_oversized_chunks(chunks, chunk_len)
+
+
+#: A chunk longer than this many times ``chunk_len`` (and than ``MIN_SPLIT_CHARS``) is split further.
+OVERSIZE_FACTOR = 2
+MIN_SPLIT_CHARS = 100
+
+
+def split_oversized_chunks(chunks: list[str], chunk_len: int) -> list[str]:
+    """Split chunks far longer than ``chunk_len`` at spaces, then at a hard length (not in the reference).
+
+    The reference splits only at punctuation, so a text without it (or one
+    very long sentence) stays one chunk of any length, and its cost grows with
+    the square of that length.  Here a chunk longer than
+    ``max(OVERSIZE_FACTOR * chunk_len, MIN_SPLIT_CHARS)`` characters is cut
+    into pieces of at most ``max(chunk_len, MIN_SPLIT_CHARS // 2)`` characters,
+    at spaces where it has any (``textwrap``), else at that length.  Chunks
+    within the bound, which is every chunk of ordinary punctuated text, are
+    the reference's, unchanged.
+    """
+    import textwrap
+
+    limit = max(OVERSIZE_FACTOR * chunk_len, MIN_SPLIT_CHARS)
+    width = max(chunk_len, MIN_SPLIT_CHARS // 2)
+    out: list[str] = []
+    for chunk in chunks:
+        if len(chunk) <= limit:
+            out.append(chunk)
+        else:
+            out.extend(textwrap.wrap(chunk, width=width, break_long_words=True, break_on_hyphens=False))
+    return out

@@ -200,7 +200,10 @@ class OmniVoiceEngine:
 
     def encode(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
         """Codes ``[8, T]`` of any audio: mixed to mono, resampled to 24 kHz, cut to a multiple of 960."""
-        wav = _as_float_audio(audio, "audio")
+        sample_rate = audio_ops.check_sample_rate(sample_rate, "audio")
+        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
+        self.limits.check("The audio", round(frames / sample_rate, 1), "max_codec_input_seconds", " s")
+        wav = audio_ops.as_float_audio(audio, "audio")
         wav = audio_ops.to_mono(wav)
         if sample_rate != SAMPLE_RATE:
             from .resample import resample
@@ -212,8 +215,24 @@ class OmniVoiceEngine:
         return self._require_codec().encode(np.ascontiguousarray(wav[0, :usable]))
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        """Audio (float32, 24 kHz) of codes ``[8, T]``."""
+        """Audio (float32, 24 kHz) of codes ``[8, T]`` (at most ``limits.max_decode_frames``)."""
+        frames = np.shape(codes)[-1] if np.ndim(codes) else 0
+        self.limits.check("The codes", frames, "max_decode_frames", " frames")
         return self._require_codec().decode(codes)
+
+    def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:
+        """A saved voice, checked against this engine's limits (reference length, file size)."""
+        return Voice.load(path, max_frames=self.limits.max_reference_frames, max_bytes=self.limits.max_upload_bytes)
+
+    def load_audio(self, path: Union[str, pathlib.Path], purpose: str = "reference") -> tuple[np.ndarray, int]:
+        """(float32 ``[C, N]``, rate) of an audio file, bounded by this engine's limits before decoding.
+
+        ``purpose`` is ``"reference"`` (``max_reference_seconds``) or ``"codec"``
+        (``max_codec_input_seconds``); ``max_upload_bytes`` bounds the file.
+        """
+        seconds = (self.limits.max_codec_input_seconds if purpose == "codec" else self.limits.max_reference_seconds)
+        return audio_ops.load_audio_file(path, max_seconds=seconds, max_bytes=self.limits.max_upload_bytes,
+                                         what="audio file" if purpose == "codec" else "reference audio")
 
     def clone_voice(self, audio: Union[np.ndarray, str, pathlib.Path], sample_rate: Optional[int] = None,
                     transcript: Optional[str] = None, preprocess: bool = True, name: str = "") -> Voice:
@@ -224,14 +243,18 @@ class OmniVoiceEngine:
         required: this program ships no speech recogniser.
         """
         if isinstance(audio, (str, pathlib.Path)):
-            audio, sample_rate = audio_ops.load_audio_file(audio)
+            audio, sample_rate = self.load_audio(audio)
         if sample_rate is None:
             raise InvalidInput("sample_rate is required with an audio array", param="sample_rate")
+        sample_rate = audio_ops.check_sample_rate(sample_rate, "reference audio")
+        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
+        self.limits.check("The reference audio", round(frames / sample_rate, 1), "max_reference_seconds", " s")
         if transcript is None or not transcript.strip():
             raise InvalidInput("The transcript of the reference audio is missing: type exactly what is said in "
                              "the clip (the model needs it to clone the voice).")
-        wav, rms = audio_ops.prepare_reference(_as_float_audio(audio, "reference audio"), int(sample_rate),
-                                               transcript_given=True, preprocess=preprocess)
+        wav, rms = audio_ops.prepare_reference(audio_ops.as_float_audio(audio, "reference audio"), sample_rate,
+                                               transcript_given=True, preprocess=preprocess,
+                                               max_seconds=self.limits.max_reference_seconds)
         codes = self._require_codec().encode(np.ascontiguousarray(wav[0]))
         text = add_punctuation(transcript) if preprocess else transcript.strip()
         return Voice(codes=codes, transcript=text, rms=rms, name=name)
@@ -254,10 +277,12 @@ class OmniVoiceEngine:
         code = resolve_language(language)
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if isinstance(voice, (str, pathlib.Path)):
-            voice = Voice.load(voice)
+            voice = self.load_voice(voice)
         if voice is not None and not isinstance(voice, Voice):
             raise InvalidInput("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice",
                                param="voice")
+        if voice is not None:
+            self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
         if config.seed is None:
             config = config.replace(seed=secrets.randbelow(2**31))
 
@@ -412,21 +437,3 @@ class OmniVoiceEngine:
         previous = self.seconds_per_frame_step
         self.seconds_per_frame_step = sample if previous is None else 0.8 * previous + 0.2 * sample
 
-
-def _as_float_audio(audio, what: str) -> np.ndarray:
-    array = np.asarray(audio)
-    if array.size == 0:
-        raise InvalidInput(f"The {what} has no samples.")
-    if np.issubdtype(array.dtype, np.integer):
-        # integer PCM (as from a microphone): scale to [-1, 1]
-        array = array.astype(np.float32) / float(np.iinfo(array.dtype).max + 1)
-    elif not np.issubdtype(array.dtype, np.floating):
-        raise InvalidInput(f"The {what} must be numbers, got {array.dtype}.")
-    array = array.astype(np.float32, copy=False)
-    if array.ndim == 1:
-        array = array[np.newaxis, :]
-    if array.ndim != 2:
-        raise InvalidInput(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
-    if not np.isfinite(array).all():
-        raise InvalidInput(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
-    return array

@@ -46,11 +46,9 @@ def sha256_of(path: pathlib.Path, block: int = 1 << 20) -> str:
 def describe_files(folder: pathlib.Path, exclude: tuple[str, ...] = (MANIFEST_NAME,)) -> dict[str, dict]:
     """Size and sha256 of every file under ``folder``, keyed by relative POSIX path."""
     files = {}
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = path.relative_to(folder).as_posix()
-        if rel in exclude or "/." in f"/{rel}":
-            continue
-        files[rel] = {"size": path.stat().st_size, "sha256": sha256_of(path)}
+    for rel in describe_files_names(folder):
+        if rel not in exclude:
+            files[rel] = {"size": (folder / rel).stat().st_size, "sha256": sha256_of(folder / rel)}
     return files
 
 
@@ -73,10 +71,7 @@ def load_manifest(folder: str | pathlib.Path) -> dict[str, Any]:
             "Build one with `python -m convert --model CKPT --output DIR`, or let "
             "resolve_model() download one."
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ModelFolderError(f"{path} is not valid JSON ({exc}); download or build the folder again.") from exc
+    data = read_manifest_json(path)
     if data.get("format") != FORMAT_NAME:
         raise ModelFolderError(
             f"{path} is not an OmniVoice ONNX Studio manifest (format {data.get('format')!r}). "
@@ -88,13 +83,79 @@ def load_manifest(folder: str | pathlib.Path) -> dict[str, Any]:
             f"{path} has format version {data['format_version']}, newer than this program "
             f"understands ({FORMAT_VERSION}); update OmniVoice ONNX Studio."
         )
+    check_file_list(path, data.get("files"))
     return data
 
 
+def read_manifest_json(path: pathlib.Path) -> dict[str, Any] | None:
+    """The JSON object in a manifest file, ``None`` when there is no file; one that does not parse is an error.
+
+    A manifest that cannot be read is never taken for the absence of one (which
+    would make the folder look foreign and its checksums be rewritten).
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFolderError(f"{path} is not valid JSON ({exc}); download or build the folder again.") from None
+    if not isinstance(data, dict):
+        raise ModelFolderError(f"{path} holds a JSON {type(data).__name__}, not an object; "
+                               "download or build the folder again.")
+    return data
+
+
+def check_file_list(path: pathlib.Path, files: Any) -> None:
+    """Every entry of a manifest's ``files``: a relative path inside the folder, an int size and a sha256."""
+    if not isinstance(files, dict) or not files:
+        raise ModelFolderError(f"{path} lists no files; download or build the model folder again.")
+    for rel, entry in files.items():
+        pure = pathlib.PurePosixPath(rel) if isinstance(rel, str) else None
+        if (pure is None or not rel or pure.is_absolute() or ".." in pure.parts or "\\" in rel or ":" in rel
+                or rel != pure.as_posix() or rel == MANIFEST_NAME):
+            raise ModelFolderError(f"{path} lists {rel!r}, which is not a path inside the model folder.")
+        if (not isinstance(entry, dict) or isinstance(entry.get("size"), bool) or not isinstance(entry.get("size"), int)
+                or not isinstance(entry.get("sha256"), str) or len(entry["sha256"]) != 64):
+            raise ModelFolderError(f"{path} has a malformed entry for {rel!r} (it needs a size and a sha256).")
+
+
+def loaded_files(folder: pathlib.Path) -> set[str]:
+    """The files of ``folder`` the engine and ONNX Runtime read: the graphs, their weights, the configs.
+
+    Everything but the manifest and hidden files (``describe_files``' choice),
+    so a file added after the manifest was written is noticed too.
+    """
+    required = set(BACKBONE_GRAPHS.values()) | {"genai_config.json", "tokenizer.json"}
+    if (folder / CODEC_DIR).is_dir():
+        required |= set(CODEC_GRAPHS.values())
+    return required | set(describe_files_names(folder))
+
+
+def describe_files_names(folder: pathlib.Path) -> list[str]:
+    return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*"))
+            if path.is_file() and _listed(path.relative_to(folder).as_posix())]
+
+
+def _listed(rel: str) -> bool:
+    return rel != MANIFEST_NAME and "/." not in f"/{rel}"
+
+
 def verify_files(folder: str | pathlib.Path, manifest: dict[str, Any], checksums: bool = True) -> None:
-    """Raise ``ModelFolderError`` naming the first file that is missing, truncated or changed."""
+    """Raise ``ModelFolderError`` naming the first file that is unlisted, missing, truncated or changed.
+
+    The manifest must list every file the engine loads (``loaded_files``), with
+    paths inside the folder only; a folder with an unlisted file fails as one
+    with a changed file does.
+    """
     folder = pathlib.Path(folder)
-    for rel, expected in manifest.get("files", {}).items():
+    files = manifest.get("files")
+    check_file_list(folder / MANIFEST_NAME, files)
+    unlisted = sorted(loaded_files(folder) - set(files))
+    if unlisted:
+        raise ModelFolderError(f"{unlisted[0]} in {folder} is not listed in {MANIFEST_NAME}: the folder was changed "
+                               "after it was built; download or build the model folder again.")
+    for rel, expected in files.items():
         path = folder / rel
         if not path.is_file():
             raise ModelFolderError(

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pathlib
+from typing import Optional
 
 import numpy as np
 
+from .constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
 from .errors import InvalidInput
+from .npz_check import Member, read_npz
 
 VOICE_FORMAT_VERSION = 1
+#: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.
+DEFAULT_MAX_FRAMES = 60 * FRAME_RATE
+DEFAULT_MAX_BYTES = 25 * 1024 * 1024
+#: The JSON string of a voice's meta: a transcript is at most a few thousand characters.
+MAX_META_CHARS = 65536
 
 
 @dataclasses.dataclass
@@ -32,7 +41,7 @@ class Voice:
 
     @property
     def seconds(self) -> float:
-        return self.frames / 25.0
+        return self.frames / FRAME_RATE
 
     def save(self, path: str | pathlib.Path) -> pathlib.Path:
         path = pathlib.Path(path)
@@ -47,19 +56,45 @@ class Voice:
         return path
 
     @classmethod
-    def load(cls, path: str | pathlib.Path) -> "Voice":
+    def load(cls, path: str | pathlib.Path, max_frames: int = DEFAULT_MAX_FRAMES,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> "Voice":
+        """A saved voice, every field checked (sizes before anything is decompressed).
+
+        Codes: integers (not floats or booleans) of shape ``[8, T]``, ``1 <= T
+        <= max_frames``, values ``0..1023``.  Meta: a JSON object of format
+        ``VOICE_FORMAT_VERSION`` with a non-empty ``transcript`` string and a
+        finite positive ``rms``; ``name`` a string when given.  Anything else is
+        an ``InvalidInput`` naming the file (its base name) and the field.
+        """
         path = pathlib.Path(path)
+        shown = path.name
+        arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2),
+                                 "meta": Member("U", MAX_META_CHARS, ndim=0)}, "saved voice", max_bytes)
+        codes, meta_text = arrays["codes"], str(arrays["meta"])
         try:
-            with np.load(path, allow_pickle=False) as data:
-                codes = np.asarray(data["codes"], dtype=np.int64)
-                meta = json.loads(str(data["meta"]))
-        except (OSError, KeyError, ValueError) as exc:
-            raise InvalidInput(f"{path} is not a saved voice ({exc}); save voices from the Clone tab "
-                             "or with Voice.save().") from exc
+            meta = json.loads(meta_text)
+        except ValueError as exc:
+            raise InvalidInput(f"{shown} is not a saved voice (its meta is not JSON: {exc}).") from None
+        if not isinstance(meta, dict):
+            raise InvalidInput(f"{shown} is not a saved voice (its meta is a {type(meta).__name__}, not an object).")
         if meta.get("format_version") != VOICE_FORMAT_VERSION:
-            raise InvalidInput(f"{path} has voice format {meta.get('format_version')!r}; "
-                             f"this program reads format {VOICE_FORMAT_VERSION}.")
-        if codes.ndim != 2 or codes.shape[0] != 8 or codes.size == 0 or codes.min() < 0 or codes.max() > 1023:
-            raise InvalidInput(f"{path} holds codes of shape {codes.shape} outside 0..1023: not a voice file.")
-        return cls(codes=codes, transcript=meta["transcript"], rms=float(meta["rms"]),
-                   name=meta.get("name") or path.stem)
+            raise InvalidInput(f"{shown} has voice format {meta.get('format_version')!r}; "
+                               f"this program reads format {VOICE_FORMAT_VERSION}.")
+        if codes.shape[0] != NUM_CODEBOOKS or codes.shape[1] == 0:
+            raise InvalidInput(f"{shown} holds codes of shape {list(codes.shape)}; a voice has "
+                               f"[{NUM_CODEBOOKS}, frames].")
+        if codes.shape[1] > max_frames:
+            raise InvalidInput(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
+                               f"({max_frames / FRAME_RATE:g} s).", param="max_reference_seconds")
+        if int(codes.min()) < 0 or int(codes.max()) >= CODEBOOK_SIZE:
+            raise InvalidInput(f"{shown} holds codes outside 0..{CODEBOOK_SIZE - 1}: not a voice file.")
+        transcript = meta.get("transcript")
+        if not isinstance(transcript, str) or not transcript.strip():
+            raise InvalidInput(f"{shown} has no transcript (a voice needs the text its reference says).")
+        rms = meta.get("rms")
+        if isinstance(rms, bool) or not isinstance(rms, (int, float)) or not math.isfinite(rms) or rms <= 0:
+            raise InvalidInput(f"{shown} has rms {rms!r}; it must be a finite number above 0.")
+        name: Optional[str] = meta.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InvalidInput(f"{shown} has a name of type {type(name).__name__}; it must be text.")
+        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or path.stem)

@@ -26,6 +26,8 @@ import re
 import shutil
 import uuid
 
+from ..manifest import MANIFEST_NAME, read_manifest_json
+
 CACHE_ENV = "OMNIVOICE_CACHE"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -64,7 +66,12 @@ def is_commit(text: str) -> bool:
 
 
 def read_json(path: pathlib.Path) -> dict | None:
-    """The JSON object in ``path``, or None when it is missing, unreadable or not an object."""
+    """The JSON object in ``path``, or None when it is missing, unreadable or not an object.
+
+    Our manifest is the exception: one that does not parse is an error naming it, never "foreign".
+    """
+    if path.name == MANIFEST_NAME:
+        return read_manifest_json(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ModelFolderError, ModelNotAvailable
 from ..manifest import CODEC_DIR, CODEC_GRAPHS, MANIFEST_NAME, load_manifest, verify_files
+from ..specs import check_hub_spec, check_revision
 from .assemble import (assemble, backbone_is_causal, is_ready_as_is, ready_manifest, repair_notice, stage_links,
                        was_repaired)
 from .cache import (RepoCache, RepoFile, atomic_write_json, default_cache_dir, folder_lock, local_copy_dir, read_json,
@@ -47,7 +48,7 @@ def parse_spec(spec: str | os.PathLike | None, build: bool = False) -> tuple[str
         return "local", path, None
     repo, _, revision = text.partition("@")
     if _REPO_RE.fullmatch(repo) and not text.startswith((".", "/", "~")):
-        return "hub", repo, revision or None
+        return ("hub", *check_hub_spec(repo, revision or None))
     raise ModelNotAvailable(f"{text!r} is neither an existing folder nor a Hub repo id (owner/name[@revision]).")
 
 
@@ -78,7 +79,7 @@ def resolve_model(spec: str | os.PathLike | None = None, precision: str | None =
     cache = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     reporter = Reporter(progress)
-    revision = revision or spec_revision
+    revision = check_revision(revision or spec_revision)
     if build:
         from .build import resolve_build
 
