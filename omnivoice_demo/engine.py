@@ -217,7 +217,7 @@ class OmniVoiceEngine:
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Audio (float32, 24 kHz) of codes ``[8, T]`` (at most ``limits.max_decode_frames``)."""
         frames = np.shape(codes)[-1] if np.ndim(codes) else 0
-        self.limits.check("The codes", frames, "max_decode_frames", " frames")
+        self.limits.check("The codes' length", frames, "max_decode_frames", " frames")
         return self._require_codec().decode(codes)
 
     def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:

@@ -95,5 +95,5 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
     elements = math.prod(shape)
     if elements > spec.max_elements or entry.file_size > spec.max_elements * max(dtype.itemsize, 1) + HEADER_BYTES:
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of {elements} values; "
-                           f"the limit is {spec.max_elements}.", param="max_decode_frames")
+                           f"the limit is {spec.max_elements}.")
     return shape, fortran, dtype
