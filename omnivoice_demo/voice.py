@@ -6,6 +6,7 @@ voice file from anywhere can be loaded safely.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import math
@@ -70,16 +71,25 @@ class Voice:
         shown = path.name
         arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2),
                                  "meta": Member("U", MAX_META_CHARS, ndim=0)}, "saved voice", max_bytes)
-        codes, meta_text = arrays["codes"], str(arrays["meta"])
         try:
-            meta = json.loads(meta_text)
+            meta = json.loads(str(arrays["meta"]))
         except ValueError as exc:
             raise InvalidInput(f"{shown} is not a saved voice (its meta is not JSON: {exc}).") from None
+        return cls.from_fields(arrays["codes"], meta, shown, max_frames, default_name=path.stem)
+
+    @classmethod
+    def from_fields(cls, codes: np.ndarray, meta, shown: str, max_frames: int = DEFAULT_MAX_FRAMES,
+                    default_name: str = "") -> "Voice":
+        """A voice from its codes and meta (from a file or a browser's storage), every field checked."""
         if not isinstance(meta, dict):
             raise InvalidInput(f"{shown} is not a saved voice (its meta is a {type(meta).__name__}, not an object).")
         if meta.get("format_version") != VOICE_FORMAT_VERSION:
             raise InvalidInput(f"{shown} has voice format {meta.get('format_version')!r}; "
                                f"this program reads format {VOICE_FORMAT_VERSION}.")
+        codes = np.asarray(codes)
+        if codes.dtype.kind not in "iu" or codes.ndim != 2:
+            raise InvalidInput(f"{shown} holds codes of type {codes.dtype} and {codes.ndim} dimension(s); a voice "
+                               f"has integer codes [{NUM_CODEBOOKS}, frames].")
         if codes.shape[0] != NUM_CODEBOOKS or codes.shape[1] == 0:
             raise InvalidInput(f"{shown} holds codes of shape {list(codes.shape)}; a voice has "
                                f"[{NUM_CODEBOOKS}, frames].")
@@ -97,4 +107,27 @@ class Voice:
         name: Optional[str] = meta.get("name")
         if name is not None and not isinstance(name, str):
             raise InvalidInput(f"{shown} has a name of type {type(name).__name__}; it must be text.")
-        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or path.stem)
+        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or default_name)
+
+    def to_dict(self) -> dict:
+        """The voice as JSON-ready values (codes as base64 of little-endian int16), for a browser's storage."""
+        codes = np.ascontiguousarray(np.asarray(self.codes, dtype="<i2"))
+        return {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript, "rms": float(self.rms),
+                "name": self.name, "frames": int(codes.shape[1]), "codes": base64.b64encode(codes.tobytes()).decode()}
+
+    @classmethod
+    def from_dict(cls, data, max_frames: int = DEFAULT_MAX_FRAMES, shown: str = "the stored voice") -> "Voice":
+        """``to_dict``'s output back, checked as a file is (sizes before decoding)."""
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{shown} is not a voice (a {type(data).__name__}, not an object).")
+        frames, text = data.get("frames"), data.get("codes")
+        if isinstance(frames, bool) or not isinstance(frames, int) or not 0 < frames <= max_frames:
+            raise InvalidInput(f"{shown} has {frames!r} frames; a voice has 1 to {max_frames}.")
+        if not isinstance(text, str) or len(text) != 4 * math.ceil(NUM_CODEBOOKS * frames * 2 / 3):
+            raise InvalidInput(f"{shown} has codes of the wrong length for {frames} frames.")
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except ValueError:
+            raise InvalidInput(f"{shown} has codes that are not base64.") from None
+        codes = np.frombuffer(raw, dtype="<i2").reshape(NUM_CODEBOOKS, frames)
+        return cls.from_fields(codes, data, shown, max_frames, default_name=str(data.get("name") or ""))
