@@ -1,0 +1,116 @@
+"""Shared mode: when the app serves people other than its operator, visitors are kept apart.
+
+Shared mode is on with ``SPACE_ID`` (a Hugging Face Space), ``--share`` (a
+public gradio.live link), ``--shared``, or a ``--host`` that is not a loopback
+address.  Then:
+
+* the operator chooses the models with flags; the handlers that load, unload
+  or switch a model, or take a path or repo id, call ``refuse_model_changes``
+  first (a check on the server, whatever the page shows or a client sends);
+* each visitor's voices live in their own browser (``gr.BrowserState``), as
+  ``Voice.to_dict`` values in a ``BrowserVoices`` mapping: the server keeps
+  none, a reload keeps them, and no visitor can list or use another's;
+* messages never show a server path (``redact_paths``).
+
+In local mode saving over an existing voice name keeps both
+(``unique_name``) unless the person asks to replace it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import pathlib
+import re
+import tempfile
+from typing import Iterable, Mapping, Optional
+
+from ..errors import InvalidInput
+from ..voice import Voice
+
+__all__ = ["BrowserVoices", "is_shared", "redact_paths", "refuse_model_changes", "unique_name"]
+
+#: A browser keeps at most this many voices (each about 32 KB of JSON for 10 s of reference).
+MAX_BROWSER_VOICES = 16
+MODEL_CHANGES_REFUSED = ("This is a shared server: the operator chooses its models, so they cannot be loaded, "
+                         "unloaded or switched from the page. Run the app on your own machine to use other models.")
+
+
+def is_shared(host: Optional[str] = None, share: bool = False, shared: bool = False,
+              environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the app serves others: a Space, a share link, ``--shared``, or a non-loopback host."""
+    if shared or share or environ.get("SPACE_ID"):
+        return True
+    if not host or host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name other than localhost: reachable from elsewhere
+        return True
+
+
+def refuse_model_changes(shared: bool) -> None:
+    """Raise (an ``InvalidInput``, shown as an error) when a visitor of a shared server tries to change models."""
+    if shared:
+        raise InvalidInput(MODEL_CHANGES_REFUSED)
+
+
+def unique_name(name: str, existing: Iterable[str]) -> str:
+    """``name``, or ``name (2)``, ``name (3)``, ... when it is taken (case-insensitively)."""
+    taken = {n.casefold() for n in existing}
+    if name.casefold() not in taken:
+        return name
+    stem = re.sub(r" \(\d+\)$", "", name)
+    number = 2
+    while f"{stem} ({number})".casefold() in taken:
+        number += 1
+    return f"{stem} ({number})"
+
+
+class BrowserVoices:
+    """The voices one browser holds (the value of its ``gr.BrowserState``): name -> ``Voice.to_dict()``.
+
+    Every method takes the stored value as it came from the browser (anything:
+    it is the client's data) and returns a new one to store; a voice read
+    back is checked as a file would be (``Voice.from_dict``).
+    """
+
+    def __init__(self, max_frames: int, max_voices: int = MAX_BROWSER_VOICES):
+        self.max_frames, self.max_voices = max_frames, max_voices
+
+    @staticmethod
+    def _entries(stored) -> dict:
+        return {k: v for k, v in stored.items() if isinstance(k, str) and isinstance(v, dict)} \
+            if isinstance(stored, dict) else {}
+
+    def names(self, stored) -> list[str]:
+        return sorted(self._entries(stored), key=str.casefold)
+
+    def load(self, stored, name: str) -> Voice:
+        entries = self._entries(stored)
+        if name not in entries:
+            raise InvalidInput(f"This browser has no saved voice named {name!r}; save one from the Clone tab first.")
+        return Voice.from_dict(entries[name], max_frames=self.max_frames, shown=f"The saved voice {name!r}")
+
+    def save(self, stored, voice: Voice, name: str, replace: bool = False) -> tuple[dict, str]:
+        """(the new stored value, the name used): a taken name gets a number unless ``replace``."""
+        entries = self._entries(stored)
+        if not replace:
+            name = unique_name(name, entries)
+        if name not in entries and len(entries) >= self.max_voices:
+            raise InvalidInput(f"This browser holds {len(entries)} voices, the most it can keep; delete one first.")
+        voice.name = name
+        return dict(entries, **{name: voice.to_dict()}), name
+
+    def delete(self, stored, name: str) -> dict:
+        return {k: v for k, v in self._entries(stored).items() if k != name}
+
+
+def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:
+    """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``."""
+    folders = {str(pathlib.Path(r)) for r in roots if r}
+    folders |= {tempfile.gettempdir(), os.path.expanduser("~")}
+    for folder in sorted((f for f in folders if len(f) > 1), key=len, reverse=True):
+        text = text.replace(folder, "<server>")
+    # any absolute path left (a cache, a site-packages file) loses its folders
+    return re.sub(r"(?<![\w<])/(?:[\w.\-]+/)+([\w.\-]+)", r"<server>/\1", text)
