@@ -141,17 +141,32 @@ def _listed(rel: str) -> bool:
     return rel != MANIFEST_NAME and "/." not in f"/{rel}"
 
 
-def verify_files(folder: str | pathlib.Path, manifest: dict[str, Any], checksums: bool = True) -> None:
+def complete_file_list(folder: pathlib.Path, files: dict[str, dict]) -> dict[str, dict]:
+    """``files`` with an entry (size, sha256) added for every loaded file it lacks.
+
+    For assembling a folder whose extra files were checked another way (a
+    shared codec folder of a Hub repo, verified against the Hub's checksums).
+    """
+    folder = pathlib.Path(folder)
+    missing = sorted(loaded_files(folder) - set(files))
+    added = {rel: {"size": (folder / rel).stat().st_size, "sha256": sha256_of(folder / rel)}
+             for rel in missing if (folder / rel).is_file()}
+    return {**files, **added}
+
+
+def verify_files(folder: str | pathlib.Path, manifest: dict[str, Any], checksums: bool = True,
+                 complete: bool = True) -> None:
     """Raise ``ModelFolderError`` naming the first file that is unlisted, missing, truncated or changed.
 
     The manifest must list every file the engine loads (``loaded_files``), with
     paths inside the folder only; a folder with an unlisted file fails as one
-    with a changed file does.
+    with a changed file does.  ``complete=False`` checks the listed files only
+    (while assembling a folder whose other files were verified another way).
     """
     folder = pathlib.Path(folder)
     files = manifest.get("files")
     check_file_list(folder / MANIFEST_NAME, files)
-    unlisted = sorted(loaded_files(folder) - set(files))
+    unlisted = sorted(loaded_files(folder) - set(files)) if complete else []
     if unlisted:
         raise ModelFolderError(f"{unlisted[0]} in {folder} is not listed in {MANIFEST_NAME}: the folder was changed "
                                "after it was built; download or build the model folder again.")

@@ -9,8 +9,8 @@ import pathlib
 import shutil
 
 from ..errors import ModelFolderError
-from ..manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, load_manifest, verify_files,
-                        write_manifest)
+from ..manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, complete_file_list, load_manifest,
+                        verify_files, write_manifest)
 from .cache import atomic_write_json, read_json
 from .choose import BACKBONE
 from .progress import Reporter
@@ -115,8 +115,8 @@ def assemble(staging: pathlib.Path, final: pathlib.Path, origin: dict, reporter:
     raw = read_json(staging / MANIFEST_NAME)
     ours = bool(raw) and raw.get("format") == FORMAT_NAME
     reporter.emit("verify", f"checking the files of {label}")
-    if ours:
-        verify_files(staging, load_manifest(staging), checksums=True)
+    if ours:  # files beyond its manifest (a shared codec folder) were checked against the Hub's listing
+        verify_files(staging, load_manifest(staging), checksums=True, complete=False)
     else:
         check_graph_files(staging)
     causal = backbone_is_causal(staging)
@@ -138,6 +138,7 @@ def assemble(staging: pathlib.Path, final: pathlib.Path, origin: dict, reporter:
             write_manifest(tmp, {"backbone_attention": "bidirectional"})
         tmp.rename(final)
     manifest = json.loads((final / MANIFEST_NAME).read_text(encoding="utf-8"))
+    manifest["files"] = complete_file_list(final, manifest["files"])
     manifest["origin"] = {**origin, "repaired": causal}
     atomic_write_json(final / MANIFEST_NAME, manifest)
     return causal
