@@ -21,9 +21,13 @@ import numpy as np
 
 from .constants import CODEBOOK_SIZE, NUM_CODEBOOKS
 from .errors import InvalidInput
+from .npz_check import Member, read_npz
 
 CODES_FORMAT = "omnivoice-codes"
 CODES_FORMAT_VERSION = 1
+#: The public limits' ``max_decode_frames`` and ``max_upload_bytes``.
+DEFAULT_MAX_FRAMES = 180 * 25
+DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 
 
 def save_codes(path: Union[str, pathlib.Path], codes: Union[np.ndarray, Sequence[np.ndarray]],
@@ -38,23 +42,20 @@ def save_codes(path: Union[str, pathlib.Path], codes: Union[np.ndarray, Sequence
     return pathlib.Path(path)
 
 
-def load_codes(path: Union[str, pathlib.Path]) -> np.ndarray:
-    """Codes ``[8, T]`` (int64) from a codes file (or any ``.npz`` with a ``codes`` array of that shape)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if "codes" not in data:
-                raise ValueError(f"it holds {', '.join(data.files) or 'nothing'}, not 'codes'")
-            codes = np.asarray(data["codes"])
-    except ValueError as exc:  # np.load: not an npz, or an object array (pickle refused)
-        raise InvalidInput(f"This file is not a codes file of this app ({exc}); download one from the Codec "
-                           "or Speak tab.", param="codes") from None
-    except (OSError, EOFError) as exc:
-        raise InvalidInput(f"Cannot read the codes file ({exc}); upload the .npz this app saved.",
-                           param="codes") from None
+def load_codes(path: Union[str, pathlib.Path], max_frames: int = DEFAULT_MAX_FRAMES,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
+    """Codes ``[8, T]`` (int64) from a codes file (or any ``.npz`` with a ``codes`` array of that shape).
+
+    The member's size and type are checked from the zip directory and the
+    ``.npy`` header before it is decompressed (``npz_check``): at most
+    ``max_frames`` frames, a file of at most ``max_bytes``.
+    """
+    arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames)}, "codes file", max_bytes)
+    codes = arrays["codes"]
     if codes.ndim == 3 and codes.shape[0] == 1:
         codes = codes[0]
     if codes.ndim != 2 or codes.shape[0] != NUM_CODEBOOKS or codes.shape[1] == 0:
         raise InvalidInput(f"The codes have shape {codes.shape}; expected [{NUM_CODEBOOKS}, frames].", param="codes")
-    if not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() > CODEBOOK_SIZE - 1:
+    if codes.min() < 0 or codes.max() > CODEBOOK_SIZE - 1:
         raise InvalidInput(f"The codes must be whole numbers from 0 to {CODEBOOK_SIZE - 1}.", param="codes")
     return codes.astype(np.int64)

@@ -61,7 +61,7 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
                 entry = entries.get(key + ".npy")
                 if entry is None:
                     if spec.required:
-                        raise InvalidInput(f"The {what} {name!r} has no {key!r} array (it holds "
+                        raise InvalidInput(f"{name!r} is not a {what}: it has no {key!r} array (it holds "
                                            f"{', '.join(sorted(k[:-4] for k in entries if k.endswith('.npy'))) or 'nothing'}).")
                     continue
                 headers[key] = _check_member(archive, entry, key, spec, what, name)
@@ -88,7 +88,8 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
         except (ValueError, EOFError) as exc:
             raise InvalidInput(f"The {what} {name!r} has a corrupt {key!r} array ({exc}).") from None
     if dtype.hasobject or dtype.kind not in spec.kinds:
-        raise InvalidInput(f"The {what} {name!r} has a {key!r} array of type {dtype}, which is not allowed here.")
+        raise InvalidInput(f"{name!r} is not a {what}: its {key!r} array is of type {dtype}, which is not "
+                           "allowed here.")
     if spec.ndim is not None and len(shape) != spec.ndim:
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)}; "
                            f"expected {spec.ndim} dimension(s).")

@@ -78,3 +78,107 @@ def test_messages_lose_server_paths(tmp_path):
     assert str(tmp_path) not in shown and "/home/user" not in shown
     assert "Mine.npz" not in shown or "<server>" in shown
     assert "model.onnx" in shown
+
+
+# --- the handlers in shared and local mode (the tiny model) -------------------------------------------
+
+@pytest.fixture(scope="module")
+def manager(tiny_fp32_folder, tmp_path_factory):
+    from omnivoice_demo.ui.models import ModelManager
+
+    models = ModelManager(cache_dir=tmp_path_factory.mktemp("cache"), offline=True)
+    models.load(str(tiny_fp32_folder), "fp32")
+    return models
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+    import soundfile as sf
+
+    from signals import speech_like
+
+    path = tmp_path_factory.mktemp("ref") / "reference.wav"
+    sf.write(path, speech_like(3.0, 22050, seed=4).T, 22050)
+    return str(path)
+
+
+def _studio(manager, root, shared):
+    from omnivoice_demo.ui.error_mapping import set_message_filter
+    from omnivoice_demo.ui.studio import Studio
+    from omnivoice_demo.ui.voices import VoiceLibrary
+
+    set_message_filter(None)
+    manager.locked = False
+    return Studio(models=manager, voices=VoiceLibrary(root / "voices", private=shared), out_dir=root / "out",
+                  min_update_interval=0.0, shared=shared)
+
+
+def test_shared_mode_refuses_model_changes_on_the_server(manager, tmp_path):
+    import gradio as gr
+
+    from omnivoice_demo.ui.tabs.model import ModelTab
+
+    studio = _studio(manager, tmp_path, shared=True)
+    try:
+        label = manager.active
+        for change in (lambda: manager.start_load("/etc"), lambda: manager.set_active(label),
+                       lambda: manager.unload(label)):
+            with pytest.raises(InvalidInput, match="operator chooses its models"):
+                change()
+        assert manager.active == label and manager.labels() == [label]
+        # the Model tab's events (callable by fn_index whatever the page shows) say so as an error
+        tab = ModelTab.__new__(ModelTab)
+        tab.studio = studio
+        with pytest.raises(gr.Error, match="operator chooses"):
+            tab._load("someone/ours@../../x", "auto", "cpu", False, False)
+        with pytest.raises(gr.Error, match="operator chooses"):
+            tab._unload(label)
+        assert manager.labels() == [label]
+    finally:
+        manager.locked = False
+
+
+def test_shared_mode_keeps_voices_in_each_browser(manager, tmp_path, reference):
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+    from omnivoice_demo.ui.tabs import speak as speak_tab
+
+    studio = _studio(manager, tmp_path, shared=True)
+    try:
+        saved = clone_tab.save_voice(studio, reference, "one two three.", True, "Mine", browser={})
+        alice = saved["store"]
+        assert saved["selected"] == "Mine" and "this browser" in saved["message"]
+        assert str(tmp_path) not in saved["message"]
+        assert not (tmp_path / "voices").exists() or not any((tmp_path / "voices").rglob("*.npz"))
+        assert speak_tab.voice_names(studio, "session-a", alice)[1:] == ["Mine"]
+        assert speak_tab.voice_names(studio, "session-b", {})[1:] == []
+        voice = speak_tab.saved_voice(studio, "Mine", "session-b", alice)  # a reload: a new session, same browser
+        assert voice.frames > 0
+        import gradio as gr
+
+        with pytest.raises(gr.Error, match="no saved voice named 'Mine'"):
+            list(speak_tab.speak(studio, "Hello.", {"voice": "Mine", "num_step": 2}, [], "session-c", {}))
+    finally:
+        manager.locked = False
+
+
+def test_local_mode_keeps_both_voices_of_one_name(manager, tmp_path, reference):
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+
+    studio = _studio(manager, tmp_path, shared=False)
+    first = clone_tab.save_voice(studio, reference, "one two three.", True, "Anna")
+    second = clone_tab.save_voice(studio, reference, "one two three.", True, "Anna")
+    assert first["selected"] == "Anna" and second["selected"] == "Anna (2)"
+    assert "exists already" in second["message"]
+    assert sorted(p.name for p in (tmp_path / "voices").glob("*.npz")) == ["Anna (2).npz", "Anna.npz"]
+
+
+def test_shared_mode_messages_show_no_server_path(manager, tmp_path):
+    from omnivoice_demo.ui.error_mapping import set_message_filter, user_message
+
+    studio = _studio(manager, tmp_path, shared=True)
+    try:
+        shown = user_message(f"{tmp_path}/out/secret.wav and {studio.voices.root}/x.npz")
+        assert str(tmp_path) not in shown and "&lt;server&gt;" in shown
+    finally:
+        set_message_filter(None)
+        manager.locked = False

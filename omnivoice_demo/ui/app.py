@@ -1,7 +1,8 @@
 """OmniVoice ONNX Studio: the Gradio app (also the ``app_file`` of a Hugging Face Space).
 
     omnivoice-studio [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
-                  [--host 127.0.0.1] [--port 7860] [--share] [--inbrowser] [--offline]
+                  [--host 127.0.0.1] [--port 7860] [--share] [--shared] [--inbrowser] [--offline]
+                  [--limits public|local] [--max-text-chars N ...]
 
 The page is served at once; the model is resolved (found in the cache,
 downloaded, repaired or built) and loaded in the background while the model
@@ -19,6 +20,7 @@ import sys
 
 
 def parse_args(argv=None) -> argparse.Namespace:
+    from omnivoice_demo.config import add_limit_arguments
     from omnivoice_demo.hub import add_model_arguments
 
     parser = argparse.ArgumentParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
@@ -31,19 +33,27 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="port (default 7860)")
     parser.add_argument("--share", action="store_true", help="also make a temporary public gradio.live link")
     parser.add_argument("--inbrowser", action="store_true", help="open the app in the default browser")
+    parser.add_argument("--shared", action="store_true",
+                        help="shared mode (also on with SPACE_ID, --share or a non-loopback --host): visitors cannot "
+                             "change models, their voices stay in their browsers, messages show no server path")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
+    add_limit_arguments(parser)
     return parser.parse_args(argv)
 
 
 def make_studio(args: argparse.Namespace):
+    from omnivoice_demo.config import limits_from_arguments
     from omnivoice_demo.ui import ModelManager, Studio, VoiceLibrary
+    from omnivoice_demo.ui.sharing import is_shared
 
+    shared = is_shared(args.host, share=args.share, shared=args.shared)
+    limits = limits_from_arguments(args)
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
-                           offline=args.offline)
-    # on a shared Space every visitor would see every saved voice: keep them per browser session there
-    voices = VoiceLibrary(private=bool(os.environ.get("SPACE_ID")))
-    return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb)
+                           offline=args.offline, limits=limits, locked=shared)
+    # shared: saved voices live in each visitor's browser (the server folder is not used)
+    voices = VoiceLibrary(private=shared)
+    return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared)
 
 
 def main(argv=None) -> None:
@@ -57,7 +67,8 @@ def main(argv=None) -> None:
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
     studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,
-                             args.force_download)
+                             args.force_download, by_operator=True)
+    studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)])

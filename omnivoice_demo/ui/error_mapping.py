@@ -23,9 +23,20 @@ from ..errors import ModelNotAvailable, OmniVoiceError
 log = logging.getLogger(__name__)
 
 
+#: Applied to every message shown (shared mode sets it to remove server paths: ``set_message_filter``).
+_message_filter = None
+
+
+def set_message_filter(function) -> None:
+    """Pass every message the page shows through ``function`` (None: unchanged)."""
+    global _message_filter
+    _message_filter = function
+
+
 def user_message(text: object) -> str:
     """A message for gr.Error / gr.Warning (which render HTML): escaped, line breaks kept."""
-    return html.escape(str(text), quote=False).replace("\n", "<br>")
+    text = str(text) if _message_filter is None else _message_filter(str(text))
+    return html.escape(text, quote=False).replace("\n", "<br>")
 
 
 def ui_error(exc: BaseException) -> gr.Error:

@@ -15,6 +15,7 @@ import gradio as gr
 from .assets import css
 from .controls import NO_VOICE
 from .generation_panel import SessionHistory
+from .sharing import browser_secret
 from .studio import Studio, session_of
 from .tabs import benchmark, clone, codec, model, speak
 
@@ -32,20 +33,25 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
         gr.Markdown(f"# {TITLE}\n{INTRO}")
         bar = gr.HTML(model.model_bar(studio), elem_id="model-bar")
         history = SessionHistory()
+        # shared mode: each visitor's saved voices live in their own browser (encrypted local storage)
+        browser_voices = (gr.BrowserState({}, storage_key="omnivoice-voices",
+                                          secret=browser_secret(studio.voices.root.parent))
+                          if studio.shared else None)
+        stored = [browser_voices] if browser_voices is not None else []
         with gr.Tabs():
-            speak_panel = speak.build(studio, history)
-            clone.build(studio, history, speak_voice=speak_panel.controls["voice"])
+            speak_panel = speak.build(studio, history, browser_voices)
+            clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices)
             codec.build(studio)
             bench_models = benchmark.build(studio)
             model_tab = model.ModelTab(studio, bar, bench_models, model_spec, precision, provider)
         history.render()
 
-        def on_page_load(request: gr.Request):
-            names = speak.voice_names(studio, session_of(request))
+        def on_page_load(browser=None, request: gr.Request = None):
+            names = speak.voice_names(studio, session_of(request), browser)
             return model_tab.view() + (gr.update(choices=names, value=NO_VOICE),)
 
-        demo.load(on_page_load, outputs=model_tab.outputs + [speak_panel.controls["voice"]], api_visibility="private",
-                  queue=False)
+        demo.load(on_page_load, inputs=stored, outputs=model_tab.outputs + [speak_panel.controls["voice"]],
+                  api_visibility="private", queue=False)
         with gr.Column(visible=False):  # the named API: hidden components and buttons
             for tab in (speak, clone, codec, benchmark):
                 tab.build_api(studio)

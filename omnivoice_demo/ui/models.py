@@ -17,8 +17,10 @@ import time
 from collections import OrderedDict
 from typing import Optional
 
+from ..config import Limits
 from ..engine import OmniVoiceEngine
 from ..errors import ModelNotAvailable, OmniVoiceError
+from .sharing import refuse_model_changes
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,10 @@ class ModelManager:
     """Loaded models, the active one, and the background loader's status."""
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, cache_dir=None,
-                 offline: Optional[bool] = None, max_loaded: int = 3):
+                 offline: Optional[bool] = None, max_loaded: int = 3, limits: Optional[Limits] = None,
+                 locked: bool = False):
+        self.limits = limits or Limits()
+        self.locked = locked  # shared mode: only the operator (start-up flags) chooses models
         self.provider = provider
         self.threads = threads
         self.cache_dir = cache_dir
@@ -109,8 +114,13 @@ class ModelManager:
         return self._thread is not None and self._thread.is_alive()
 
     def start_load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
-                   offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> bool:
-        """Resolve and load in a thread; False when a load is already running."""
+                   offline: Optional[bool] = None, build: bool = False, force_download: bool = False,
+                   by_operator: bool = False) -> bool:
+        """Resolve and load in a thread; False when a load is already running.
+
+        When ``locked`` (shared mode) only the operator's load (``by_operator``, the start-up flags) is allowed."""
+        if not by_operator:
+            refuse_model_changes(self.locked)
         with self._lock:
             if self.loading:
                 return False
@@ -158,7 +168,7 @@ class ModelManager:
             folder = resolved.path
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder}", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
-            engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size")
+            engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits)
             notices = list(resolved.notices)
             precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(
@@ -246,6 +256,7 @@ class ModelManager:
                             "press Load (or start the app with --model DIR).")
 
     def set_active(self, label: str) -> LoadedModel:
+        refuse_model_changes(self.locked)
         with self._lock:
             if label not in self.models:
                 raise ModelNotReady(f"The model {label!r} is not loaded.")
@@ -253,6 +264,7 @@ class ModelManager:
             return self.models[label]
 
     def unload(self, label: str) -> None:
+        refuse_model_changes(self.locked)
         with self._lock:
             self.models.pop(label, None)
             if self.active == label:

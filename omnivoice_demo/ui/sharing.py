@@ -28,7 +28,9 @@ from typing import Iterable, Mapping, Optional
 from ..errors import InvalidInput
 from ..voice import Voice
 
-__all__ = ["BrowserVoices", "is_shared", "redact_paths", "refuse_model_changes", "unique_name"]
+__all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes", "unique_name"]
+
+SECRET_ENV = "OMNIVOICE_BROWSER_SECRET"
 
 #: A browser keeps at most this many voices (each about 32 KB of JSON for 10 s of reference).
 MAX_BROWSER_VOICES = 16
@@ -104,6 +106,27 @@ class BrowserVoices:
 
     def delete(self, stored, name: str) -> dict:
         return {k: v for k, v in self._entries(stored).items() if k != name}
+
+
+def browser_secret(folder: pathlib.Path) -> str:
+    """The key ``gr.BrowserState`` encrypts the voices with: ``$OMNIVOICE_BROWSER_SECRET``, else one made once
+    and kept in ``folder/browser-secret`` (so stored voices survive a restart of the server too)."""
+    if os.environ.get(SECRET_ENV):
+        return os.environ[SECRET_ENV]
+    import secrets
+
+    path = pathlib.Path(folder) / "browser-secret"
+    try:
+        text = path.read_text().strip()
+        if len(text) >= 32:
+            return text
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = secrets.token_hex(32)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+        handle.write(text)
+    return text
 
 
 def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import pathlib
-import tempfile
 import threading
-import time
 from collections import OrderedDict
 from typing import Callable, Hashable, Optional
 
+from ..config import Limits
 from ..errors import ResourceLimitExceeded
+from ..outputs import DEFAULT_MAX_BYTES, OutputFolder
 from ..voice import Voice
 from .models import ModelManager
-from .voices import VoiceLibrary
+from .sharing import BrowserVoices
+from .voices import VoiceLibrary, data_dir
 
 
 class VoiceCache:
@@ -46,39 +46,61 @@ class VoiceCache:
 
 @dataclasses.dataclass
 class Studio:
-    """The app's state shared by every tab (one per server)."""
+    """The app's state shared by every tab (one per server).
+
+    ``limits`` bound every request (the engine enforces them too); ``shared``
+    is shared mode (``sharing.is_shared``): visitors cannot change models,
+    their voices live in their browsers, messages show no server path.
+    Output files go to ``out_dir`` (default: ``outputs/`` in the user data
+    folder, the same on every start), capped at ``max_output_bytes``.
+    """
 
     models: ModelManager
     voices: VoiceLibrary
-    out_dir: pathlib.Path = dataclasses.field(
-        default_factory=lambda: pathlib.Path(tempfile.mkdtemp(prefix="omnivoice-studio-")))
+    out_dir: Optional[pathlib.Path] = None
     max_upload_mb: float = 50.0
     history_limit: int = 20
     min_update_interval: float = 0.08   # seconds between two step pictures sent to the browser
     keep_outputs_seconds: float = 6 * 3600
+    max_output_bytes: int = DEFAULT_MAX_BYTES
     voice_cache: VoiceCache = dataclasses.field(default_factory=VoiceCache)
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    shared: bool = False
+
+    def __post_init__(self):
+        self.out_dir = pathlib.Path(self.out_dir) if self.out_dir is not None else data_dir() / "outputs"
+        self.outputs = OutputFolder(self.out_dir, max_bytes=self.max_output_bytes,
+                                    max_age_seconds=self.keep_outputs_seconds)
+        self.browser_voices = BrowserVoices(max_frames=self.limits.max_reference_frames)
+        if self.shared:
+            from .error_mapping import set_message_filter
+
+            self.models.locked = True
+            set_message_filter(self.message)
 
     def output_path(self, stem: str, suffix: str) -> pathlib.Path:
-        """A path in the output folder (old outputs are swept first)."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._sweep()
-        return self.out_dir / f"{stem}{suffix}"
+        """A path in the output folder (old outputs, and the oldest past the size cap, are removed first)."""
+        return self.outputs.path(stem, suffix)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(min(self.max_upload_mb * 1024 * 1024, self.limits.max_upload_bytes))
 
     def check_upload(self, path: str, what: str) -> None:
-        """``ResourceLimitExceeded`` when the uploaded file is over ``max_upload_mb``."""
+        """``ResourceLimitExceeded`` when the uploaded file is over ``max_upload_bytes``."""
         size = os.path.getsize(path)
-        if size > self.max_upload_mb * 1024 * 1024:
+        if size > self.max_upload_bytes:
             raise ResourceLimitExceeded(f"The {what} is {size / 1024 / 1024:.0f} MB; the limit is "
-                                        f"{self.max_upload_mb:.0f} MB. Upload a shorter clip (3-10 s of speech "
-                                        "is best).", param="max_upload_mb")
+                                        f"{self.max_upload_bytes / 1024 / 1024:.0f} MB. Upload a shorter clip "
+                                        "(3-10 s of speech is best).", param="max_upload_bytes")
 
-    def _sweep(self) -> None:
-        """Delete output files older than ``keep_outputs_seconds``."""
-        cutoff = time.time() - self.keep_outputs_seconds
-        for path in self.out_dir.glob("*"):
-            with contextlib.suppress(OSError):
-                if path.is_file() and path.stat().st_mtime < cutoff:
-                    path.unlink()
+    def message(self, text: str) -> str:
+        """``text`` as a visitor may see it: in shared mode without server paths."""
+        if not self.shared:
+            return text
+        from .sharing import redact_paths
+
+        return redact_paths(text, [self.out_dir, self.voices.root, self.models.cache_dir])
 
 
 def session_of(request) -> Optional[str]:

@@ -22,6 +22,7 @@ from ..generation import run_generation
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
 from ..studio import Studio, session_of
+from ..sharing import unique_name
 from ..voices import clean_name
 
 #: references longer than this are cut at a pause to about TRIM_TO seconds
@@ -36,13 +37,12 @@ def read_reference(studio: Studio, path: Optional[str]) -> tuple[np.ndarray, int
         raise InvalidInput("Record or upload a reference clip first (3-10 s of one speaker, with its transcript).")
     path = str(path)
     studio.check_upload(path, "reference file")
-    wav, sr = audio_ops.load_audio_file(path)
+    # checked from the file's header (rate, length, channels) and read only up to the limit
+    wav, sr = audio_ops.load_audio_file(path, max_seconds=studio.limits.max_reference_seconds,
+                                        max_bytes=studio.max_upload_bytes, what="reference audio")
     seconds = wav.shape[-1] / sr
     channels = "mono" if wav.shape[0] == 1 else f"{wav.shape[0]} channels (mixed to mono)"
     note = f"Reference: {seconds:.1f} s, {sr} Hz, {channels}."
-    if seconds > audio_ops.MAX_REFERENCE_SECONDS:
-        raise InvalidInput(f"The reference is {seconds:.0f} s long; the limit is "
-                           f"{audio_ops.MAX_REFERENCE_SECONDS:.0f} s. Upload 3-10 s of clear speech.")
     if seconds > TRIM_ABOVE_SECONDS:
         mono = audio_ops.to_mono(wav)
         trimmed = audio_ops.trim_long_audio(mono, sr, max_duration=TRIM_TO_SECONDS, trim_threshold=TRIM_ABOVE_SECONDS)
@@ -59,7 +59,8 @@ def reference_note(studio: Studio, path: Optional[str]) -> str:
         return "Record or upload 3-10 s of one speaker, and type exactly what is said."
     try:
         wav, sr, note = read_reference(studio, path)
-        audio_ops.prepare_reference(wav, sr, transcript_given=True, preprocess=False)
+        audio_ops.prepare_reference(wav, sr, transcript_given=True, preprocess=False,
+                                    max_seconds=studio.limits.max_reference_seconds)
     except InvalidInput as exc:
         return "⚠ " + html.escape(str(exc))
     return note
@@ -99,19 +100,32 @@ def clone(studio: Studio, reference: Optional[str], transcript: str, consent: bo
 
 @ui_errors
 def save_voice(studio: Studio, reference: Optional[str], transcript: str, consent: bool, name: str,
-               preprocess: bool = PREPROCESS_DEFAULT, session: Optional[str] = None) -> dict:
-    """Save the reference's voice under ``name`` in the user data folder (offered in Speak)."""
-    name = clean_name(name)
-    voice, _ = clone_voice(studio, reference, transcript, consent, preprocess, name=name)
-    path = studio.voices.save(voice, name, session)
-    where = "for this browser session" if studio.voices.private else f"in {path.parent}"
-    return {"message": f"Saved the voice **{html.escape(name)}** ({voice.seconds:.1f} s of reference) {where}. "
-                       "Pick it in the Speak tab's voice list.",
-            "voices": studio.voices.names(session), "selected": name}
+               preprocess: bool = PREPROCESS_DEFAULT, session: Optional[str] = None, browser=None) -> dict:
+    """Save the reference's voice under ``name`` (offered in Speak): in the visitor's browser in shared mode
+    (``"store"`` is the browser's new value), else in the user data folder.  A name in use is kept and the
+    new voice gets a numbered name ("Anna (2)")."""
+    asked = clean_name(name)
+    voice, _ = clone_voice(studio, reference, transcript, consent, preprocess, name=asked)
+    store = None
+    if studio.shared:
+        store, name = studio.browser_voices.save(browser, voice, asked)
+        where, names = "in this browser (it stays after a reload; other visitors cannot see it)", \
+            studio.browser_voices.names(store)
+    else:
+        name = unique_name(asked, studio.voices.names(session))
+        path = studio.voices.save(voice, name, session)
+        where, names = f"in {path.parent}", studio.voices.names(session)
+    kept = (f" A voice named **{html.escape(asked)}** exists already, so this one is **{html.escape(name)}**."
+            if name != asked else "")
+    return {"message": f"Saved the voice **{html.escape(name)}** ({voice.seconds:.1f} s of reference) {where}."
+                       f"{kept} Pick it in the Speak tab's voice list.",
+            "voices": names, "selected": name, "store": store}
 
 
-def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown) -> GenerationPanel:
-    """The tab's widgets and events; a saved voice is offered in ``speak_voice`` (the Speak tab's list)."""
+def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
+          browser_voices: Optional[gr.BrowserState] = None) -> GenerationPanel:
+    """The tab's widgets and events; a saved voice is offered in ``speak_voice`` (the Speak tab's list) and,
+    in shared mode, kept in ``browser_voices`` (the visitor's browser)."""
     with gr.Tab("Clone", id="clone"):
         with gr.Row():
             with gr.Column(scale=3):
@@ -142,12 +156,16 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown) -> 
     ref.change(lambda path: reference_note(studio, path), inputs=ref, outputs=note, api_visibility="private",
                show_progress="hidden")
 
-    def save_fn(ref_path, transcript_text, consent_given, voice_name, preprocess, request: gr.Request):
-        result = save_voice(studio, ref_path, transcript_text, consent_given, voice_name, preprocess,
-                            session_of(request))
-        return result["message"], gr.update(choices=[NO_VOICE] + result["voices"], value=result["selected"])
+    stored = [browser_voices] if browser_voices is not None else []
 
-    save.click(save_fn, inputs=[ref, transcript, consent, name, pre], outputs=[saved, speak_voice],
+    def save_fn(ref_path, transcript_text, consent_given, voice_name, preprocess, browser=None,
+                request: gr.Request = None):
+        result = save_voice(studio, ref_path, transcript_text, consent_given, voice_name, preprocess,
+                            session_of(request), browser)
+        listed = gr.update(choices=[NO_VOICE] + result["voices"], value=result["selected"])
+        return (result["message"], listed) + ((result["store"],) if stored else ())
+
+    save.click(save_fn, inputs=[ref, transcript, consent, name, pre] + stored, outputs=[saved, speak_voice] + stored,
                concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
     return panel
 

@@ -19,8 +19,6 @@ from ..generation_panel import ENGINE_GROUP
 from ..metrics import log_mel_distance, snr_db
 from ..studio import Studio
 
-#: the longest input of the round trip, in seconds
-MAX_INPUT_SECONDS = 300
 BITRATE_KBPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE / 1000
 
 
@@ -53,10 +51,10 @@ def codec_roundtrip(studio: Studio, audio_path: Optional[str]) -> dict:
     if not audio_path:
         raise InvalidInput("Record or upload audio first.")
     studio.check_upload(str(audio_path), "audio file")
-    wav, sr = audio_ops.load_audio_file(str(audio_path))
+    # checked from the file's header and read only up to the limit (the engine checks the array again)
+    wav, sr = audio_ops.load_audio_file(str(audio_path), max_seconds=studio.limits.max_codec_input_seconds,
+                                        max_bytes=studio.max_upload_bytes)
     seconds = wav.shape[-1] / sr
-    if seconds > MAX_INPUT_SECONDS:
-        raise InvalidInput(f"The audio is {seconds:.0f} s long; the Codec tab takes up to {MAX_INPUT_SECONDS} s.")
     loaded = studio.models.get()
     engine = loaded.engine
     mono = audio_ops.to_mono(wav)
@@ -87,7 +85,7 @@ def codec_decode(studio: Studio, codes_path: Optional[str]) -> dict:
     if not codes_path:
         raise InvalidInput("Upload a codes file (.npz) saved by this app first.")
     studio.check_upload(str(codes_path), "codes file")
-    codes = load_codes(codes_path)
+    codes = load_codes(codes_path, max_frames=studio.limits.max_decode_frames, max_bytes=studio.max_upload_bytes)
     loaded = studio.models.get()
     with loaded.lock:
         start = time.perf_counter()

@@ -47,7 +47,7 @@ def model_bar(studio: Studio) -> str:
                      '<code>--model DIR</code>.')
     for notice in status.notices[-3:]:
         parts.append(f'<span class="ov-notice">{html.escape(notice)}</span>')
-    return '<div class="ov-model-bar">' + "<br>".join(parts) + "</div>"
+    return studio.message('<div class="ov-model-bar">' + "<br>".join(parts) + "</div>")
 
 
 def model_details(studio: Studio) -> str:
@@ -71,7 +71,7 @@ def model_details(studio: Studio) -> str:
             lines.append(f"- note: {notice}")
         lines.append(f"- licence of the weights: {model.licence}")
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+    return studio.message("\n\n".join(blocks))
 
 
 class ModelTab:
@@ -81,27 +81,31 @@ class ModelTab:
                  precision: Optional[str], provider: str):
         self.studio = studio
         self.timer = gr.Timer(1.0, active=False)
+        editable = not studio.shared
         with gr.Tab("Model", id="model"):
+            if studio.shared:
+                gr.Markdown("This is a shared server: its operator chooses the models (with `--model`), so they "
+                            "cannot be changed here. Run the app on your own machine to choose another model.")
             gr.Markdown("Choose the ONNX model: a local folder, or a Hub repo (`owner/name[@revision]`; "
                         f"default `{DEFAULT_REPO}`). Loading downloads it when needed (with resumption), "
                         "repairs the published backbone's causal attention, or builds it from the PyTorch "
                         "checkpoint (needs the convert extras).")
             with gr.Row():
                 spec = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo", scale=3,
-                                  elem_id="model-spec")
+                                  interactive=editable, elem_id="model-spec")
                 precision_choice = gr.Radio(["auto"] + list(PRECISIONS), value=precision or "auto", label="Precision",
                                             info="auto: a model folder's own, else int4 from the Hub",
-                                            elem_id="model-precision")
-                provider_choice = gr.Radio(["cpu", "cuda"], value=provider, label="Provider", elem_id="model-provider",
+                                            interactive=editable, elem_id="model-precision")
+                provider_choice = gr.Radio(["cpu", "cuda"], value=provider, label="Provider", interactive=editable, elem_id="model-provider",
                                            info=f"available here: {', '.join(available_providers())}")
             with gr.Row():
-                offline = gr.Checkbox(False, label="Offline (use the cache only)", elem_id="model-offline")
-                build = gr.Checkbox(False, label="Build from the PyTorch checkpoint", elem_id="model-build")
-                load = gr.Button("Load", variant="primary", elem_id="model-load")
+                offline = gr.Checkbox(False, label="Offline (use the cache only)", interactive=editable, elem_id="model-offline")
+                build = gr.Checkbox(False, label="Build from the PyTorch checkpoint", interactive=editable, elem_id="model-build")
+                load = gr.Button("Load", variant="primary", interactive=editable, elem_id="model-load")
             with gr.Row():
                 self.active = gr.Dropdown(studio.models.labels(), value=studio.models.active, scale=3,
-                                          label="Active model (Speak, Clone, Codec)", elem_id="model-active")
-                unload = gr.Button("Unload", scale=1, elem_id="model-unload")
+                                          label="Active model (Speak, Clone, Codec)", interactive=editable, elem_id="model-active")
+                unload = gr.Button("Unload", scale=1, interactive=editable, elem_id="model-unload")
             self.details = gr.Markdown(model_details(studio), elem_id="model-details")
         self.outputs = [bar, self.details, self.active, bench_models, self.timer]
 
@@ -121,7 +125,9 @@ class ModelTab:
                 gr.update(choices=labels), gr.Timer(active=models.loading))
 
     def _load(self, spec, precision, provider, offline, build):
-        if not self.studio.models.start_load(spec.strip() or None, precision, provider, offline or None, build):
+        # ModelManager refuses in shared mode, whatever the page shows: this event can be called by fn_index
+        if not ui_errors(self.studio.models.start_load)((spec or "").strip() or None, precision, provider,
+                                                        offline or None, build):
             gr.Warning("A model is loading already; wait for it to finish.")
         return self.view()
 
@@ -132,5 +138,5 @@ class ModelTab:
 
     def _unload(self, label):
         if label:
-            self.studio.models.unload(label)
+            ui_errors(self.studio.models.unload)(label)
         return self.view()

@@ -17,26 +17,34 @@ from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, g
 from ..studio import Studio, session_of
 
 
-def saved_voice(studio: Studio, name: Optional[str], session: Optional[str]) -> Optional[Voice]:
+def saved_voice(studio: Studio, name: Optional[str], session: Optional[str], browser=None) -> Optional[Voice]:
+    """The saved voice ``name``: from the visitor's browser (``browser``, its stored voices) in shared mode,
+    else from the server's voice folder."""
     if not name or name == NO_VOICE:
         return None
+    if studio.shared:
+        return studio.browser_voices.load(browser, name)
     return studio.voices.load(name, session)
 
 
-def voice_names(studio: Studio, session: Optional[str] = None) -> list[str]:
-    return [NO_VOICE] + studio.voices.names(session)
+def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> list[str]:
+    names = studio.browser_voices.names(browser) if studio.shared else studio.voices.names(session)
+    return [NO_VOICE] + names
 
 
 @ui_errors
 def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
-          session: Optional[str] = None) -> Iterator[dict]:
+          session: Optional[str] = None, browser=None) -> Iterator[dict]:
     """Text (and voice design, or a saved voice) -> speech, with live progress."""
-    voice = saved_voice(studio, values.get("voice"), session)
+    voice = saved_voice(studio, values.get("voice"), session, browser)
     yield from run_generation(studio, text, values, voice, history, "Speak")
 
 
-def build(studio: Studio, history: SessionHistory) -> GenerationPanel:
-    """The tab's widgets and events; the panel's ``controls["voice"]`` is refreshed by the app on load."""
+def build(studio: Studio, history: SessionHistory,
+          browser_voices: Optional[gr.BrowserState] = None) -> GenerationPanel:
+    """The tab's widgets and events; the panel's ``controls["voice"]`` is refreshed by the app on load.
+
+    ``browser_voices`` (shared mode): the visitor's voices, kept in their browser."""
     with gr.Tab("Speak", id="speak"):
         with gr.Row():
             with gr.Column(scale=3):
@@ -50,18 +58,21 @@ def build(studio: Studio, history: SessionHistory) -> GenerationPanel:
             gr.Examples(rows, inputs=[text["text"], controls["language"]], label="Examples")
     panel = GenerationPanel("speak", text, controls, outputs, go, stop)
 
-    def run(text_value, values, history_value, data, session):
-        return speak(studio, text_value, values, history_value, session)
+    stored = [browser_voices] if browser_voices is not None else []
 
-    wire_generation(studio, panel, history, run,
+    def run(text_value, values, history_value, data, session):
+        browser = data[browser_voices] if browser_voices is not None else None
+        return speak(studio, text_value, values, history_value, session, browser)
+
+    wire_generation(studio, panel, history, run, extra_inputs=stored,
                     voice_of=lambda values, session: saved_voice(studio, values.get("voice"), session))
 
-    def refresh_voices(current, request: gr.Request):
-        names = voice_names(studio, session_of(request))
+    def refresh_voices(current, browser=None, request: gr.Request = None):
+        names = voice_names(studio, session_of(request), browser)
         return gr.update(choices=names, value=current if current in names else NO_VOICE)
 
-    controls["voice_refresh"].click(refresh_voices, inputs=controls["voice"], outputs=controls["voice"], queue=False,
-                                    api_visibility="private")
+    controls["voice_refresh"].click(refresh_voices, inputs=[controls["voice"]] + stored, outputs=controls["voice"],
+                                    queue=False, api_visibility="private")
     return panel
 
 
