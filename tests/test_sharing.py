@@ -27,9 +27,8 @@ def test_shared_mode_is_on_for_spaces_share_links_and_other_hosts():
 
 def test_saving_over_a_name_keeps_both():
     assert unique_name("Anna", []) == "Anna"
-    assert unique_name("Anna", ["anna"]) == "Anna (2)"
-    assert unique_name("Anna", ["Anna", "Anna (2)"]) == "Anna (3)"
-    assert unique_name("Anna (2)", ["Anna", "Anna (2)"]) == "Anna (3)"
+    assert unique_name("Anna", ["anna"]) == "Anna 2"
+    assert unique_name("Anna", ["Anna", "Anna 2"]) == "Anna 3"
 
 
 def _voice(frames=40, seed=0):
@@ -45,13 +44,13 @@ def test_browser_voices_round_trip_and_stay_apart():
     np.testing.assert_array_equal(store.load(alice, "Mine").codes, _voice(seed=1).codes)
     assert not np.array_equal(store.load(bob, "Mine").codes, store.load(alice, "Mine").codes)
     alice, second = store.save(alice, _voice(seed=3), "Mine")
-    assert second == "Mine (2)" and store.names(alice) == ["Mine", "Mine (2)"]
+    assert second == "Mine 2" and store.names(alice) == ["Mine", "Mine 2"]
     alice, same = store.save(alice, _voice(seed=4), "Mine", replace=True)
     assert same == "Mine" and len(store.names(alice)) == 2
     alice, _ = store.save(alice, _voice(seed=5), "Third")
     with pytest.raises(InvalidInput, match="the most it can keep"):
         store.save(alice, _voice(seed=6), "Fourth")
-    assert store.names(store.delete(alice, "Third")) == ["Mine", "Mine (2)"]
+    assert store.names(store.delete(alice, "Third")) == ["Mine", "Mine 2"]
     with pytest.raises(InvalidInput, match="no saved voice named 'Other'"):
         store.load(alice, "Other")
 
@@ -167,9 +166,9 @@ def test_local_mode_keeps_both_voices_of_one_name(manager, tmp_path, reference):
     studio = _studio(manager, tmp_path, shared=False)
     first = clone_tab.save_voice(studio, reference, "one two three.", True, "Anna")
     second = clone_tab.save_voice(studio, reference, "one two three.", True, "Anna")
-    assert first["selected"] == "Anna" and second["selected"] == "Anna (2)"
+    assert first["selected"] == "Anna" and second["selected"] == "Anna 2"
     assert "exists already" in second["message"]
-    assert sorted(p.name for p in (tmp_path / "voices").glob("*.npz")) == ["Anna (2).npz", "Anna.npz"]
+    assert sorted(p.name for p in (tmp_path / "voices").glob("*.npz")) == ["Anna 2.npz", "Anna.npz"]
 
 
 def test_shared_mode_messages_show_no_server_path(manager, tmp_path):

@@ -13,7 +13,7 @@ address.  Then:
 * messages never show a server path (``redact_paths``).
 
 In local mode saving over an existing voice name keeps both
-(``unique_name``) unless the person asks to replace it.
+(``unique_name``: "Anna 2").
 """
 
 from __future__ import annotations
@@ -58,15 +58,14 @@ def refuse_model_changes(shared: bool) -> None:
 
 
 def unique_name(name: str, existing: Iterable[str]) -> str:
-    """``name``, or ``name (2)``, ``name (3)``, ... when it is taken (case-insensitively)."""
+    """``name``, or ``name 2``, ``name 3``, ... when it is taken (case-insensitively; a voice file name too)."""
     taken = {n.casefold() for n in existing}
     if name.casefold() not in taken:
         return name
-    stem = re.sub(r" \(\d+\)$", "", name)
     number = 2
-    while f"{stem} ({number})".casefold() in taken:
+    while f"{name} {number}".casefold() in taken:
         number += 1
-    return f"{stem} ({number})"
+    return f"{name} {number}"
 
 
 class BrowserVoices:

@@ -103,7 +103,7 @@ def save_voice(studio: Studio, reference: Optional[str], transcript: str, consen
                preprocess: bool = PREPROCESS_DEFAULT, session: Optional[str] = None, browser=None) -> dict:
     """Save the reference's voice under ``name`` (offered in Speak): in the visitor's browser in shared mode
     (``"store"`` is the browser's new value), else in the user data folder.  A name in use is kept and the
-    new voice gets a numbered name ("Anna (2)")."""
+    new voice gets a numbered name ("Anna 2")."""
     asked = clean_name(name)
     voice, _ = clone_voice(studio, reference, transcript, consent, preprocess, name=asked)
     store = None
