@@ -1,0 +1,101 @@
+"""Two visitors of a shared server (two Playwright browser contexts on the system Chromium).
+
+The app runs with ``--shared``.  Visitor A saves a voice in the Clone tab; it
+is offered to A after a reload (it lives in A's browser) and never to B; the
+Model tab offers neither visitor a way to load, unload or switch models, and
+the model both see stays the same.  Slow (a browser and a server).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import soundfile as sf
+
+from signals import speech_like
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = os.environ.get("OMNIVOICE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="no system chromium")]
+SECONDS = 1000
+
+
+@pytest.fixture(scope="module")
+def shared_server(tiny_fp32_folder, tmp_path_factory):
+    from app_server import AppProcess
+
+    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--shared"],
+                        tmp_path_factory.mktemp("shared-app"))
+    try:
+        server.wait_serving()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("shared-ref") / "reference.wav"
+    sf.write(path, speech_like(3.0, 48000, seed=6).T, 48000)
+    return str(path)
+
+
+def _voice_choices(page) -> list[str]:
+    page.get_by_role("tab", name="Speak", exact=True).click()
+    page.locator("#speak-voice-refresh").click()
+    page.wait_for_timeout(500)
+    page.locator("#speak-voice input").click()
+    options = page.get_by_role("option")
+    options.first.wait_for(timeout=10 * SECONDS)
+    names = [text.strip() for text in options.all_inner_texts()]
+    page.keyboard.press("Escape")
+    return names
+
+
+def _model_bar(page) -> str:
+    page.wait_for_function("document.querySelector('#model-bar')?.innerText.includes('ready')",
+                           timeout=60 * SECONDS)
+    return page.locator("#model-bar").inner_text()
+
+
+def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server, reference, tmp_path):
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            alice = browser.new_context().new_page()
+            bob = browser.new_context().new_page()
+            for page in (alice, bob):
+                page.goto(shared_server.url, timeout=60 * SECONDS)
+            bar = _model_bar(alice)
+            assert str(tmp_path.anchor + "tmp") not in bar  # no server folder on a shared page
+
+            # A saves a voice
+            alice.get_by_role("tab", name="Clone", exact=True).click()
+            alice.locator("#clone-ref input[type=file]").set_input_files(reference)
+            alice.wait_for_function("document.querySelector('#clone-note')?.innerText.includes('48000 Hz')",
+                                    timeout=30 * SECONDS)
+            alice.locator("#clone-transcript textarea").fill("One two three four.")
+            alice.locator("#clone-consent input").check()
+            alice.locator("#clone-name textarea, #clone-name input").fill("Alice voice")
+            alice.locator("#clone-save").click()
+            alice.wait_for_function("document.querySelector('#clone-saved')?.innerText.includes('Saved the voice')",
+                                    timeout=60 * SECONDS)
+            assert "this browser" in alice.locator("#clone-saved").inner_text()
+
+            # A keeps it across a reload; B never sees it
+            alice.reload()
+            _model_bar(alice)
+            assert "Alice voice" in _voice_choices(alice)
+            assert "Alice voice" not in _voice_choices(bob)
+
+            # neither can change the model: the controls are not offered, and the model stays
+            for page in (alice, bob):
+                page.get_by_role("tab", name="Model", exact=True).click()
+                assert page.locator("#model-load button, button#model-load").first.is_disabled()
+                assert page.locator("#model-unload button, button#model-unload").first.is_disabled()
+            assert _model_bar(bob) == bar
+        finally:
+            browser.close()
