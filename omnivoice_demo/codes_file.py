@@ -50,12 +50,15 @@ def load_codes(path: Union[str, pathlib.Path], max_frames: int = DEFAULT_MAX_FRA
     ``.npy`` header before it is decompressed (``npz_check``): at most
     ``max_frames`` frames, a file of at most ``max_bytes``.
     """
-    arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames)}, "codes file", max_bytes)
+    # any numeric type passes the header check (bounded in size either way); the shape, then the values, are
+    # checked below with messages that say what a codes file holds
+    member = Member("iufb", NUM_CODEBOOKS * max_frames, limit_note=f"max_decode_frames: {max_frames} frames")
+    arrays = read_npz(path, {"codes": member}, "codes file", max_bytes)
     codes = arrays["codes"]
     if codes.ndim == 3 and codes.shape[0] == 1:
         codes = codes[0]
     if codes.ndim != 2 or codes.shape[0] != NUM_CODEBOOKS or codes.shape[1] == 0:
         raise InvalidInput(f"The codes have shape {codes.shape}; expected [{NUM_CODEBOOKS}, frames].", param="codes")
-    if codes.min() < 0 or codes.max() > CODEBOOK_SIZE - 1:
+    if not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0 or codes.max() > CODEBOOK_SIZE - 1:
         raise InvalidInput(f"The codes must be whole numbers from 0 to {CODEBOOK_SIZE - 1}.", param="codes")
     return codes.astype(np.int64)

@@ -35,6 +35,7 @@ class Member:
     max_elements: int
     ndim: Optional[int] = None
     required: bool = True
+    limit_note: str = ""        # the limit behind max_elements, named in the message
 
 
 def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dict[str, np.ndarray]:
@@ -95,6 +96,7 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
                            f"expected {spec.ndim} dimension(s).")
     elements = math.prod(shape)
     if elements > spec.max_elements or entry.file_size > spec.max_elements * max(dtype.itemsize, 1) + HEADER_BYTES:
-        raise InvalidInput(f"The {what} {name!r} has a {key!r} array of {elements} values; "
-                           f"the limit is {spec.max_elements}.")
+        note = f" ({spec.limit_note})" if spec.limit_note else ""
+        raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)} ({elements} values); "
+                           f"this server's limit is {spec.max_elements} values{note}.")
     return shape, fortran, dtype

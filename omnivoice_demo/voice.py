@@ -69,7 +69,8 @@ class Voice:
         """
         path = pathlib.Path(path)
         shown = path.name
-        arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2),
+        arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2,
+                                                 limit_note=f"max_reference_seconds: {max_frames} frames"),
                                  "meta": Member("U", MAX_META_CHARS, ndim=0)}, "saved voice", max_bytes)
         try:
             meta = json.loads(str(arrays["meta"]))

@@ -89,7 +89,7 @@ ENGINE_CASES = {
                              "3600.0 s long; the limit is 60 s"),
     "flac_hour_to_codec": (lambda e, f: e.load_audio(f["flac_hour_of_silence"], "codec"), "the limit is 60 s"),
     "decode_zeros_8x30000": (lambda e, f: e.decode(np.zeros((8, 30000), dtype=np.int64)), "max_decode_frames"),
-    "voice_npz_bomb": (lambda e, f: _voice(e, f["voice_npz_bomb"]), "the limit is 12000"),
+    "voice_npz_bomb": (lambda e, f: _voice(e, f["voice_npz_bomb"]), "limit is 12000 values .max_reference_seconds"),
     "text_4000_a": (lambda e, f: e.generate("a" * 4000, num_step=1), "max_text_chars"),
     "text_30000_a": (lambda e, f: e.generate("a" * 30000, num_step=1), "max_text_chars"),
     "text_100000_punctuated": (lambda e, f: e.prepare(bombs.PUNCTUATED_100K), "max_text_chars"),

@@ -142,7 +142,7 @@ def test_voice_load_accepts_a_good_voice_and_refuses_out_of_range_codes(tmp_path
         Voice.load(bombs.voice_with(tmp_path / "range.npz", codes=np.full((8, 5), 1024)))
     with pytest.raises(InvalidInput, match=r"shape \[4, 5\]"):
         Voice.load(bombs.voice_with(tmp_path / "shape.npz", codes=np.zeros((4, 5), dtype=np.int64)))
-    with pytest.raises(InvalidInput, match="400 values; the limit is 320"):
+    with pytest.raises(InvalidInput, match=r"shape \[8, 50\] \(400 values\); this server.s limit is 320 values"):
         Voice.load(bombs.voice_with(tmp_path / "long.npz"), max_frames=40)
 
 
@@ -150,7 +150,7 @@ def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
     bomb = bombs.npz_bomb_voice(tmp_path / "bomb.npz", frames=4 * 1024 * 1024)  # 256 MB inflated
     assert bomb.stat().st_size < 2**20
     error, peak = peak_mb(Voice.load, bomb)
-    assert isinstance(error, InvalidInput) and "values; the limit is" in str(error)
+    assert isinstance(error, InvalidInput) and "this server's limit is" in str(error)
     assert peak < 20, peak
 
 
@@ -333,3 +333,16 @@ def test_output_files_are_removed_on_sigterm(tmp_path):
     assert child.wait(timeout=30) == -signal.SIGTERM
     assert not (tmp_path / "outputs" / "a.wav").exists()
     shutil.rmtree(tmp_path / "outputs")
+
+
+def test_codes_files_are_sized_before_they_inflate(tmp_path):
+    from omnivoice_demo.codes_file import load_codes, save_codes
+
+    zeros = bombs.npz_of_zero_codes(tmp_path / "zeros.npz", frames=30000)
+    assert zeros.stat().st_size < 4096
+    with pytest.raises(InvalidInput, match=r"shape \[8, 30000\].*max_decode_frames: 4500 frames"):
+        load_codes(zeros, max_frames=4500)
+    ok = save_codes(tmp_path / "ok.npz", np.zeros((8, 40), dtype=np.int64))
+    assert load_codes(ok, max_frames=40).shape == (8, 40)
+    with pytest.raises(InvalidInput, match="whole numbers"):
+        load_codes(bombs.voice_with(tmp_path / "floats.npz", codes=np.zeros((8, 4)) + 0.5))
