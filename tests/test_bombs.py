@@ -214,6 +214,8 @@ def test_app_refuses_each_bomb_and_keeps_serving(app, files):
         else:
             assert message in outcomes[case] and "internal error" not in outcomes[case].lower(), (case, outcomes[case])
             assert "/tmp" not in outcomes[case]
+        print(f"app {case}: {took:.1f} s, server peak +{meter.peak - baseline:.0f} MB over {baseline:.0f} MB, "
+              f"{outcomes[case][:100]}")
         assert took < CASE_SECONDS, case
         assert meter.peak - baseline < RSS_BUDGET_MB, (case, baseline, meter.peak)
         assert settles(meter, baseline) < baseline + RSS_BUDGET_MB, case
