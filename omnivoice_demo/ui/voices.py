@@ -70,12 +70,13 @@ class VoiceLibrary:
         voice.name = name
         return voice.save(path)
 
-    def load(self, name: str, session: Optional[str] = None) -> Voice:
+    def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
+        """The voice ``name``, checked by ``Voice.load`` (``max_frames``: the longest reference allowed)."""
         path = self.path(name, session)
         if not path.is_file():
             raise InvalidInput(f"There is no saved voice named {name!r} (in {path.parent}); save one from the "
                              "Clone tab first, or pick another voice.")
-        return Voice.load(path)
+        return Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
 
     def delete(self, name: str, session: Optional[str] = None) -> None:
         path = self.path(name, session)

@@ -24,7 +24,7 @@ def saved_voice(studio: Studio, name: Optional[str], session: Optional[str], bro
         return None
     if studio.shared:
         return studio.browser_voices.load(browser, name)
-    return studio.voices.load(name, session)
+    return studio.voices.load(name, session, max_frames=studio.limits.max_reference_frames)
 
 
 def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> list[str]:
