@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 import pytest
 
-import bombs
+from tests.support import bombs
 from omnivoice_demo.config import Limits
 from omnivoice_demo.errors import InvalidInput
 
@@ -142,7 +142,7 @@ gradio_client = pytest.importorskip("gradio_client")
 
 @pytest.fixture(scope="module")
 def app(tiny_fp32_folder, tmp_path_factory):
-    from app_server import AppProcess, wait_model_ready
+    from tests.support.app_server import AppProcess, wait_model_ready
     from gradio_client import Client
 
     server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32"], tmp_path_factory.mktemp("app"))

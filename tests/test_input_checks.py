@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import bombs
+from tests.support import bombs
 from omnivoice_demo import audio, resample as resample_module
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
 from omnivoice_demo.resample import resample, resampled_length

@@ -8,24 +8,19 @@ the model both see stays the same.  Slow (a browser and a server).
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 import soundfile as sf
 
-from signals import speech_like
+from tests.support.browser import FLAGS, find_chromium, missing
+from tests.support.signals import speech_like
 
-playwright = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = os.environ.get("OMNIVOICE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="no system chromium")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 SECONDS = 1000
 
 
 @pytest.fixture(scope="module")
 def shared_server(tiny_fp32_folder, tmp_path_factory):
-    from app_server import AppProcess
+    from tests.support.app_server import AppProcess
 
     server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--shared"],
                         tmp_path_factory.mktemp("shared-app"))
@@ -62,8 +57,10 @@ def _model_bar(page) -> str:
 
 
 def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server, reference, tmp_path):
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=find_chromium(), args=FLAGS)
         try:
             alice = browser.new_context().new_page()
             bob = browser.new_context().new_page()

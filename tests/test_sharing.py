@@ -94,7 +94,7 @@ def manager(tiny_fp32_folder, tmp_path_factory):
 def reference(tmp_path_factory) -> str:
     import soundfile as sf
 
-    from signals import speech_like
+    from tests.support.signals import speech_like
 
     path = tmp_path_factory.mktemp("ref") / "reference.wav"
     sf.write(path, speech_like(3.0, 22050, seed=4).T, 22050)

@@ -4,7 +4,7 @@
 paths by name.  ``ENGINE_CASES`` replays each case through the Python API in a
 way that runs on any checkout (before and after the fix), so
 
-    python tests/bombs.py --checkout /path/to/checkout --model TINY_FOLDER
+    python -m tests.support.bombs --checkout /path/to/checkout --model TINY_FOLDER
 
 prints, for that checkout, each case's outcome (refused with which message,
 served, crashed, killed) and the peak RSS of a fresh process running it.  A
@@ -26,15 +26,11 @@ import zipfile
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-
-
 # --- the files ---------------------------------------------------------------------------------
 
 def tone(seconds: float, rate: int, seed: int = 0) -> np.ndarray:
     """A speech-like mono signal (float32 [N])."""
-    sys.path.insert(0, str(HERE))
-    from signals import speech_like
+    from tests.support.signals import speech_like
 
     return speech_like(seconds, rate, seed=seed)[0]
 
@@ -197,10 +193,13 @@ ENGINE_CASES = {
 
 # --- the meter -----------------------------------------------------------------------------------
 
+# the child imports omnivoice_demo from the checkout measured, and this file by its path (that checkout's
+# tests/ need not have it)
 CHILD = """
-import json, sys, traceback
-sys.path.insert(0, {tests!r})
-import bombs
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bombs", {bombs!r})
+bombs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bombs)
 files = {{k: __import__("pathlib").Path(v) for k, v in json.loads({files!r}).items()}}
 try:
     bombs.ENGINE_CASES[{case!r}]({model!r}, files)
@@ -216,7 +215,7 @@ def measure(case: str, checkout: pathlib.Path, model: str, files: dict, kill_mb:
     """Run one case in a fresh process on ``checkout``: outcome, seconds, peak RSS (MB)."""
     import psutil
 
-    code = CHILD.format(tests=str(HERE), files=json.dumps({k: str(v) for k, v in files.items()}), case=case,
+    code = CHILD.format(bombs=str(pathlib.Path(__file__).resolve()), files=json.dumps({k: str(v) for k, v in files.items()}), case=case,
                         model=model)
     env = dict(os.environ, PYTHONPATH=str(checkout), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="2")
     started = time.monotonic()
