@@ -4,6 +4,7 @@
         [--ref-audio ref.wav --ref-text "what the reference says"] [--num-step 32] [--seed 1] [--output out.wav]
     omnivoice codec --model DIR --input in.wav --output rt.wav
     omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
+    omnivoice serve --model DIR [--port 8880] [--api-key KEY]   (the OpenAI-compatible HTTP API, no UI)
 
 Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
 ``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .batch.cli import add_batch_command
 
     add_batch_command(commands, add_model_arguments)
+    from .api.server import add_serve_command
+
+    add_serve_command(commands, add_model_arguments)
     return parser
 
 

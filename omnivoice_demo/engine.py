@@ -315,7 +315,10 @@ class OmniVoiceEngine:
         (an ``InvalidInput`` here, before any compute); closing the returned
         generator stops the work within a step.
         """
-        plan = self.prepare(text, **kwargs)
+        return self.run(self.prepare(text, **kwargs))
+
+    def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.service``)."""
         self._require_codec()
         return self._run(plan)
 

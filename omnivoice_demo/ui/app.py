@@ -39,6 +39,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
     add_limit_arguments(parser)
+    from omnivoice_demo.api.server import api_arguments
+
+    api_arguments(parser)  # --api-key, --max-queue, --max-running: the HTTP API and the queue of this server
     return parser.parse_args(argv)
 
 
@@ -53,7 +56,10 @@ def make_studio(args: argparse.Namespace):
                            offline=args.offline, limits=limits, locked=shared)
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
-    return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared)
+    from omnivoice_demo.api.server import make_service
+
+    return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
+                  service=make_service(args))
 
 
 def main(argv=None) -> None:
@@ -71,7 +77,11 @@ def main(argv=None) -> None:
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
-                allowed_paths=[str(studio.out_dir)])
+                allowed_paths=[str(studio.out_dir)], prevent_thread_lock=True)
+    from omnivoice_demo.api.server import app_context, mount
+
+    mount(demo.app, app_context(args, studio, studio.service))  # /v1/audio/speech etc. on the same server
+    demo.block_thread()
 
 
 if __name__ == "__main__":

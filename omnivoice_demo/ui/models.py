@@ -241,7 +241,9 @@ class ModelManager:
         with self._lock:
             if label:
                 if label not in self.models:
-                    raise ModelNotReady(f"The model {label!r} is not loaded; load it in the Model tab.")
+                    loaded = ", ".join(repr(name) for name in self.models) or "none"
+                    raise ModelNotReady(f"The model {label!r} is not loaded; the loaded models are: {loaded} "
+                                        "(load others in the Model tab).")
                 return self.models[label]
             if self.active and self.active in self.models:
                 return self.models[self.active]

@@ -1,0 +1,275 @@
+"""The OpenAI-compatible HTTP API: routes, Bearer auth and OpenAI-style errors.
+
+    POST /v1/audio/speech     text -> audio (whole, or streamed: stream_format audio|sse)
+    GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
+    POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
+    GET  /v1/models           the models that answer
+    GET  /health              model state and queue (no auth)
+
+``build_router(context)`` returns a FastAPI ``APIRouter``; the Gradio app and
+``omnivoice serve`` both mount it, with the same ``EngineService`` as the UI.
+Errors are ``{"error": {"message", "type", "param", "code"}}`` with status
+400 (a wrong request), 401 (API key), 403 (not allowed here), 404 (no such
+model), 413 (over a limit), 429 (queue full), 503 (no model loaded), 500
+(internal; the details go to the log only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hmac
+import logging
+import os
+import pathlib
+import tempfile
+import time
+from typing import Callable, Optional
+
+from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
+from ..service import EngineService
+from . import encoding, speech
+from .voices import choose_voice, voice_list
+
+log = logging.getLogger(__name__)
+
+API_KEY_ENV = "OMNIVOICE_API_KEY"
+#: voices created through the API live here when the library is per session (shared mode)
+API_VOICE_SESSION = "api"
+
+
+@dataclasses.dataclass
+class ApiContext:
+    """What the routes work on: the app's models, saved voices and engine queue."""
+
+    models: object                        # ui.models.ModelManager
+    voices: object                        # ui.voices.VoiceLibrary
+    service: EngineService
+    api_key: Optional[str] = None         # Bearer key for /v1 (None: open)
+    shared: bool = False                  # a shared server: creating voices needs an API key
+    transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
+
+    def session(self) -> Optional[str]:
+        return API_VOICE_SESSION if getattr(self.voices, "private", False) else None
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error",
+                 param: Optional[str] = None, code: Optional[str] = None, headers: Optional[dict] = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type_, param, code
+        self.headers = headers or {}
+
+
+def api_error(exc: BaseException) -> ApiError:
+    """Our exceptions -> status and OpenAI error fields; anything else is an internal error (logged)."""
+    from ..errors import one_line
+
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, Busy):
+        return ApiError(429, one_line(exc), "rate_limit_error", code="busy", headers={"Retry-After": "5"})
+    if isinstance(exc, ResourceLimitExceeded):
+        return ApiError(413, one_line(exc), param=exc.param, code="limit_exceeded")
+    if isinstance(exc, InvalidInput):
+        return ApiError(400, one_line(exc), param=exc.param, code="invalid_value")
+    if isinstance(exc, (ModelNotAvailable, ModelFolderError)) or type(exc).__name__ == "ModelNotReady":
+        return ApiError(503, one_line(exc), "server_error", code="model_not_ready")
+    if isinstance(exc, (OmniVoiceError, ValueError)):
+        return ApiError(400, one_line(exc), code="invalid_value")
+    log.error("internal error in the HTTP API", exc_info=exc)
+    return ApiError(500, "Internal error; the details are in the server log.", "server_error", code="internal_error")
+
+
+def error_response(error: ApiError):
+    from fastapi.responses import JSONResponse
+
+    body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def build_router(context: ApiContext):
+    from fastapi import APIRouter, Request
+    from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+    router = APIRouter()
+
+    def check_key(request: Request) -> None:
+        if not context.api_key:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), context.api_key.encode()):
+            raise ApiError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>' with the key this "
+                                "server was started with (--api-key or OMNIVOICE_API_KEY).", code="invalid_api_key",
+                           headers={"WWW-Authenticate": "Bearer"})
+
+    def answer(fn):
+        """Run a route body; map every exception to an OpenAI-style JSON error."""
+        import functools
+
+        @functools.wraps(fn)
+        async def route(request: Request):
+            try:
+                if request.url.path.startswith("/v1"):
+                    check_key(request)
+                return await fn(request)
+            except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
+                return error_response(api_error(exc))
+        return route
+
+    def model_for(name: str):
+        if name in (speech.DEFAULT_MODEL, *speech.OPENAI_MODELS):
+            return context.models.get()
+        if name in context.models.labels():
+            return context.models.get(name)
+        raise ApiError(404, f"The model {name!r} does not exist here; use 'omnivoice' (the active model) or one "
+                            f"of GET /v1/models.", param="model", code="model_not_found")
+
+    def saved_names() -> list[str]:
+        return context.voices.names(context.session())
+
+    @router.get("/health")
+    @answer
+    async def health(request: Request):
+        state = context.models.status.state
+        try:
+            active = context.models.get().label
+        except Exception:  # noqa: BLE001 - no model is an answer here, not an error
+            active = None
+        return JSONResponse({"status": "ok" if active else state, "model_loaded": active is not None,
+                             "model": active, "queue": context.service.stats(), "formats": encoding.formats()})
+
+    @router.get("/v1/models")
+    @answer
+    async def models(request: Request):
+        created = int(time.time())
+        ids = [speech.DEFAULT_MODEL] + context.models.labels()
+        return JSONResponse({"object": "list", "data": [
+            {"id": name, "object": "model", "created": created, "owned_by": "omnivoice-onnx-studio"} for name in ids]})
+
+    @router.get("/v1/audio/voices")
+    @answer
+    async def voices(request: Request):
+        items = voice_list(saved_names())
+        return JSONResponse({"object": "list", "data": items, "voices": items})
+
+    @router.post("/v1/audio/voices")
+    @answer
+    async def create_voice(request: Request):
+        if context.shared and not context.api_key:
+            raise ApiError(403, "Creating voices on a shared server needs an API key: start it with --api-key "
+                                f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
+        loaded = context.models.get()
+        limit = loaded.engine.limits.max_upload_bytes
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > limit + 64 * 1024:
+            raise ApiError(413, f"The upload is {int(length) / 2**20:.1f} MB; this server's limit is "
+                                f"{limit / 2**20:.0f} MB (max_upload_bytes).", param="file", code="limit_exceeded")
+        form = await request.form()
+        upload = form.get("file") or form.get("audio_sample")
+        name = str(form.get("name") or "").strip()
+        transcript = str(form.get("transcript") or "").strip() or None
+        consent = str(form.get("consent") or "").strip().lower() in ("true", "1", "yes", "on")
+        if upload is None or not hasattr(upload, "read"):
+            raise InvalidInput("Send the reference clip as the multipart file field 'file'.", param="file")
+        if not name:
+            raise InvalidInput("Give the voice a name (form field 'name').", param="name")
+        if not consent:
+            raise InvalidInput("Set consent=true to confirm you have the right to use this voice (your own, or one "
+                               "you have permission to use).", param="consent")
+        data = await upload.read(limit + 1)
+        if len(data) > limit:
+            raise ApiError(413, f"The upload is over this server's limit of {limit / 2**20:.0f} MB (max_upload_bytes).",
+                           param="file", code="limit_exceeded")
+        voice = await asyncio.to_thread(_clone, context, loaded, data, pathlib.Path(upload.filename or "x").suffix,
+                                        transcript, name)
+        return JSONResponse({"id": voice.name, "name": voice.name, "object": "voice", "type": "saved",
+                             "seconds": round(voice.seconds, 2), "transcript": voice.transcript}, status_code=201)
+
+    @router.post("/v1/audio/speech")
+    @answer
+    async def create_speech(request: Request):
+        try:
+            body = await request.json()
+        except ValueError:
+            raise InvalidInput("The request body is not valid JSON.") from None
+        parsed = speech.parse(body)
+        loaded = model_for(parsed.model)
+        names = saved_names()
+        plan = await asyncio.to_thread(_plan, context, loaded, parsed, names)
+        job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
+                                     lock=loaded.lock, label="http")
+        headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks))}
+        if parsed.stream_format:
+            media = "text/event-stream" if parsed.stream_format == "sse" else encoding.media_type(parsed.response_format)
+            body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format)
+            return StreamingResponse(body_iter, media_type=media, headers=headers)
+        result = await _until_done_or_gone(job, request)
+        if result is None:
+            return Response(status_code=499)
+        info = speech.details(result, loaded.label)
+        data = await asyncio.to_thread(encoding.encode, result.audio, parsed.response_format, result.sample_rate)
+        headers.update({"X-OmniVoice-Codes-SHA256": info["codes_sha256"],
+                        "X-OmniVoice-Duration": str(info["duration_s"])})
+        return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
+
+    return router
+
+
+def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
+    chosen = choose_voice(parsed.voice, names, lambda name: context.voices.load(name, context.session()))
+    instruct = parsed.instructions or chosen.instruct
+    return loaded.engine.prepare(parsed.text, language=parsed.language, instruct=instruct, voice=chosen.voice,
+                                 config=speech.config_for(parsed))
+
+
+def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
+    from .. import audio as audio_ops
+    from ..ui.voices import clean_name
+
+    name = clean_name(name)
+    if name in context.voices.names(context.session()):
+        raise InvalidInput(f"A voice named {name!r} exists already; choose another name.", param="name")
+    with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
+        path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
+        path.write_bytes(data)
+        audio, rate = audio_ops.load_audio_file(path)
+    if transcript is None:
+        if context.transcribe is None:
+            raise InvalidInput("The transcript is required: send what is said in the clip as the form field "
+                               "'transcript' (this server has no speech recogniser).", param="transcript")
+        transcript = context.transcribe(audio, rate)
+    with loaded.lock:
+        voice = loaded.engine.clone_voice(audio, rate, transcript, name=name)
+    context.voices.save(voice, name, context.session(), overwrite=False)
+    return voice
+
+
+async def _until_done_or_gone(job, request):
+    """The job's result; the job is cancelled when the client disconnects first (None then)."""
+    async def watch():
+        while not job.done:
+            if await request.is_disconnected():
+                job.cancel()
+                return
+            await asyncio.sleep(0.25)
+
+    watcher = asyncio.create_task(watch())
+    result = None
+    try:
+        async for event in job.aevents():
+            if event.kind == "result":
+                result = event
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    return result if job.state == "finished" else None
+
+
+def api_key_from(value: Optional[str]) -> Optional[str]:
+    """``--api-key`` or the environment variable; empty means none."""
+    key = value if value is not None else os.environ.get(API_KEY_ENV)
+    return key.strip() if key and key.strip() else None

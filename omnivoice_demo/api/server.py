@@ -1,0 +1,105 @@
+"""Serving the HTTP API: on the Gradio app's own server, or alone with ``omnivoice serve``.
+
+    omnivoice serve [--model DIR|REPO] [--host 127.0.0.1] [--port 8880] [--api-key KEY]
+                    [--max-queue 8] [--max-running 1] [--shared] [--limits local | --max-... N]
+
+Both ways use one ``ModelManager``, one ``VoiceLibrary`` and one
+``EngineService`` per process; ``api_arguments`` adds the flags shared with the
+app (``omnivoice-studio``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Optional
+
+from ..service import EngineService
+from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
+
+
+def api_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("HTTP API and queue")
+    group.add_argument("--api-key", default=None,
+                       help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV}; none: open)")
+    group.add_argument("--max-queue", type=int, default=8,
+                       help="generations that may wait for the engine; one more is refused as busy (default 8)")
+    group.add_argument("--max-running", type=int, default=1,
+                       help="generations computed at once (default 1: a CPU is not faster with two)")
+
+
+def is_shared(args: argparse.Namespace) -> bool:
+    """Shared mode as the app decides it (``ui.sharing.is_shared``); creating voices then needs --api-key."""
+    from ..ui.sharing import is_shared as shared_mode
+
+    return shared_mode(getattr(args, "host", None), share=getattr(args, "share", False),
+                       shared=getattr(args, "shared", False))
+
+
+def make_service(args: argparse.Namespace) -> EngineService:
+    if args.max_queue < 0 or args.max_running < 1:
+        raise SystemExit("error: --max-queue must be 0 or more and --max-running 1 or more")
+    return EngineService(max_running=args.max_running, max_waiting=args.max_queue)
+
+
+def make_context(args: argparse.Namespace, models, voices, service: EngineService) -> ApiContext:
+    return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
+                      shared=is_shared(args), transcribe=find_transcriber())
+
+
+def find_transcriber():
+    """The speech recogniser's ``transcribe(audio, rate)`` when this install has one, else None."""
+    try:
+        from .. import asr  # noqa: F401 - optional module
+    except ImportError:
+        return None
+    return getattr(asr, "transcribe", None)
+
+
+def mount(app, context: ApiContext) -> None:
+    """Add the API's routes to a FastAPI app (the Gradio app's ``demo.app``, or a bare one)."""
+    app.include_router(build_router(context))
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``omnivoice serve``: the HTTP API alone (no UI), the model loaded before the port opens."""
+    import fastapi
+    import uvicorn
+
+    from ..config import limits_from_arguments
+    from ..ui.models import ModelManager
+    from ..ui.voices import VoiceLibrary
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    shared = is_shared(args)
+    models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
+                          offline=args.offline, limits=limits_from_arguments(args), locked=shared)
+    models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
+    context = make_context(args, models, VoiceLibrary(private=shared), make_service(args))
+    app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
+    mount(app, context)
+    if shared and not context.api_key:
+        logging.getLogger(__name__).warning("shared mode without --api-key: /v1 is open, creating voices is off")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def add_serve_command(commands, add_model_arguments) -> None:
+    """The ``serve`` subcommand of ``python -m omnivoice_demo``."""
+    from ..config import add_limit_arguments
+
+    parser = commands.add_parser("serve", help="the OpenAI-compatible HTTP API (no UI)")
+    add_model_arguments(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8880, help="port (default 8880)")
+    parser.add_argument("--shared", action="store_true",
+                        help="a server for several people (also on with SPACE_ID or a non-loopback --host): "
+                             "creating voices needs --api-key")
+    add_limit_arguments(parser)
+    api_arguments(parser)
+    parser.set_defaults(run=serve)
+
+
+def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:
+    """The context of the Gradio app's API: the studio's models and voices, one queue for all."""
+    return make_context(args, studio.models, studio.voices, service or make_service(args))

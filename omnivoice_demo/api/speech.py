@@ -1,0 +1,159 @@
+"""``POST /v1/audio/speech``: an OpenAI request -> a validated plan -> audio bytes, whole or streamed.
+
+The request's fields (OpenAI's, then ours):
+
+* ``input`` (required), ``model`` (``omnivoice``, a loaded model's label, or
+  OpenAI's ``tts-1``/``tts-1-hd``/``gpt-4o-mini-tts`` meaning the active model),
+  ``voice`` (see ``api.voices``), ``response_format`` (``api.encoding``),
+  ``speed`` (0.5-2.0), ``instructions`` (a voice design; it replaces the voice's own),
+  ``stream_format`` (absent: one file; ``audio``: the file's bytes as each chunk is
+  decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
+* ``language``, ``seed``, ``steps`` or ``preset`` (``fast``/``balanced``/``quality``)
+  and any ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
+  Unknown fields are ignored (clients send their own extras).
+
+Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
+(its ``Limits``), before the request takes a place in the queue.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+from typing import AsyncIterator, Optional
+
+import numpy as np
+
+from .. import audio as audio_ops
+from ..config import GenerationConfig
+from ..constants import SAMPLE_RATE
+from ..errors import InvalidInput
+from . import encoding
+
+#: presets of the unmasking schedule (the reference's own is 32 steps)
+PRESETS = {"fast": {"num_step": 8}, "balanced": {"num_step": 16}, "quality": {"num_step": 32}}
+#: model names OpenAI clients send: they mean the active model
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+DEFAULT_MODEL = "omnivoice"
+#: when streaming, texts are split at about this many seconds of speech so the first audio comes early
+STREAM_CHUNK_SECONDS = 6.0
+STREAM_FORMATS = ("audio", "sse")
+
+
+@dataclasses.dataclass
+class SpeechRequest:
+    text: str
+    model: str
+    voice: object
+    response_format: str
+    stream_format: Optional[str]
+    language: Optional[str]
+    instructions: Optional[str]
+    settings: dict
+
+
+def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
+    value = body.get(name)
+    if value is None or (isinstance(value, str) and not value.strip() and not required):
+        if required:
+            raise InvalidInput(f"{name} is required: give the text to speak.", param=name)
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}.", param=name)
+    return value
+
+
+def parse(body) -> SpeechRequest:
+    """Check a request body's fields and types (values are checked by the config and the engine)."""
+    if not isinstance(body, dict):
+        raise InvalidInput("The request body must be a JSON object.")
+    text = _text_field(body, "input", required=True)
+    model = _text_field(body, "model") or DEFAULT_MODEL
+    default_format = "mp3" if "mp3" in encoding.formats() else "wav"
+    response_format = encoding.check_format(body.get("response_format") or default_format)
+    stream_format = body.get("stream_format")
+    if stream_format is None and body.get("stream") is True:
+        stream_format = "sse"
+    if stream_format is not None and stream_format not in STREAM_FORMATS:
+        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {stream_format!r}.", param="stream_format")
+    settings = {name: body[name] for name in GenerationConfig.names() if name in body}
+    preset = body.get("preset")
+    if preset is not None:
+        if preset not in PRESETS:
+            raise InvalidInput(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}.", param="preset")
+        settings = dict(PRESETS[preset], **settings)
+    if body.get("steps") is not None:
+        settings["num_step"] = body["steps"]
+    return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
+                         stream_format=stream_format, language=_text_field(body, "language"),
+                         instructions=_text_field(body, "instructions"), settings=settings)
+
+
+def config_for(request: SpeechRequest) -> GenerationConfig:
+    """The request's settings as a ``GenerationConfig``; streaming splits at about ``STREAM_CHUNK_SECONDS``
+    unless the request sets ``chunk_duration``/``chunk_threshold`` itself."""
+    config = GenerationConfig.from_mapping(request.settings)
+    if request.stream_format and not {"chunk_duration", "chunk_threshold"} & set(request.settings):
+        config = config.replace(chunk_duration=min(config.chunk_duration, STREAM_CHUNK_SECONDS),
+                                chunk_threshold=min(config.chunk_threshold, STREAM_CHUNK_SECONDS * 1.5))
+    return config
+
+
+def codes_digest(codes: list[np.ndarray]) -> str:
+    """SHA-256 of the generated codes (int64 [8, T] per chunk, joined): equal codes, equal digest."""
+    joined = np.concatenate([np.asarray(c, dtype=np.int64) for c in codes], axis=-1)
+    return hashlib.sha256(np.ascontiguousarray(joined).tobytes()).hexdigest()
+
+
+def details(result, model_label: str) -> dict:
+    """What a finished generation was: seed, settings, sizes, timings, codes digest (for headers and /speak)."""
+    return {"seed": int(result.seed), "model": model_label, "duration_s": round(result.duration, 3),
+            "frames": result.frames, "chunks": len(result.chunks), "rtf": round(result.rtf, 4),
+            "timings": {k: round(v, 4) for k, v in result.timings.items()},
+            "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes)}
+
+
+def chunk_output(audio: np.ndarray, rms: Optional[float], config: GenerationConfig) -> np.ndarray:
+    """One streamed chunk, post-processed on its own (silences, loudness, fade and pad of the reference);
+    for a one-chunk text this is exactly the whole result's audio."""
+    out = audio_ops.postprocess_audio(np.asarray(audio, dtype=np.float32)[np.newaxis], rms,
+                                      postprocess=config.postprocess, pad_duration=config.pad_duration,
+                                      fade_duration=config.fade_duration, sample_rate=SAMPLE_RATE)
+    return out[0]
+
+
+async def stream_body(job, plan, response_format: str, stream_format: str, on_done=None) -> AsyncIterator[bytes]:
+    """The streamed response: audio bytes (or SSE events) as each chunk is decoded.
+
+    Closing it (the client went away) cancels the job: ``job.aevents`` does so on exit."""
+    encoder = encoding.StreamEncoder(response_format)
+    rms = plan.voice.rms if plan.voice is not None else None
+    try:
+        async for event in job.aevents():
+            if event.kind == "chunk":
+                data = encoder.add(chunk_output(event.audio, rms, plan.config))
+            elif event.kind == "result":
+                data = encoder.finish()
+                if on_done is not None:
+                    on_done(event)
+            else:
+                continue
+            if data:
+                yield _sse_delta(data) if stream_format == "sse" else data
+        if stream_format == "sse":
+            # usage in OpenAI's shape: characters of text in, frames of codes out
+            yield _sse({"type": "speech.audio.done",
+                        "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
+                                  "total_tokens": len(plan.text) + plan.target_frames}})
+    finally:
+        encoder.close()
+
+
+def _sse(payload: dict) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _sse_delta(data: bytes) -> bytes:
+    return _sse({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")})
