@@ -247,12 +247,11 @@ class EngineService:
         given, is held around each step (the model's lock, shared with codec calls)."""
         job = Job(self, start, estimate, lock, label)
         with self._lock:
-            free = self.max_running - len(self._running) - len(self._waiting)
-            if free <= 0 and len(self._waiting) >= self.max_waiting:
+            if len(self._running) + len(self._waiting) >= self.max_running + self.max_waiting:
                 self.counters.refused += 1
                 wait = self._wait_before(len(self._waiting))
-                raise Busy(f"The server is busy: {len(self._running)} generation(s) running and "
-                           f"{len(self._waiting)} waiting, the most it queues. Try again"
+                raise Busy(f"The server is busy: {self.max_running + self.max_waiting} generation(s) are running "
+                           f"or waiting, the most it takes. Try again"
                            f"{f' in about {wait:.0f} s' if wait else ' shortly'}.")
             self.counters.submitted += 1
             self._waiting.append(job)

@@ -1,0 +1,235 @@
+"""The OpenAI-compatible HTTP API on the app's own server, driven by the official ``openai`` client.
+
+One server (``python app.py`` on 127.0.0.1) with an API key and a queue of one:
+speech in every format decoded back, streaming that starts before the end,
+voices listed and created, a bad key, limits and busy as JSON errors, a
+disconnect that stops the engine, and the same codes as the Gradio /speak.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from app_server import AppProcess
+from signals import speech_like
+
+openai = pytest.importorskip("openai")
+from gradio_client import Client  # noqa: E402
+
+KEY = "test-key-123"
+TEXT = "Hello from the speech API."
+STREAM_TEXT = ("The first sentence is here. The second sentence follows it. The third sentence comes next. "
+               "A fourth sentence is added. A fifth one ends it.")
+FAST = {"steps": 4, "seed": 7}
+
+
+@pytest.fixture(scope="module")
+def app(tiny_fp32_folder, tmp_path_factory):
+    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--api-key", KEY,
+                         "--max-queue", "1"], tmp_path_factory.mktemp("http-api"))
+    try:
+        server.wait_serving()
+        deadline = time.monotonic() + 60
+        while not httpx.get(server.url + "health").json()["model_loaded"]:
+            assert time.monotonic() < deadline, server.log_text()
+            time.sleep(0.3)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    return openai.OpenAI(base_url=app.url + "v1", api_key=KEY, max_retries=0, timeout=120)
+
+
+def health(app) -> dict:
+    return httpx.get(app.url + "health", timeout=10).json()
+
+
+def decode(data: bytes, response_format: str) -> tuple[np.ndarray, int]:
+    if response_format == "pcm":
+        return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0, 24000
+    with sf.SoundFile(io.BytesIO(data)) as handle:  # read in blocks: streams may not state their length
+        rate = handle.samplerate
+        blocks = []
+        while True:
+            block = handle.read(24000, dtype="float32")
+            if len(block) == 0:
+                break
+            blocks.append(block)
+    return np.concatenate(blocks), rate
+
+
+def test_health_and_models(app, client):
+    state = health(app)
+    assert state["model_loaded"] and state["queue"]["max_waiting"] == 1
+    assert set(state["formats"]) >= {"wav", "flac", "pcm"}
+    ids = [model.id for model in client.models.list().data]
+    assert ids[0] == "omnivoice" and len(ids) >= 2
+
+
+@pytest.mark.parametrize("response_format", ["wav", "flac", "mp3", "opus", "pcm"])
+def test_speech_in_every_format_decodes_back(app, client, response_format):
+    if response_format not in health(app)["formats"]:
+        pytest.skip(f"this libsndfile cannot write {response_format}")
+    response = client.audio.speech.create(model="omnivoice", voice="alloy", input=TEXT,
+                                          response_format=response_format, extra_body=FAST)
+    audio, rate = decode(response.read(), response_format)
+    reference, _ = decode(client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav",
+                                                     extra_body=FAST).read(), "wav")
+    assert rate == 24000
+    # lossy codecs add their encoder delay and padding: at most a few hundred ms
+    assert abs(len(audio) - len(reference)) <= (0 if response_format in ("wav", "flac", "pcm") else 0.2 * rate)
+    assert np.sqrt(np.mean(audio ** 2)) > 1e-3
+    if response_format in ("flac", "pcm"):
+        np.testing.assert_allclose(audio, reference, atol=1 / 16384)
+
+
+def test_streamed_audio_arrives_before_the_generation_ends(app, client):
+    arrivals, chunks_at_first = [], None
+    started = time.monotonic()
+    with client.audio.speech.with_streaming_response.create(
+            model="omnivoice", voice="echo", input=STREAM_TEXT, response_format="pcm",
+            extra_body={"stream_format": "audio", "steps": 32, "seed": 1}) as response:
+        planned_chunks = int(response.headers["x-omnivoice-chunks"])
+        data = bytearray()
+        for piece in response.iter_bytes():
+            if not arrivals:
+                # the generation is still running when the first audio arrives
+                chunks_at_first = health(app)["queue"]
+            arrivals.append(time.monotonic() - started)
+            data.extend(piece)
+    print(f"first audio after {arrivals[0]:.2f} s, last after {arrivals[-1]:.2f} s, {planned_chunks} chunks")
+    assert planned_chunks >= 2
+    assert chunks_at_first["running"] == 1
+    audio, _ = decode(bytes(data), "pcm")
+    assert len(audio) > 24000 and np.sqrt(np.mean(audio ** 2)) > 1e-3
+
+
+def test_sse_stream_carries_base64_deltas_then_done(client):
+    import base64
+    import json
+
+    with client.audio.speech.with_streaming_response.create(
+            model="omnivoice", voice="nova", input=TEXT, response_format="wav",
+            extra_body=dict(FAST, stream_format="sse")) as response:
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    assert [e["type"] for e in events][-1] == "speech.audio.done" and events[-1]["usage"]["input_tokens"] == len(TEXT)
+    data = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    audio, rate = decode(data, "wav")
+    assert rate == 24000 and len(audio) > 0
+
+
+def test_voices_listed_and_created(app, client, tmp_path):
+    listed = httpx.get(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"}).json()
+    names = {voice["id"]: voice for voice in listed["data"]}
+    assert names["alloy"]["type"] == "design" and "female" in names["alloy"]["instructions"]
+    clip = tmp_path / "me.wav"
+    sf.write(clip, speech_like(3.0, 16000, seed=2)[0], 16000)
+    with open(clip, "rb") as handle:
+        created = httpx.post(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"},
+                             data={"name": "Tester", "transcript": "One two three four.", "consent": "true"},
+                             files={"file": ("me.wav", handle, "audio/wav")}, timeout=60)
+    assert created.status_code == 201, created.text
+    assert created.json()["id"] == "Tester"
+    listed = httpx.get(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"}).json()
+    assert any(v["id"] == "Tester" and v["type"] == "saved" for v in listed["data"])
+    audio, rate = decode(client.audio.speech.create(model="omnivoice", voice="Tester", input=TEXT,
+                                                    response_format="wav", extra_body=FAST).read(), "wav")
+    assert rate == 24000 and len(audio) > 0
+    with open(clip, "rb") as handle:  # no consent: refused, as a JSON error naming the field
+        refused = httpx.post(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"},
+                             data={"name": "Other", "transcript": "One two."}, files={"file": ("me.wav", handle)})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "consent"
+
+
+def test_a_bad_key_is_refused(app):
+    wrong = openai.OpenAI(base_url=app.url + "v1", api_key="not-the-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as excinfo:
+        wrong.audio.speech.create(model="omnivoice", voice="alloy", input=TEXT)
+    assert excinfo.value.status_code == 401 and excinfo.value.body["code"] == "invalid_api_key"
+    assert httpx.get(app.url + "v1/models").status_code == 401
+    assert httpx.get(app.url + "health").status_code == 200  # health needs no key
+
+
+@pytest.mark.parametrize("overrides, error, status, param", [
+    (dict(input="a. " * 1000), openai.APIStatusError, 413, "max_text_chars"),
+    (dict(speed=3.0), openai.BadRequestError, 400, "speed"),
+    (dict(response_format="aac"), openai.BadRequestError, 400, "response_format"),
+    (dict(voice="nobody-here"), openai.BadRequestError, 400, "voice"),
+    (dict(model="no-such-model"), openai.NotFoundError, 404, "model"),
+])
+def test_limits_and_mistakes_are_openai_style_json(client, overrides, error, status, param):
+    request = dict(model="omnivoice", voice="alloy", input=TEXT, response_format="wav")
+    request.update(overrides)
+    with pytest.raises(error) as excinfo:
+        client.audio.speech.create(**request)
+    assert excinfo.value.status_code == status
+    body = excinfo.value.body
+    assert body["param"] == param and body["message"] and "Traceback" not in body["message"]
+
+
+def _wait_idle(app, timeout=15.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = health(app)["queue"]
+        if state["running"] == 0 and state["waiting"] == 0 or time.monotonic() > deadline:
+            return state
+        time.sleep(0.1)
+
+
+def test_busy_is_a_429_json_error_and_a_disconnect_stops_the_engine(app, client):
+    """Queue of one: one runs, one waits, the third is refused; closing the streams stops both."""
+    long = dict(model="omnivoice", voice="alloy", input=STREAM_TEXT * 3, response_format="pcm",
+                extra_body={"stream_format": "audio", "steps": 64, "seed": 3, "chunk_duration": 3.0})
+    before = _wait_idle(app)
+    running = client.audio.speech.with_streaming_response.create(**long).__enter__()
+    waiting_result = {}
+
+    def second():
+        try:
+            with client.audio.speech.with_streaming_response.create(**long) as response:
+                waiting_result["status"] = response.status_code
+        except Exception as exc:  # noqa: BLE001 - recorded for the assertion
+            waiting_result["error"] = exc
+
+    deadline = time.monotonic() + 20
+    next(running.iter_bytes())                       # the first one streams
+    thread = threading.Thread(target=second, daemon=True)
+    thread.start()
+    while health(app)["queue"]["waiting"] < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with pytest.raises(openai.RateLimitError) as excinfo:
+        client.audio.speech.create(**dict(long, extra_body=FAST))
+    assert excinfo.value.status_code == 429 and excinfo.value.body["code"] == "busy"
+    running.__exit__(None, None, None)               # the client goes away mid-stream
+    thread.join(30)
+    state = _wait_idle(app)
+    assert state["running"] == 0 and state["waiting"] == 0
+    assert state["cancelled"] >= before["cancelled"] + 1
+    assert state["steps_after_cancel"] - before["steps_after_cancel"] <= 2  # at most the step in flight, each
+    steps = state["steps"]
+    time.sleep(1.0)
+    assert health(app)["queue"]["steps"] == steps    # nothing runs after the cancel
+
+
+def test_same_request_same_codes_through_v1_and_gradio_speak(app):
+    client = openai.OpenAI(base_url=app.url + "v1", api_key=KEY, max_retries=0)
+    raw = client.audio.speech.with_raw_response.create(model="omnivoice", voice="auto", input=TEXT,
+                                                       response_format="wav", extra_body={"steps": 8, "seed": 11})
+    http_digest = raw.headers["x-omnivoice-codes-sha256"]
+    assert raw.headers["x-omnivoice-seed"] == "11"
+    gradio = Client(app.url, verbose=False)
+    path, seed, details = gradio.predict(text=TEXT, num_step=8, seed=11, api_name="/speak")
+    assert seed == 11 and details["seed"] == 11 and details["codes_sha256"] == http_digest
+    http_audio, _ = sf.read(io.BytesIO(raw.content))
+    np.testing.assert_array_equal(sf.read(path)[0], http_audio)
