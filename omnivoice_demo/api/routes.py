@@ -27,6 +27,8 @@ import tempfile
 import time
 from typing import Callable, Optional
 
+from fastapi import Request  # at module level: the routes' annotations are resolved from here
+
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
 from ..service import EngineService
 from . import encoding, speech
@@ -90,7 +92,7 @@ def error_response(error: ApiError):
 
 
 def build_router(context: ApiContext):
-    from fastapi import APIRouter, Request
+    from fastapi import APIRouter
     from fastapi.responses import JSONResponse, Response, StreamingResponse
 
     router = APIRouter()

@@ -38,7 +38,7 @@ PRESETS = {"fast": {"num_step": 8}, "balanced": {"num_step": 16}, "quality": {"n
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 DEFAULT_MODEL = "omnivoice"
 #: when streaming, texts are split at about this many seconds of speech so the first audio comes early
-STREAM_CHUNK_SECONDS = 6.0
+STREAM_CHUNK_SECONDS = 4.0
 STREAM_FORMATS = ("audio", "sse")
 
 
@@ -97,7 +97,7 @@ def config_for(request: SpeechRequest) -> GenerationConfig:
     config = GenerationConfig.from_mapping(request.settings)
     if request.stream_format and not {"chunk_duration", "chunk_threshold"} & set(request.settings):
         config = config.replace(chunk_duration=min(config.chunk_duration, STREAM_CHUNK_SECONDS),
-                                chunk_threshold=min(config.chunk_threshold, STREAM_CHUNK_SECONDS * 1.5))
+                                chunk_threshold=min(config.chunk_threshold, STREAM_CHUNK_SECONDS))
     return config
 
 

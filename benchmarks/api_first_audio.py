@@ -1,0 +1,90 @@
+"""Time to the first audio byte against the total time of a streamed /v1/audio/speech request.
+
+    python benchmarks/api_first_audio.py --model /work/models/int4 [--steps 32] [--repeats 2]
+
+Starts ``python -m omnivoice_demo serve`` on 127.0.0.1 (a free port), sends a
+three-sentence text with ``stream_format: audio`` (PCM), and prints, per run, the
+seconds to the first audio byte, to the last byte, their ratio, and the total of
+the same request without streaming (one file at the end), measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+TEXT = ("The weather is lovely today. We could walk along the river after lunch. "
+        "Bring a coat in case it turns cold.")
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def timed(url: str, body: dict) -> tuple[float, float, int, dict]:
+    started = time.perf_counter()
+    first, size = None, 0
+    with httpx.stream("POST", url, json=body, timeout=900) as response:
+        response.raise_for_status()
+        for piece in response.iter_bytes():
+            if piece and first is None:
+                first = time.perf_counter() - started
+            size += len(piece)
+        headers = dict(response.headers)
+    return first, time.perf_counter() - started, size, headers
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    port = free_port()
+    command = [sys.executable, "-m", "omnivoice_demo", "serve", "--model", args.model, "--port", str(port)]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
+    server = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                if httpx.get(base + "/health", timeout=2).json().get("model_loaded"):
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the server did not start")
+            time.sleep(1)
+        body = {"model": "omnivoice", "input": TEXT, "voice": "alloy", "response_format": "pcm",
+                "steps": args.steps, "seed": 1}
+        timed(base + "/v1/audio/speech", dict(body, steps=2))  # warm-up
+        print(f"text: {TEXT!r} ({len(TEXT)} characters), {args.steps} steps")
+        for run in range(args.repeats):
+            first, total, size, headers = timed(base + "/v1/audio/speech", dict(body, stream_format="audio"))
+            _, whole, _, _ = timed(base + "/v1/audio/speech", body)
+            audio = size / 2 / 24000
+            print(f"run {run + 1}: streamed {headers.get('x-omnivoice-chunks')} chunks, first audio byte "
+                  f"{first:.2f} s, last {total:.2f} s (first/total {first / total:.2f}); {audio:.2f} s of audio; "
+                  f"without streaming {whole:.2f} s (first byte / unstreamed {first / whole:.2f})")
+    finally:
+        server.terminate()
+        server.wait(30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
