@@ -14,7 +14,7 @@ from gradio_client.exceptions import AppError
 from tests.support.app_server import AppProcess, shared_app, wait_model_ready
 from tests.support.signals import speech_like
 
-ENDPOINTS = ("/speak", "/clone", "/codec", "/decode", "/benchmark")
+ENDPOINTS = ("/speak", "/clone", "/codec", "/decode", "/benchmark", "/voices", "/models")
 
 
 @pytest.fixture(scope="module")
@@ -44,29 +44,45 @@ def test_every_endpoint_is_named_with_defaults_but_the_main_input(client):
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     for name in ENDPOINTS:
         assert name in info
-    main = {"/speak": "text", "/clone": "reference", "/codec": "audio", "/decode": "codes", "/benchmark": None}
+    main = {"/speak": "text", "/clone": "reference", "/codec": "audio", "/decode": "codes", "/benchmark": None,
+            "/voices": None, "/models": None}
     for name, first in main.items():
         for parameter in info[name]["parameters"]:
             required = not parameter["parameter_has_default"]
             assert required == (parameter["parameter_name"] == first), (name, parameter["parameter_name"])
 
 
+def test_every_parameter_is_described(client):
+    info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for name in ("/speak", "/clone", "/codec", "/decode", "/benchmark"):
+        for parameter in info[name]["parameters"]:
+            assert parameter["python_type"]["description"], (name, parameter["parameter_name"])
+    clone = {p["parameter_name"]: p["python_type"]["description"] for p in info["/clone"]["parameters"]}
+    assert clone["consent"].startswith("Required") and clone["transcript"].startswith("Required")
+
+
 def test_speak(client):
-    path = client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak")
+    path, seed, details = client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak")
     audio, rate = sf.read(path)
     assert rate == 24000 and audio.ndim == 1 and len(audio) > 4800
-    again, _ = sf.read(client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak"))
-    np.testing.assert_array_equal(audio, again)
+    assert seed == 3 and details["seed"] == 3 and details["settings"]["num_step"] == 4
+    assert details["timings"]["total"] > 0 and len(details["codes_sha256"]) == 64
+    again, _, again_details = client.predict(text="Hello from the API.", num_step=4, seed=3, api_name="/speak")
+    np.testing.assert_array_equal(audio, sf.read(again)[0])
+    assert again_details["codes_sha256"] == details["codes_sha256"]
 
 
 def test_speak_with_defaults_only(client):
-    audio, rate = sf.read(client.predict(text="Only the text.", api_name="/speak"))
+    path, seed, details = client.predict(text="Only the text.", api_name="/speak")
+    audio, rate = sf.read(path)
     assert rate == 24000 and len(audio) > 0
+    assert seed >= 0 and details["seed"] == seed  # the random seed used is returned
 
 
 def test_clone(client, reference):
-    path = client.predict(reference=handle_file(reference), transcript="One two three four.",
-                          text="Hello in this voice.", consent=True, num_step=4, api_name="/clone")
+    path, seed, details = client.predict(reference=handle_file(reference), transcript="One two three four.",
+                                         text="Hello in this voice.", consent=True, num_step=4, api_name="/clone")
+    assert details["seed"] == seed
     audio, rate = sf.read(path)
     assert rate == 24000 and len(audio) > 0
 
@@ -95,7 +111,9 @@ def test_benchmark(client):
     ("/speak", dict(text="Hi", voice="nobody"), "no saved voice named"),
     ("/clone", dict(transcript="One two.", text="Hi"), "I have the right to use this voice"),
     ("/clone", dict(consent=True, text="Hi"), "transcript"),
+    ("/clone", dict(consent=True, transcript="One two."), "text is required"),
     ("/benchmark", dict(length="huge"), "Text length"),
+    ("/benchmark", dict(models="fp33 · cpu"), "the loaded models are"),
 ])
 def test_bad_input_is_a_message_and_the_server_keeps_serving(client, reference, endpoint, kwargs, expected):
     if endpoint == "/clone":
@@ -104,7 +122,45 @@ def test_bad_input_is_a_message_and_the_server_keeps_serving(client, reference, 
         client.predict(api_name=endpoint, **kwargs)
     message = str(excinfo.value)
     assert expected in message and "Traceback" not in message
-    assert sf.read(client.predict(text="Still here.", num_step=1, api_name="/speak"))[1] == 24000
+    assert "<br>" not in message and "&gt;" not in message and "&#" not in message  # plain text for API clients
+    assert sf.read(client.predict(text="Still here.", num_step=1, api_name="/speak")[0])[1] == 24000
+
+
+def test_voices_and_models_are_listed(client):
+    voices = {v["id"]: v for v in client.predict(api_name="/voices")}
+    assert voices["alloy"]["type"] == "design" and voices["alloy"]["instructions"]
+    models = client.predict(api_name="/models")
+    assert models["active"] in models["loaded"] and models["state"] == "ready"
+
+
+def test_submit_and_cancel_cycles_never_run_two_generations(app, client):
+    """Four submit-and-cancel cycles: each cancel stops its generation after the step in flight, so the
+    engine never runs two at once and is idle soon after the last cancel."""
+    import httpx
+
+    before = httpx.get(app.url + "health").json()["queue"]
+    long_text = " ".join(f"Sentence {n} of a text long enough to take a while." for n in range(10))
+    most_running = 0
+    for seed in range(4):
+        job = client.submit(text=long_text, num_step=64, seed=seed, api_name="/speak")
+        deadline = time.monotonic() + 60
+        while httpx.get(app.url + "health").json()["queue"]["steps"] <= before["steps"] and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        job.cancel()
+        queue = httpx.get(app.url + "health").json()["queue"]
+        most_running = max(most_running, queue["running"])
+    deadline = time.monotonic() + 15
+    while True:
+        queue = httpx.get(app.url + "health").json()["queue"]
+        if queue["running"] == 0 and queue["waiting"] == 0:
+            break
+        assert time.monotonic() < deadline, queue
+        time.sleep(0.1)
+    assert most_running <= 1
+    assert queue["cancelled"] - before["cancelled"] >= 1
+    assert queue["finished"] == before["finished"]  # none of the four ran to its end
+    assert queue["steps_after_cancel"] - before["steps_after_cancel"] <= 4
 
 
 def test_unreadable_upload_is_a_message(client, tmp_path):

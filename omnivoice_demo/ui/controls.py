@@ -186,25 +186,22 @@ def api_function(name: str, doc: str, leading: list[tuple[str, Any]], handler: C
         parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                                             annotation=gr.Request))
 
-    def endpoint(*args):
+    def unpack(args) -> tuple[dict, Optional[str]]:
         values = dict(zip(names, args))
         seed = values.get("seed")
         values["randomize"] = seed is None or seed < 0
         request = args[len(names)] if with_session and len(args) > len(names) else None
-        return handler(values, getattr(request, "session_hash", None))
+        return values, getattr(request, "session_hash", None)
+
+    if inspect.iscoroutinefunction(handler):  # cancelling the call cancels the awaiting task (and the job)
+        async def endpoint(*args):
+            return await handler(*unpack(args))
+    else:
+        def endpoint(*args):
+            return handler(*unpack(args))
 
     endpoint.__name__ = endpoint.__qualname__ = name
     endpoint.__doc__ = doc
     endpoint.__signature__ = inspect.Signature(parameters)
     endpoint.__annotations__ = {"request": gr.Request} if with_session else {}
     return endpoint
-
-
-def run_to_end(updates: Iterator[dict]) -> dict:
-    """The last value of every output of a generation's updates (for the API, which has no live view)."""
-    final: dict = {}
-    for update in updates:
-        final.update(update)
-    if "audio" not in final:
-        raise gr.Error("The generation was stopped before it finished.", print_exception=False)
-    return final

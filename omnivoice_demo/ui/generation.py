@@ -20,6 +20,7 @@ import numpy as np
 from ..codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine import ChunkEvent, GenerationResult, StepEvent
+from ..service import QueueEvent
 from ..errors import InvalidInput
 from ..voice import Voice
 from . import pictures
@@ -75,6 +76,15 @@ def _history_entry(tab: str, text: str, result: GenerationResult, wav: pathlib.P
             "seed": result.seed, "duration": round(result.duration, 2), "rtf": round(result.rtf, 3), "wav": str(wav)}
 
 
+def queue_progress(event: QueueEvent) -> str:
+    """The progress area of a visitor waiting for the engine: place in the queue and expected wait."""
+    n = event.position
+    place = f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+    wait = (f"about {fmt_seconds(event.expected_wait)} to wait" if event.expected_wait is not None
+            else "the wait is known after the first generation")
+    return progress_html(0.0, f"Waiting: {place} in the queue", wait, state="queued")
+
+
 def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voice], history: Optional[list],
                    tab: str) -> Iterator[dict]:
     """A generation with live progress: yields updates for the progress bar, the code grid, the finished
@@ -94,18 +104,21 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            "grid": pictures.code_grid(empty_grid), "chunks": "", "seed": plan.config.seed, "audio": None,
            "files": None, "info": ""}
 
-    stream = engine.stream(text, voice=voice, **arguments)
+    # the service runs it on its worker; closing ``stream`` (Stop, a cancelled event) cancels the job
+    job = studio.service.submit(lambda: engine.run(plan), estimate=estimate, lock=loaded.lock, label=tab)
+    stream = job.events()
     finished: list[np.ndarray] = []
     chunk_audio: list[tuple[int, str]] = []
     last_sent = 0.0
     result: Optional[GenerationResult] = None
     try:
         while True:
-            with loaded.lock:  # one step of one generation at a time on this engine
-                event = next(stream, None)
+            event = next(stream, None)
             if event is None:
                 break
-            if isinstance(event, StepEvent):
+            if isinstance(event, QueueEvent):
+                yield {"progress": queue_progress(event)}
+            elif isinstance(event, StepEvent):
                 now = time.perf_counter()
                 final_step = event.step == event.num_steps
                 if now - last_sent < studio.min_update_interval and not final_step and event.step != 1:

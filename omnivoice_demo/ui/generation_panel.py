@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import gradio as gr
 
+from ..api.gradio_endpoints import generation_concurrency
 from ..errors import InvalidInput
 from ..text import NONVERBAL_TAGS
 from ..voice import Voice
@@ -145,7 +146,7 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
             yield {names[name]: value for name, value in update.items() if name in names}
 
     event = panel.go.click(generate, inputs=info_inputs | set(extra_inputs) | {history.state},
-                           outputs=list(names.values()), concurrency_id=ENGINE_GROUP, concurrency_limit=1,
+                           outputs=list(names.values()), **generation_concurrency(studio),
                            show_progress="minimal", show_progress_on=[panel.outputs["info"]], api_visibility="private")
     event.then(info, inputs=info_inputs, outputs=panel.text["text_info"], show_progress="hidden",
                api_visibility="private", queue=False)

@@ -12,6 +12,7 @@ from typing import Optional
 
 import gradio as gr
 
+from ..api.gradio_endpoints import add_listing_endpoints
 from .assets import css
 from .controls import NO_VOICE
 from .generation_panel import SessionHistory
@@ -55,5 +56,6 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
         with gr.Column(visible=False):  # the named API: hidden components and buttons
             for tab in (speak, clone, codec, benchmark):
                 tab.build_api(studio)
+            add_listing_endpoints(studio)  # /voices, /models
     demo.queue(max_size=queue_size, default_concurrency_limit=1)
     return demo

@@ -12,6 +12,7 @@ from typing import Callable, Hashable, Optional
 from ..config import Limits
 from ..errors import ResourceLimitExceeded
 from ..outputs import DEFAULT_MAX_BYTES, OutputFolder
+from ..service import EngineService
 from ..voice import Voice
 from .models import ModelManager
 from .sharing import BrowserVoices
@@ -66,6 +67,8 @@ class Studio:
     voice_cache: VoiceCache = dataclasses.field(default_factory=VoiceCache)
     limits: Limits = dataclasses.field(default_factory=Limits)
     shared: bool = False
+    #: the engine slot shared by the UI, the Gradio API and the HTTP API (queue bound, cancellation)
+    service: EngineService = dataclasses.field(default_factory=EngineService)
 
     def __post_init__(self):
         self.out_dir = pathlib.Path(self.out_dir) if self.out_dir is not None else data_dir() / "outputs"

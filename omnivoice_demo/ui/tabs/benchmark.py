@@ -9,6 +9,7 @@ from typing import Optional
 
 import gradio as gr
 
+from ...api.gradio_endpoints import api_errors, describe
 from ...config import GenerationConfig
 from ...constants import STAGES
 from ...errors import InvalidInput
@@ -108,8 +109,9 @@ def build_api(studio: Studio) -> None:
         result = benchmark(studio, labels, length, num_step, repeats)
         return result["rows"], result["csv"]
 
-    inputs = [gr.Textbox(value="", label="models"), gr.Textbox(value="short", label="length"),
-              gr.Number(value=8, label="num_step", precision=0), gr.Number(value=1, label="repeats", precision=0)]
-    gr.Button(visible=False).click(benchmark_endpoint, inputs=inputs, outputs=[gr.JSON(label="rows"),
+    inputs = describe([gr.Textbox(value="", label="models"), gr.Textbox(value="short", label="length"),
+                       gr.Number(value=8, label="num_step", precision=0),
+                       gr.Number(value=1, label="repeats", precision=0)])
+    gr.Button(visible=False).click(api_errors(benchmark_endpoint), inputs=inputs, outputs=[gr.JSON(label="rows"),
                                                                               gr.File(label="csv")],
                                    api_name="benchmark", concurrency_id=ENGINE_GROUP, concurrency_limit=1)

@@ -3,6 +3,7 @@ the voice can be saved for the Speak tab."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import html
@@ -12,11 +13,12 @@ from typing import Iterator, Optional
 import gradio as gr
 import numpy as np
 
+from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ... import audio as audio_ops
 from ...config import GenerationConfig
 from ...errors import InvalidInput
 from ...voice import Voice
-from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls, run_to_end
+from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
@@ -171,19 +173,23 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
 
 
 def build_api(studio: Studio) -> None:
-    """/clone (inside the app's hidden column)."""
-    def handle(values: dict, session: Optional[str]) -> str:
+    """/clone (inside the app's hidden column): async through the studio's service, like /speak."""
+    @api_errors
+    async def handle(values: dict, session: Optional[str]):
         leading = [values.pop(n) for n in ("reference", "transcript", "text", "consent", "preprocess")]
         reference, transcript, text, consent, preprocess = leading
-        return run_to_end(clone(studio, reference, transcript, consent, text, values, preprocess, []))["audio"]
+        if not (text or "").strip():
+            raise InvalidInput("text is required: the text to speak in the cloned voice.", param="text")
+        voice, _ = await asyncio.to_thread(clone_voice, studio, reference, transcript, consent, preprocess)
+        return await run_job(studio, text, dict(values, voice=None), voice, "clone")
 
     endpoint = api_function(
-        "clone", "A reference clip and its transcript (consent=True: you have the right to use this voice) + text -> "
-        "speech in that voice.",
+        "clone", "A reference clip, its transcript and consent=true (you have the right to use this voice) + text -> "
+        "speech in that voice, the seed used and the details.",
         [("reference", inspect.Parameter.empty), ("transcript", ""), ("text", ""), ("consent", False),
          ("preprocess", PREPROCESS_DEFAULT)], handle)
-    inputs = [gr.Audio(type="filepath", label="reference"), gr.Textbox(value="", label="transcript"),
-              gr.Textbox(value="", label="text"), gr.Checkbox(value=False, label="consent"),
-              gr.Checkbox(value=PREPROCESS_DEFAULT, label="preprocess")] + api_setting_inputs()
-    gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=gr.Audio(type="filepath", label="audio"),
-                                   api_name="clone", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
+    inputs = describe([gr.Audio(type="filepath", label="reference"), gr.Textbox(value="", label="transcript"),
+                       gr.Textbox(value="", label="text"), gr.Checkbox(value=False, label="consent"),
+                       gr.Checkbox(value=PREPROCESS_DEFAULT, label="preprocess")] + api_setting_inputs())
+    gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=result_outputs(), api_name="clone",
+                                   **generation_concurrency(studio))

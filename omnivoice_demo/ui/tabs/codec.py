@@ -9,6 +9,7 @@ from typing import Optional
 import gradio as gr
 import numpy as np
 
+from ...api.gradio_endpoints import api_errors, describe
 from ... import audio as audio_ops
 from ...codes_file import load_codes, save_codes
 from ...constants import BITS_PER_CODE, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
@@ -132,7 +133,7 @@ def build_api(studio: Studio) -> None:
         return result["output"], result["codes_file"], result["metrics"]
 
     gr.Button(visible=False).click(
-        codec, inputs=gr.Audio(type="filepath", label="audio"),
+        api_errors(codec), inputs=describe([gr.Audio(type="filepath", label="audio")]),
         outputs=[gr.Audio(type="filepath", label="decoded"), gr.File(label="codes"), gr.JSON(label="metrics")],
         api_name="codec", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
 
@@ -140,6 +141,6 @@ def build_api(studio: Studio) -> None:
         """Codes (.npz from /codec or /speak's downloads) -> audio."""
         return codec_decode(studio, codes)["output"]
 
-    gr.Button(visible=False).click(decode, inputs=gr.File(label="codes"),
+    gr.Button(visible=False).click(api_errors(decode), inputs=describe([gr.File(label="codes")]),
                                    outputs=gr.Audio(type="filepath", label="audio"), api_name="decode",
                                    concurrency_id=ENGINE_GROUP, concurrency_limit=1)

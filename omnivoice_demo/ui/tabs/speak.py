@@ -7,12 +7,13 @@ from typing import Iterator, Optional
 
 import gradio as gr
 
+from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...voice import Voice
 from ..assets import examples
-from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls, run_to_end
+from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors
 from ..generation import run_generation
-from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
+from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
 from ..studio import Studio, session_of
 
@@ -77,13 +78,15 @@ def build(studio: Studio, history: SessionHistory,
 
 
 def build_api(studio: Studio) -> None:
-    """/speak (inside the app's hidden column)."""
-    def handle(values: dict, session: Optional[str]) -> str:
-        values["voice"] = values.pop("voice", "") or NO_VOICE
-        return run_to_end(speak(studio, values.pop("text"), values, [], session))["audio"]
+    """/speak (inside the app's hidden column): async through the studio's service, so a cancel stops the engine."""
+    @api_errors
+    async def handle(values: dict, session: Optional[str]):
+        voice = saved_voice(studio, values.pop("voice", "") or NO_VOICE, session)
+        return await run_job(studio, values.pop("text"), values, voice, "speak")
 
-    endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV).",
+    endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
+                            "the seed used and the generation's details (settings, timings, codes digest).",
                             [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True)
-    inputs = [gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs()
-    gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=gr.Audio(type="filepath", label="audio"),
-                                   api_name="speak", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
+    inputs = describe([gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs())
+    gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=result_outputs(), api_name="speak",
+                                   **generation_concurrency(studio))
