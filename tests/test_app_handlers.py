@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import pathlib
+import re
 
 import gradio as gr
 import numpy as np
@@ -141,20 +142,46 @@ def test_long_text_plays_its_chunks_as_they_finish(studio):
 def test_stop_closes_the_engine_generator(studio, monkeypatch):
     loaded = studio.models.get()
     streams = []
-    original = loaded.engine.stream
+    original = loaded.engine.run
 
-    def recording_stream(*args, **kwargs):
+    def recording_run(*args, **kwargs):
         stream = original(*args, **kwargs)
         streams.append(stream)
         return stream
 
-    monkeypatch.setattr(loaded.engine, "stream", recording_stream)
+    monkeypatch.setattr(loaded.engine, "run", recording_run)
     run = speak_tab.speak(studio, "A sentence that will be stopped early.", dict(num_step=16, randomize=False, seed=2), [])
     next(run), next(run), next(run)  # started, two steps
     run.close()  # what Gradio does when Stop cancels the event
+    assert studio.service.wait_idle(10)  # the service's worker stops after the step in flight
     assert streams and streams[0].gi_frame is None  # the engine's generator is closed
+    assert studio.service.stats()["cancelled"] >= 1
     assert loaded.lock.acquire(blocking=False)
     loaded.lock.release()
+
+
+def test_a_queued_visitor_sees_position_and_expected_wait(studio):
+    """While another generation holds the engine, the progress area says the place in the queue and the wait."""
+    import threading
+
+    loaded = studio.models.get()
+    release = threading.Event()
+
+    def held():
+        release.wait(30)
+        yield from ()
+
+    blocker = studio.service.submit(held, estimate=12.0)
+    try:
+        run = speak_tab.speak(studio, "Waiting for my turn.", dict(FAST), [])
+        next(run)                                  # "Starting…" with the plan
+        waiting = next(run)["progress"]
+        assert "Waiting: 1st in the queue" in waiting
+        assert re.search(r"about (1[0-2]|[5-9](\.\d)?) s to wait", waiting), waiting  # 12 s estimated, less elapsed
+    finally:
+        release.set()
+    updates = list(run)
+    assert updates[-1]["audio"] and blocker.wait(5) and loaded.engine is studio.models.get().engine
 
 
 def test_text_info_counts_and_estimates(studio):
