@@ -237,3 +237,39 @@ def test_same_request_same_codes_through_v1_and_gradio_speak(app):
     assert seed == 11 and details["seed"] == 11 and details["codes_sha256"] == http_digest
     http_audio, _ = sf.read(io.BytesIO(raw.content))
     np.testing.assert_array_equal(sf.read(path)[0], http_audio)
+
+
+def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
+    """``python -m omnivoice_demo serve``: the same routes on their own server (the model loaded first)."""
+    import os
+    import subprocess
+    import sys
+
+    from app_server import ROOT, free_port
+
+    port = free_port()
+    log = open(tmp_path / "serve.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "omnivoice_demo", "serve", "--model", str(tiny_fp32_folder),
+                               "--port", str(port), "--max-queue", "2"], cwd=ROOT, stdout=log,
+                              stderr=subprocess.STDOUT,
+                              env=dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path / "data")))
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            try:
+                state = httpx.get(base + "/health", timeout=2).json()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        assert state["model_loaded"] and state["queue"]["max_waiting"] == 2
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
+        audio, rate = decode(client.audio.speech.create(model="omnivoice", voice="auto", input=TEXT,
+                                                        response_format="flac", extra_body=FAST).read(), "flac")
+        assert rate == 24000 and len(audio) > 0
+        assert httpx.get(base + "/").status_code == 404  # no UI here
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
