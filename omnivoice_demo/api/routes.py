@@ -222,9 +222,7 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     chosen = choose_voice(parsed.voice, names, lambda name: context.voices.load(name, context.session()))
-    instruct = parsed.instructions or chosen.instruct
-    return loaded.engine.prepare(parsed.text, language=parsed.language, instruct=instruct, voice=chosen.voice,
-                                 config=speech.config_for(parsed))
+    return speech.plan_for(loaded.engine, parsed, chosen.voice, parsed.instructions or chosen.instruct)
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):

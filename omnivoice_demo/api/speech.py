@@ -28,8 +28,8 @@ import numpy as np
 
 from .. import audio as audio_ops
 from ..config import GenerationConfig
-from ..constants import SAMPLE_RATE
-from ..errors import InvalidInput
+from ..constants import FRAME_RATE, SAMPLE_RATE
+from ..errors import InvalidInput, ResourceLimitExceeded
 from . import encoding
 
 #: presets of the unmasking schedule (the reference's own is 32 steps)
@@ -92,13 +92,28 @@ def parse(body) -> SpeechRequest:
 
 
 def config_for(request: SpeechRequest) -> GenerationConfig:
-    """The request's settings as a ``GenerationConfig``; streaming splits at about ``STREAM_CHUNK_SECONDS``
-    unless the request sets ``chunk_duration``/``chunk_threshold`` itself."""
-    config = GenerationConfig.from_mapping(request.settings)
-    if request.stream_format and not {"chunk_duration", "chunk_threshold"} & set(request.settings):
-        config = config.replace(chunk_duration=min(config.chunk_duration, STREAM_CHUNK_SECONDS),
-                                chunk_threshold=min(config.chunk_threshold, STREAM_CHUNK_SECONDS))
-    return config
+    return GenerationConfig.from_mapping(request.settings)
+
+
+def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
+    """The engine's plan of a request.  Streaming splits the text at about ``STREAM_CHUNK_SECONDS`` of
+    speech (longer chunks where that would pass the server's chunk limit) unless the request sets
+    ``chunk_duration``/``chunk_threshold`` itself."""
+    config = config_for(request)
+    plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config)
+    if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):
+        return plan
+    chunk = STREAM_CHUNK_SECONDS
+    while chunk < config.chunk_duration:
+        shorter = plan.config.replace(chunk_duration=chunk, chunk_threshold=min(config.chunk_threshold, chunk))
+        try:   # the seed of the first plan stays
+            return engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice,
+                                  config=shorter)
+        except ResourceLimitExceeded as exc:
+            if exc.param != "max_chunks":
+                raise
+            chunk *= 2
+    return plan
 
 
 def codes_digest(codes: list[np.ndarray]) -> str:
