@@ -194,7 +194,7 @@ def _wait_idle(app, timeout=15.0) -> dict:
 def test_busy_is_a_429_json_error_and_a_disconnect_stops_the_engine(app, client):
     """Queue of one: one runs, one waits, the third is refused; closing the streams stops both."""
     long = dict(model="omnivoice", voice="alloy", input=STREAM_TEXT * 3, response_format="pcm",
-                extra_body={"stream_format": "audio", "steps": 16, "seed": 3, "chunk_duration": 3.0})
+                extra_body={"stream_format": "audio", "steps": 16, "seed": 3})  # 4 s chunks
     before = _wait_idle(app)
     first = client.audio.speech.with_streaming_response.create(**long)
     running = first.__enter__()                      # the headers came: it holds the engine
@@ -214,12 +214,14 @@ def test_busy_is_a_429_json_error_and_a_disconnect_stops_the_engine(app, client)
         client.audio.speech.create(**dict(long, extra_body=FAST))
     assert excinfo.value.status_code == 429 and excinfo.value.body["code"] == "busy"
     assert next(running.iter_bytes())                # the first one streams audio
+    assert int(running.headers["x-omnivoice-chunks"]) > 1 and health(app)["queue"]["running"] == 1
     first.__exit__(None, None, None)                 # ... and its client goes away mid-stream
     release.set()                                    # so does the waiting one
     thread.join(60)
     state = _wait_idle(app)
     assert state["running"] == 0 and state["waiting"] == 0
-    assert state["cancelled"] >= before["cancelled"] + 2 and state["refused"] >= before["refused"] + 1
+    assert state["cancelled"] >= before["cancelled"] + 2 and state["refused"] >= before["refused"] + 1, state
+    assert state["finished"] == before["finished"], state
     assert state["steps_after_cancel"] - before["steps_after_cancel"] <= 2  # at most the step in flight, each
     steps = state["steps"]
     time.sleep(1.0)
