@@ -30,39 +30,36 @@ def test_sixteen_callers_four_cancelling(tiny_fp32_folder, tmp_path):
     try:
         wait_model_loaded(app)
         server = psutil.Process(app.process.pid)
-        client = Client(app.url, verbose=False)
-        client.predict(text="Warm up.", num_step=2, seed=0, api_name="/speak")
+        Client(app.url, verbose=False).predict(text="Warm up.", num_step=2, seed=0, api_name="/speak")
         rss_before = server.memory_info().rss
         outcomes: dict[int, str] = {}
         cancel_times: list[float] = []
-        shorts_done = threading.Barrier(12 + 4, timeout=600)
+        # a Client each: Gradio cancels every running event of the cancelling client's session
 
         def short(index: int) -> None:
             try:
-                path, seed, details = client.predict(text=f"Caller {index} says hello.", num_step=4, seed=index,
-                                                     api_name="/speak")
+                path, seed, details = Client(app.url, verbose=False).predict(
+                    text=f"Caller {index} says hello.", num_step=4, seed=index, api_name="/speak")
                 outcomes[index] = "served" if details["seed"] == index and path else "wrong"
             except AppError as exc:
-                outcomes[index] = "busy" if "busy" in str(exc).lower() or "queue is full" in str(exc).lower() \
-                    else f"error: {exc}"
-            finally:
-                shorts_done.wait()
+                message = str(exc).lower()
+                outcomes[index] = "busy" if "busy" in message or "queue is full" in message else f"error: {exc}"
 
         def cancelling(index: int) -> None:
-            job = client.submit(text=LONG_TEXT, num_step=64, seed=index, api_name="/speak")
-            shorts_done.wait()                      # cancel once the others are done, midway through its own run
+            job = Client(app.url, verbose=False).submit(text=LONG_TEXT, num_step=64, seed=index, api_name="/speak")
             started = time.monotonic()
-            while job.status().code.name not in ("PROCESSING", "FINISHED") and time.monotonic() - started < 120:
-                time.sleep(0.1)
-            time.sleep(1.0)
+            while job.status().code.name != "PROCESSING" and time.monotonic() - started < 600:
+                time.sleep(0.05)
+            time.sleep(1.0)                         # midway: in the engine, or still in the service's queue
             job.cancel()
             cancel_times.append(time.monotonic())
             outcomes[index] = "cancelled"
 
         threads = [threading.Thread(target=short, args=(i,)) for i in range(12)]
         threads += [threading.Thread(target=cancelling, args=(100 + i,)) for i in range(4)]
-        for thread in threads:
-            thread.start()
+        for thread in threads:                      # the cancelling callers come last, so nothing is queued
+            thread.start()                          # behind them when they cancel
+            time.sleep(0.1)
         for thread in threads:
             thread.join(900)
         assert not any(thread.is_alive() for thread in threads)
@@ -81,7 +78,7 @@ def test_sixteen_callers_four_cancelling(tiny_fp32_folder, tmp_path):
             assert time.monotonic() - last_cancel < 10, queue
             time.sleep(0.1)
         idle_after = time.monotonic() - last_cancel
-        assert queue["cancelled"] >= 1 and queue["steps_after_cancel"] <= queue["cancelled"]
+        assert queue["cancelled"] >= 4 and queue["steps_after_cancel"] <= queue["cancelled"], queue
         server.cpu_percent(None)
         time.sleep(1.0)
         cpu = server.cpu_percent(None)

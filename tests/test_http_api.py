@@ -31,8 +31,8 @@ FAST = {"steps": 4, "seed": 7}
 
 
 def wait_model_loaded(server: AppProcess, timeout: float = 60.0) -> None:
-    """Until /health says the model (loaded in the background) is ready."""
-    server.wait_serving()
+    """Until /health says the model (loaded in the background) is ready (generous: a loaded machine is slow)."""
+    server.wait_serving(timeout=180)
     deadline = time.monotonic() + timeout
     while not httpx.get(server.url + "health").json()["model_loaded"]:
         assert time.monotonic() < deadline, server.log_text()
