@@ -12,14 +12,13 @@ import threading
 import time
 
 import httpx
+import psutil
 import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
 
-from app_server import AppProcess
-from test_http_api import wait_model_loaded
-
-psutil = pytest.importorskip("psutil")
-from gradio_client import Client  # noqa: E402
-from gradio_client.exceptions import AppError  # noqa: E402
+from tests.support.app_server import AppProcess
+from tests.test_http_api import wait_model_loaded
 
 LONG_TEXT = " ".join(f"Sentence number {n} of a long text that keeps the engine busy." for n in range(12))
 

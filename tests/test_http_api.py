@@ -14,14 +14,13 @@ import time
 
 import httpx
 import numpy as np
+import openai
 import pytest
 import soundfile as sf
+from gradio_client import Client
 
-from app_server import AppProcess
-from signals import speech_like
-
-openai = pytest.importorskip("openai")
-from gradio_client import Client  # noqa: E402
+from tests.support.app_server import AppProcess
+from tests.support.signals import speech_like
 
 KEY = "test-key-123"
 TEXT = "Hello from the speech API."
@@ -247,7 +246,7 @@ def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
     import subprocess
     import sys
 
-    from app_server import ROOT, free_port
+    from tests.support.app_server import ROOT, free_port
 
     port = free_port()
     log = open(tmp_path / "serve.log", "w")
