@@ -221,7 +221,9 @@ def build_router(context: ApiContext):
 
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
-    chosen = choose_voice(parsed.voice, names, lambda name: context.voices.load(name, context.session()))
+    max_frames = loaded.engine.limits.max_reference_frames
+    chosen = choose_voice(parsed.voice, names,
+                          lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
     return speech.plan_for(loaded.engine, parsed, chosen.voice, parsed.instructions or chosen.instruct)
 
 
@@ -235,7 +237,9 @@ def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Op
     with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
         path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
         path.write_bytes(data)
-        audio, rate = audio_ops.load_audio_file(path)
+        limits = loaded.engine.limits
+        audio, rate = audio_ops.load_audio_file(path, max_seconds=limits.max_reference_seconds,
+                                                max_bytes=limits.max_upload_bytes, what="reference clip")
     if transcript is None:
         if context.transcribe is None:
             raise InvalidInput("The transcript is required: send what is said in the clip as the form field "

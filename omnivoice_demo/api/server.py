@@ -85,9 +85,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def add_serve_command(commands, add_model_arguments) -> None:
-    """The ``serve`` subcommand of ``python -m omnivoice_demo``."""
-    from ..config import add_limit_arguments
-
+    """The ``serve`` subcommand of ``python -m omnivoice_demo`` (``add_model_arguments`` brings the limit flags)."""
     parser = commands.add_parser("serve", help="the OpenAI-compatible HTTP API (no UI)")
     add_model_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1: this machine only)")
@@ -95,7 +93,6 @@ def add_serve_command(commands, add_model_arguments) -> None:
     parser.add_argument("--shared", action="store_true",
                         help="a server for several people (also on with SPACE_ID or a non-loopback --host): "
                              "creating voices needs --api-key")
-    add_limit_arguments(parser)
     api_arguments(parser)
     parser.set_defaults(run=serve)
 
