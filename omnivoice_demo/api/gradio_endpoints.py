@@ -79,10 +79,12 @@ def describe(inputs: list, names: Optional[list[str]] = None) -> list:
 
 def plain_error(exc: BaseException) -> gr.Error:
     """An error for API clients: our message as plain text; anything else logged and shown as internal."""
+    from ..ui.error_mapping import filtered
+
     if isinstance(exc, gr.Error):
         return exc
     if isinstance(exc, OmniVoiceError) or type(exc).__name__ == "ModelNotReady":
-        return gr.Error(str(exc).strip() or one_line(exc), print_exception=False)
+        return gr.Error(filtered(str(exc).strip() or one_line(exc)), print_exception=False)
     log.error("internal error in a Gradio API endpoint", exc_info=exc)
     return gr.Error("Internal error; the details are in the server log.", print_exception=False)
 

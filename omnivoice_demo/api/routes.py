@@ -51,6 +51,7 @@ class ApiContext:
     api_key: Optional[str] = None         # Bearer key for /v1 (None: open)
     shared: bool = False                  # a shared server: creating voices needs an API key
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
+    redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None
@@ -118,7 +119,9 @@ def build_router(context: ApiContext):
                     check_key(request)
                 return await fn(request)
             except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
-                return error_response(api_error(exc))
+                error = api_error(exc)
+                error.message = context.redact(error.message)
+                return error_response(error)
         return route
 
     def model_for(name: str):

@@ -42,9 +42,9 @@ def make_service(args: argparse.Namespace) -> EngineService:
     return EngineService(max_running=args.max_running, max_waiting=args.max_queue)
 
 
-def make_context(args: argparse.Namespace, models, voices, service: EngineService) -> ApiContext:
+def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
-                      shared=is_shared(args), transcribe=find_transcriber())
+                      shared=is_shared(args), transcribe=find_transcriber(), redact=redact)
 
 
 def find_transcriber():
@@ -75,7 +75,14 @@ def serve(args: argparse.Namespace) -> int:
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared)
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
-    context = make_context(args, models, VoiceLibrary(private=shared), make_service(args))
+    voices = VoiceLibrary(private=shared)
+
+    def redact(text: str) -> str:
+        from ..ui.sharing import redact_paths
+
+        return redact_paths(text, [voices.root, models.cache_dir]) if shared else text
+
+    context = make_context(args, models, voices, make_service(args), redact)
     app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
     mount(app, context)
     if shared and not context.api_key:
@@ -99,4 +106,4 @@ def add_serve_command(commands, add_model_arguments) -> None:
 
 def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:
     """The context of the Gradio app's API: the studio's models and voices, one queue for all."""
-    return make_context(args, studio.models, studio.voices, service or make_service(args))
+    return make_context(args, studio.models, studio.voices, service or make_service(args), studio.message)

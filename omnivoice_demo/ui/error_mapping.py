@@ -33,6 +33,11 @@ def set_message_filter(function) -> None:
     _message_filter = function
 
 
+def filtered(text: object) -> str:
+    """``text`` through the message filter (shared mode: no server paths), not escaped (for API clients)."""
+    return str(text) if _message_filter is None else _message_filter(str(text))
+
+
 def user_message(text: object) -> str:
     """A message for gr.Error / gr.Warning (which render HTML): escaped, line breaks kept."""
     text = str(text) if _message_filter is None else _message_filter(str(text))
