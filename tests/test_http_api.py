@@ -33,7 +33,7 @@ def wait_model_loaded(server: AppProcess, timeout: float = 60.0) -> None:
     """Until /health says the model (loaded in the background) is ready (generous: a loaded machine is slow)."""
     server.wait_serving(timeout=180)
     deadline = time.monotonic() + timeout
-    while not httpx.get(server.url + "health").json()["model_loaded"]:
+    while not httpx.get(server.url + "health").json().get("model_loaded"):
         assert time.monotonic() < deadline, server.log_text()
         time.sleep(0.3)
 

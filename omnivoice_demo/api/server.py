@@ -57,8 +57,13 @@ def find_transcriber():
 
 
 def mount(app, context: ApiContext) -> None:
-    """Add the API's routes to a FastAPI app (the Gradio app's ``demo.app``, or a bare one)."""
+    """Add the API's routes to a FastAPI app (``omnivoice serve``'s, or one of yours)."""
     app.include_router(build_router(context))
+
+
+def api_routes(context: ApiContext) -> list:
+    """The API's routes for ``demo.launch(app_kwargs={"routes": ...})``: on the Gradio app from its start."""
+    return list(build_router(context).routes)
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -69,6 +69,8 @@ def main(argv=None) -> None:
     from omnivoice_demo.ui.assets import css
     from omnivoice_demo.ui.layout import build_app
 
+    from omnivoice_demo.api.server import api_routes, app_context
+
     studio = make_studio(args)
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
@@ -77,11 +79,9 @@ def main(argv=None) -> None:
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
-                allowed_paths=[str(studio.out_dir)], prevent_thread_lock=True)
-    from omnivoice_demo.api.server import app_context, mount
-
-    mount(demo.app, app_context(args, studio, studio.service))  # /v1/audio/speech etc. on the same server
-    demo.block_thread()
+                allowed_paths=[str(studio.out_dir)],
+                # /v1/audio/speech etc. on the same server, there before the first request
+                app_kwargs={"routes": api_routes(app_context(args, studio, studio.service))})
 
 
 if __name__ == "__main__":
