@@ -153,6 +153,10 @@ def test_voices_listed_and_created(app, client, tmp_path):
         refused = httpx.post(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"},
                              data={"name": "Other", "transcript": "One two."}, files={"file": ("me.wav", handle)})
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "consent"
+    with open(clip, "rb") as handle:  # no transcript and no recogniser that can run here: says to send it
+        refused = httpx.post(app.url + "v1/audio/voices", headers={"Authorization": f"Bearer {KEY}"},
+                             data={"name": "Other", "consent": "true"}, files={"file": ("me.wav", handle)})
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "transcript"
 
 
 def test_a_bad_key_is_refused(app):

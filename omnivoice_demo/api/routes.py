@@ -29,7 +29,8 @@ from typing import Callable, Optional
 
 from fastapi import Request  # at module level: the routes' annotations are resolved from here
 
-from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
+from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
+                      one_line)
 from ..service import EngineService
 from . import encoding, speech
 from .voices import choose_voice, voice_list
@@ -67,8 +68,6 @@ class ApiError(Exception):
 
 def api_error(exc: BaseException) -> ApiError:
     """Our exceptions -> status and OpenAI error fields; anything else is an internal error (logged)."""
-    from ..errors import one_line
-
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, Busy):
@@ -247,7 +246,11 @@ def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Op
         if context.transcribe is None:
             raise InvalidInput("The transcript is required: send what is said in the clip as the form field "
                                "'transcript' (this server has no speech recogniser).", param="transcript")
-        transcript = context.transcribe(audio, rate)
+        try:
+            transcript = context.transcribe(audio, rate)
+        except OmniVoiceError as exc:
+            raise InvalidInput(f"No transcript was sent and the speech recogniser could not run ({one_line(exc)}); "
+                               "send what is said in the clip as 'transcript'.", param="transcript") from None
     with loaded.lock:
         voice = loaded.engine.clone_voice(audio, rate, transcript, name=name)
     context.voices.save(voice, name, context.session(), overwrite=False)

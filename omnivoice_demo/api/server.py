@@ -48,12 +48,14 @@ def make_context(args: argparse.Namespace, models, voices, service: EngineServic
 
 
 def find_transcriber():
-    """The speech recogniser's ``transcribe(audio, rate)`` when this install has one, else None."""
+    """``transcribe(audio, rate) -> text`` from the speech recogniser (``omnivoice_demo.asr``, made on first
+    use) when this install has it, else None (then POST /v1/audio/voices requires the transcript)."""
     try:
-        from .. import asr  # noqa: F401 - optional module
+        from ..asr import LazyRecognizer
     except ImportError:
         return None
-    return getattr(asr, "transcribe", None)
+    recognizer = LazyRecognizer()
+    return lambda audio, rate: recognizer.transcribe(audio, rate).text
 
 
 def mount(app, context: ApiContext) -> None:
