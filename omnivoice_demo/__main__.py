@@ -102,8 +102,10 @@ def synth(args) -> int:
     stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,
                            config=config)
     bar = None
-    result = None
+    result = first_audio = None
     for event in stream:
+        if event.kind == "chunk" and first_audio is None:
+            first_audio = event.elapsed
         if event.kind == "step":
             if bar is None or bar.desc != f"chunk {event.chunk + 1}/{event.num_chunks}":
                 if bar is not None:
@@ -118,7 +120,7 @@ def synth(args) -> int:
     soundfile.write(str(output), result.audio, result.sample_rate)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
-          f"(RTF {result.rtf:.2f})")
+          f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
     return 0
 
 

@@ -325,3 +325,33 @@ def split_oversized_chunks(chunks: list[str], chunk_len: int) -> list[str]:
         else:
             out.extend(textwrap.wrap(chunk, width=width, break_long_words=True, break_on_hyphens=False))
     return out
+
+
+def chunk_target_frames(
+    chunks: list[str],
+    target_frames: int,
+    speed: float = 1.0,
+    ref_text: Optional[str] = None,
+    num_ref_frames: Optional[int] = None,
+) -> list[int]:
+    """Frames to generate for each chunk, as ``_generate_chunked`` sizes them.
+
+    One chunk: the request's ``target_frames``.  Several: each chunk's
+    ``estimate_target_frames`` against the voice (``ref_text``,
+    ``num_ref_frames``), or, without a voice, against the first chunk's text
+    and its generated length for every chunk after the first (the first
+    chunk's length is decided before it is generated, so the whole layout is
+    known in advance).
+    """
+    if len(chunks) == 1:
+        return [target_frames]
+    frames: list[int] = []
+    for index, chunk in enumerate(chunks):
+        if ref_text is not None and num_ref_frames is not None:
+            reference = (ref_text, num_ref_frames)
+        elif index > 0:
+            reference = (chunks[0], frames[0])
+        else:
+            reference = (None, None)
+        frames.append(estimate_target_frames(chunk, reference[0], reference[1], speed=speed))
+    return frames

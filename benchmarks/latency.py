@@ -1,0 +1,161 @@
+"""Latency benchmark: time to first audio, speed presets, and how well the engine's estimates hold.
+
+    python benchmarks/latency.py --model /work/models/int4 --threads 2 [--cases short,five,clone,paragraph,long]
+        [--json out.json] [--markdown out.md]
+
+One engine (one model load, one warm-up) runs every case in one process, so the
+ratios are measured within one run.  For each run: the engine's estimate made
+before it (as the app shows it), the measured total, the estimate's error, and
+``time_to_first_audio_s`` (the first ``ChunkEvent``: the app starts playing).
+The paragraph (six sentences, about 20 s of speech) runs as the Reference
+preset without and with sentence streaming, and as the Fast preset; the
+streamed run stops after its first chunk unless ``--stream-full`` (its first
+audio is what it is for).  Cases:
+
+* short: one short sentence (Reference preset);
+* five: a fixed 5 s of speech (Reference);
+* clone: 5 s of speech with a 5 s reference clip (Reference);
+* paragraph: see above;
+* long: about 40 s of speech, 3 chunks (the ``--long-preset``, default Fast: the
+  Reference preset takes minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from omnivoice_demo import OmniVoiceEngine  # noqa: E402
+from omnivoice_demo.config import GenerationConfig  # noqa: E402
+
+SHORT = "Hello! This is a short benchmark sentence."
+FIVE = ("The quick brown fox jumps over the lazy dog. Benchmarks should be boring, repeatable and "
+        "honest, so this text is long enough to fill about five seconds of speech.")
+PARAGRAPH = ("The old lighthouse stood at the edge of the cliff. Every night its lamp turned slowly over the water, "
+             "and sailors far from home looked for it in the dark. One winter the keeper fell ill, and for three "
+             "nights the light went out. A girl from the village climbed the long stairs with a lantern in her "
+             "hand. She kept it burning until the storm had passed. By morning every boat was safe in the harbour.")
+LONG = " ".join([
+    "The morning was quiet and the streets were still empty when the first tram went past.",
+    "A baker opened his shutters, and the smell of warm bread drifted into the square.",
+    "Children walked slowly to school, arguing about football and the weekend's films.",
+    "By noon the market was full of voices, colours and the rattle of wooden carts.",
+    "Old friends met by the fountain and talked about the weather, their children and the price of fish.",
+    "In the afternoon a light rain fell, and the cafes pulled their chairs under the awnings.",
+    "When the evening came, the lamps were lit one by one along the river.",
+    "Somewhere a violin played, and a dog barked twice before the city fell asleep again.",
+])
+TRANSCRIPT = "This reference clip is five seconds of synthetic speech for the benchmark."
+
+
+def reference_clip(seconds: float) -> tuple[np.ndarray, int]:
+    """A speech-like clip: harmonics with vibrato under a syllable envelope."""
+    sr = 24000
+    t = np.arange(int(seconds * sr)) / sr
+    phase = 2 * np.pi * np.cumsum(120 + 12 * np.sin(2 * np.pi * 5.5 * t)) / sr
+    voiced = sum(np.sin(h * phase) / h for h in range(1, 9))
+    return (0.2 * voiced * np.clip(np.sin(np.pi * 4.0 * t) ** 2 * 1.4 - 0.2, 0, 1)).astype(np.float32), sr
+
+
+def timed_run(engine, label, text, config, voice=None, stop_after_first=False) -> dict:
+    plan = engine.prepare(text, voice=voice, config=config)
+    estimate = engine.estimate_seconds(plan)
+    started = time.perf_counter()
+    first = result = None
+    stream = engine.stream(text, voice=voice, config=config)
+    for event in stream:
+        if event.kind == "chunk" and first is None:
+            first = time.perf_counter() - started
+            if stop_after_first:
+                stream.close()
+                break
+        if event.kind == "result":
+            result = event
+    total = time.perf_counter() - started if result is not None else None
+    row = dict(case=label, preset=_preset_name(config), streaming=config.sentence_streaming,
+               steps=config.num_step, guidance_every=config.guidance_every, chunks=len(plan.chunks),
+               speech_s=round(plan.target_frames / 25, 2), estimate_s=estimate, total_s=total,
+               time_to_first_audio_s=first)
+    if total is not None and estimate is not None:
+        row["estimate_error_pct"] = 100.0 * (estimate - total) / total
+    if result is not None:
+        row["stages"] = {k: round(v, 3) for k, v in result.timings.items()}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def _preset_name(config) -> str:
+    from omnivoice_demo.presets import matching_preset
+
+    return matching_preset(config) or "custom"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--cases", default="short,five,clone,paragraph,long")
+    parser.add_argument("--long-preset", default="fast")
+    parser.add_argument("--stream-full", action="store_true")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size")
+    load = time.perf_counter() - started
+    cpu = subprocess.run("lscpu | grep -o -E 'avx512_vnni|avx2|amx_tile' | sort -u", shell=True,
+                         capture_output=True, text=True).stdout.split()
+    info = dict(model=args.model, profile=engine.profile, threads=args.threads, load_s=round(load, 2),
+                warmup_s=round(engine.warmup_seconds, 2), cpu=platform.processor() or platform.machine(),
+                cpu_flags=cpu, command=" ".join(sys.argv))
+    print(json.dumps(info), flush=True)
+    reference = GenerationConfig.preset("reference").replace(seed=args.seed)
+    rows = []
+    for case in args.cases.split(","):
+        if case == "short":
+            rows.append(timed_run(engine, "short", SHORT, reference))
+        elif case == "five":
+            rows.append(timed_run(engine, "five", FIVE, reference.replace(duration=5.0)))
+        elif case == "clone":
+            voice = engine.clone_voice(*reference_clip(5.0), TRANSCRIPT)
+            rows.append(timed_run(engine, "clone", FIVE, reference.replace(duration=5.0), voice=voice))
+        elif case == "paragraph":
+            fast = GenerationConfig.preset("fast").replace(seed=args.seed)
+            rows.append(timed_run(engine, "paragraph", PARAGRAPH, fast))
+            rows.append(timed_run(engine, "paragraph", PARAGRAPH, reference.replace(sentence_streaming=True),
+                                  stop_after_first=not args.stream_full))
+            rows.append(timed_run(engine, "paragraph", PARAGRAPH, reference))
+        elif case == "long":
+            rows.append(timed_run(engine, "long", LONG, GenerationConfig.preset(args.long_preset)
+                                  .replace(seed=args.seed)))
+    summary = summarise(rows)
+    print(json.dumps(summary), flush=True)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(dict(info=info, rows=rows, summary=summary), indent=1))
+    return 0
+
+
+def summarise(rows: list[dict]) -> dict:
+    """The issue's ratios, from the paragraph rows of this run."""
+    para = {(r["preset"], r["streaming"]): r for r in rows if r["case"] == "paragraph"}
+    out = {}
+    plain, streamed, fast = para.get(("reference", False)), para.get(("reference", True)), para.get(("fast", False))
+    if plain and streamed and plain["total_s"]:
+        out["first_audio_streaming_over_total_without"] = streamed["time_to_first_audio_s"] / plain["total_s"]
+    if plain and fast and plain["total_s"]:
+        out["fast_over_reference_total"] = fast["total_s"] / plain["total_s"]
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
