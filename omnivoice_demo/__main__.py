@@ -75,6 +75,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_threads, default=None,
                         help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
     add_limit_arguments(parser)
+    parser.add_argument("--backbone", choices=["int4", "fp32", "auto"], default="int4",
+                        help="int4 backbone as built, or its weights dequantized once at load into fp32 MatMuls "
+                             "(8x the weights' memory; faster on some AVX2-only CPUs), or auto: measure both")
 
 
 def open_engine(args):
@@ -84,7 +87,7 @@ def open_engine(args):
     resolved = resolve_from_args(args, progress=console_progress())
     # the resolver has just checked every file (sha256): the engine checks sizes only
     return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
-                           limits=limits_from_arguments(args))
+                           limits=limits_from_arguments(args), backbone=args.backbone)
 
 
 def synth(args) -> int:

@@ -10,12 +10,9 @@ Read next to ``omnivoice/models/omnivoice.py``:
                                     ``sampling.decode_step`` for the scoring and selection)
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
-
-Two options of this program, both off by default (then the engine is token-exact
-with the reference): ``sentence_streaming`` (``streaming.sentence_chunks``: a
-short first chunk, so audio comes sooner) and ``guidance_every`` (the
-unconditional forward only on every k-th step, its last logits reused between).
-Time estimates come from ``estimate.PipelineEstimator``, calibrated at load.
+Options of this program, off by default (token-exact with the reference): ``sentence_streaming``
+(``streaming``), ``guidance_every`` (the unconditional forward on every k-th step, logits reused),
+``backbone="fp32"|"auto"`` (``dequantize``).  Estimates: ``estimate.PipelineEstimator``.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
@@ -39,9 +36,10 @@ from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from .duration import chunk_for_generation, chunk_target_frames, needs_chunking, plan_target_frames
 from .errors import InvalidInput, ModelFolderError
+from .dequantize import choose_backbone
 from .estimate import PipelineEstimator, plan_work
 from .languages import resolve_language
-from .manifest import CODEC_DIR, load_manifest, verify_files
+from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
@@ -156,7 +154,8 @@ class OmniVoiceEngine:
     """
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
-                 verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True):
+                 verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
+                 backbone: str = "int4"):
         self.limits = limits or Limits()
         self.folder = pathlib.Path(model_dir)
         if not self.folder.is_dir():
@@ -174,6 +173,8 @@ class OmniVoiceEngine:
                 "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
+                                               providers_for(provider), lambda: session_options(threads))
         if not self.model.attends_bidirectionally():
             raise ModelFolderError(
                 f"The backbone in {self.folder} attends causally, so it computes a different model than "
@@ -198,7 +199,8 @@ class OmniVoiceEngine:
     def describe(self) -> dict:
         return {"folder": str(self.folder), "profile": self.profile, "provider": self.provider,
                 "threads": self.threads, "precision": self.manifest.get("precision", {}),
-                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", [])}
+                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", []),
+                "backbone_compute": self.backbone_choice}
 
     def _require_codec(self) -> AudioCodec:
         if self.codec is None:
@@ -303,10 +305,8 @@ class OmniVoiceEngine:
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
         if needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
-        elif config.sentence_streaming:
-            chunks = sentence_chunks(text, target, config.chunk_duration)
-        else:
-            chunks = [text]
+        else:  # one piece, or with sentence streaming a short first sentence and the rest
+            chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         self.limits.check("The number of chunks", len(chunks), "max_chunks")
         return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config)
@@ -317,8 +317,7 @@ class OmniVoiceEngine:
 
     def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
         """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
-        estimate = self.estimate(plan)
-        return estimate.total if estimate is not None else None
+        return getattr(self.estimate(plan), "total", None)
 
     # --- generation -----------------------------------------------------------------
 

@@ -46,10 +46,12 @@ def test_first_chunk_is_the_first_sentence_and_nothing_is_lost():
 
 def test_later_chunks_are_grouped_up_to_the_chunk_size():
     chunks = sentence_chunks(PARAGRAPH, target_frames=500, chunk_duration=15.0)
-    # 500 frames for the text: 15 s = 375 frames = 3/4 of the characters fit in one chunk
-    assert len(chunks) == 2
-    small = sentence_chunks(PARAGRAPH, target_frames=500, chunk_duration=4.0)
-    assert len(small) > 2 and small[0] == chunks[0]
+    # 500 frames for 311 characters: 15 s = 375 frames = 233 characters per chunk, filled greedily
+    chunk_len = int(15.0 * 25 / (500 / len(PARAGRAPH)))
+    assert len(chunks) == 3 and all(len(c) <= chunk_len for c in chunks[1:])
+    assert len(chunks[1]) + 1 + len(chunks[2]) > chunk_len
+    small = sentence_chunks(PARAGRAPH, target_frames=500, chunk_duration=2.0)
+    assert small == [s.strip() + "." for s in PARAGRAPH.rstrip(".").split(". ")]  # one sentence each
 
 
 def test_a_long_first_sentence_is_cut_at_a_clause_boundary():
@@ -137,7 +139,7 @@ def test_streamed_chunks_are_token_exact_with_the_reference_chunk_loop(engine, r
     import torch
     from omnivoice.models import omnivoice as reference_module
 
-    text = " ".join(PARAGRAPH.split(". ")[:3]) + "."
+    text = ". ".join(PARAGRAPH.split(". ")[:3]) + "."
     chunks = engine.prepare(text, sentence_streaming=True).chunks
     assert len(chunks) >= 2
     monkeypatch.setattr(reference_module, "chunk_text_punctuation", lambda **kwargs: list(chunks))
@@ -278,3 +280,39 @@ def test_a_run_refines_the_stage_rates():
     estimator.observe_run(work, {"heads": 0.0, "sampling": 40.0})
     assert estimator.estimate(work).stages["heads"] == pytest.approx(before * 0.5)
     assert estimator.rates["sampling"] == pytest.approx(0.5 * 1.0 + 0.5 * 40.0 / 40)
+
+
+# --- int4 weights as fp32 MatMuls ----------------------------------------------------------
+
+def test_dequantized_weights_are_the_int4_weights_exactly():
+    from omnivoice_demo.dequantize import dequantize_weight
+
+    rng = np.random.default_rng(0)
+    n, k, block = 6, 70, 32                       # K not a multiple of the block: the tail is cut
+    blocks = -(-k // block)
+    q = rng.integers(0, 16, (n, blocks, block), dtype=np.uint8)
+    scales = rng.uniform(0.01, 0.1, (n, blocks)).astype(np.float32)
+    packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+    expected = ((q.astype(np.float32) - 8) * scales[..., None]).reshape(n, -1)[:, :k].T
+    np.testing.assert_array_equal(dequantize_weight(packed, scales, k, n, block), expected)
+    zeros = rng.integers(0, 16, (n, blocks), dtype=np.uint8)
+    packed_zeros = np.zeros((n, -(-blocks // 2)), dtype=np.uint8)
+    packed_zeros[:, : (blocks + 1) // 2] = zeros[:, 0::2]
+    packed_zeros[:, : blocks // 2] |= zeros[:, 1::2] << 4
+    with_zeros = ((q.astype(np.float32) - zeros[..., None]) * scales[..., None]).reshape(n, -1)[:, :k].T
+    np.testing.assert_array_equal(dequantize_weight(packed, scales, k, n, block, packed_zeros.ravel()), with_zeros)
+
+
+def test_fp32_backbone_of_an_int4_folder_computes_the_same_model(tiny_int4_folder):
+    int4 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
+    fp32 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="fp32")
+    assert int4.backbone_choice["compute"] == "as built"
+    assert fp32.backbone_choice["compute"].startswith("fp32") and fp32.backbone_choice["added_mb"] > 0
+    embeds = np.random.default_rng(1).standard_normal((1, 24, int4.model.hidden_size)).astype(np.float32)
+    a, b = int4.model.hidden_states(embeds, [24]), fp32.model.hidden_states(embeds, [24])
+    # the int4 graph quantizes activations to int8 (accuracy level 4); the weights are the same
+    assert np.abs(a - b).max() < 0.01 * np.abs(a).max()
+    auto = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="auto")
+    assert set(auto.backbone_choice["probe_s"]) == {"int4", "fp32"}
+    with pytest.raises(InvalidInput, match="backbone"):
+        OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int8")
