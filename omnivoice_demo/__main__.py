@@ -99,7 +99,7 @@ def synth(args) -> int:
     engine = open_engine(args)
     voice = None
     if args.ref_audio:
-        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=args.preprocess_prompt)
+        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
     elif args.voice:
         voice = args.voice
     stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,

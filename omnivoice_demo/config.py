@@ -244,21 +244,45 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         flags = ["--" + name.replace("_", "-"), *setting.flags]
         default = GenerationConfig.default(name)
         if kind is bool:
-            group.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction,
-                               default=argparse.SUPPRESS, help=setting.help)
+            group.add_argument(*flags, dest=name, action=_GivenBoolean, default=default, help=setting.help)
         else:
             shown = "" if default is None else f" (default {_show(default)})"
             range_text = f"; {_show(setting.low)}..{_show(setting.high)}"
-            group.add_argument(*flags, dest=name, type=_cli_number(name, kind), default=argparse.SUPPRESS,
+            group.add_argument(*flags, dest=name, action=_GivenValue, type=_cli_number(name, kind), default=default,
                                help=setting.help + shown + range_text)
 
 
 def config_from_arguments(args: argparse.Namespace) -> GenerationConfig:
-    """The preset's settings (or the defaults) with the flags that were given on top."""
+    """The settings of the flags; with ``--preset``, the preset's values under the flags actually given."""
+    values = {name: getattr(args, name) for name in GenerationConfig.names()}
     preset = getattr(args, "preset", None)
-    base = GenerationConfig.preset(preset) if preset else GenerationConfig()
-    given = {name: getattr(args, name) for name in GenerationConfig.names() if hasattr(args, name)}
-    return base.replace(**given).validate()
+    if not preset:
+        return GenerationConfig(**values).validate()
+    given = getattr(args, _GIVEN, set())
+    return GenerationConfig.preset(preset).replace(**{n: v for n, v in values.items() if n in given}).validate()
+
+
+_GIVEN = "_config_flags_given"
+
+
+class _GivenValue(argparse.Action):
+    """Stores the value and notes that the flag was given (so a preset does not override it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest)
+
+
+class _GivenBoolean(argparse.BooleanOptionalAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        _note_given(namespace, self.dest)
+
+
+def _note_given(namespace: argparse.Namespace, dest: str) -> None:
+    if not hasattr(namespace, _GIVEN):
+        setattr(namespace, _GIVEN, set())
+    getattr(namespace, _GIVEN).add(dest)
 
 
 def _cli_number(name: str, kind: type):
