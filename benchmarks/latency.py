@@ -107,6 +107,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cases", default="short,five,clone,paragraph,long")
     parser.add_argument("--long-preset", default="fast")
+    parser.add_argument("--estimate-preset", default="reference", help="preset of the short, five and clone cases")
+    parser.add_argument("--paragraph-steps", type=int, default=None,
+                        help="steps of the paragraph's Reference runs (default: the preset's 32; fewer to fit a "
+                             "busy machine: the first-audio ratio hardly depends on it)")
+    parser.add_argument("--skip-fast", action="store_true", help="paragraph: no Fast preset run")
     parser.add_argument("--stream-full", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", default=None)
@@ -121,7 +126,10 @@ def main(argv=None) -> int:
                 warmup_s=round(engine.warmup_seconds, 2), cpu=platform.processor() or platform.machine(),
                 cpu_flags=cpu, command=" ".join(sys.argv))
     print(json.dumps(info), flush=True)
-    reference = GenerationConfig.preset("reference").replace(seed=args.seed)
+    reference = GenerationConfig.preset(args.estimate_preset).replace(seed=args.seed)
+    paragraph = GenerationConfig.preset("reference").replace(seed=args.seed)
+    if args.paragraph_steps:
+        paragraph = paragraph.replace(num_step=args.paragraph_steps)
     rows = []
     for case in args.cases.split(","):
         if case == "short":
@@ -133,10 +141,11 @@ def main(argv=None) -> int:
             rows.append(timed_run(engine, "clone", FIVE, reference.replace(duration=5.0), voice=voice))
         elif case == "paragraph":
             fast = GenerationConfig.preset("fast").replace(seed=args.seed)
-            rows.append(timed_run(engine, "paragraph", PARAGRAPH, reference.replace(sentence_streaming=True),
+            rows.append(timed_run(engine, "paragraph", PARAGRAPH, paragraph.replace(sentence_streaming=True),
                                   stop_after_first=not args.stream_full))
-            rows.append(timed_run(engine, "paragraph", PARAGRAPH, fast))
-            rows.append(timed_run(engine, "paragraph", PARAGRAPH, reference))
+            if not args.skip_fast:
+                rows.append(timed_run(engine, "paragraph", PARAGRAPH, fast))
+            rows.append(timed_run(engine, "paragraph", PARAGRAPH, paragraph))
         elif case == "long":
             rows.append(timed_run(engine, "long", LONG, GenerationConfig.preset(args.long_preset)
                                   .replace(seed=args.seed)))
@@ -149,7 +158,8 @@ def main(argv=None) -> int:
 
 def summarise(rows: list[dict]) -> dict:
     """The issue's ratios, from the paragraph rows of this run."""
-    para = {(r["preset"], r["streaming"]): r for r in rows if r["case"] == "paragraph"}
+    para = {("reference" if r["guidance_every"] == 1 and r["preset"] != "balanced" else r["preset"], r["streaming"]): r
+            for r in rows if r["case"] == "paragraph"}
     out = {}
     plain, streamed, fast = para.get(("reference", False)), para.get(("reference", True)), para.get(("fast", False))
     if plain and streamed and plain["total_s"]:
