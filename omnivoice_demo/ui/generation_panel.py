@@ -16,6 +16,7 @@ from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
 from .display import HISTORY_HEADERS, idle_progress, stopped_progress
 from .generation import text_info
+from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
 from .studio import Studio, session_of
 
 #: generations share one concurrency group: a CPU model is not sped up by running two at once
@@ -40,7 +41,8 @@ def _insert_tag_js(elem_id: str, tag: str) -> str:
 def text_block(prefix: str, label: str, placeholder: str = "Type what to say…") -> dict:
     """The text box, its info line and a button per non-verbal tag."""
     parts = {"text": gr.Textbox(label=label, lines=4, max_lines=12, placeholder=placeholder, elem_id=f"{prefix}-text"),
-             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info")}
+             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info"),
+             "shortcuts": gr.HTML("", js_on_load=SHORTCUT_JS, elem_id=f"{prefix}-shortcuts")}  # Ctrl+Enter = Go
     with gr.Row(elem_classes="ov-tags"):
         for tag in NONVERBAL_TAGS:
             button = gr.Button(f"[{tag}]", size="sm", variant="secondary", min_width=0)
@@ -129,7 +131,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                 voice = None
         return text_info(studio, data[text_box], values, voice)
 
-    watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"]]
+    watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
+               controls["guidance_every"], controls["sentence_streaming"]]
     for comp in watched + ([controls["voice"]] if "voice" in controls else []):
         comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
                     api_visibility="private")
@@ -151,6 +154,6 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                api_visibility="private", queue=False)
     # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
     # once the cancelled run can send nothing more
-    panel.stop.click(None, cancels=[event], api_visibility="private", queue=False).then(
+    panel.stop.click(None, js=STOP_PLAYBACK_JS, cancels=[event], api_visibility="private", queue=False).then(
         stopped_progress, outputs=panel.outputs["progress"], api_visibility="private", queue=False,
         show_progress="hidden")
