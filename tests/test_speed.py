@@ -342,3 +342,30 @@ def test_speed_controls_presets_streaming_default_and_estimates(engine):
     assert sc.preset_estimates(engine, "   ") == ""
     estimate = engine.estimate(engine.prepare("Time left is shown.", num_step=4))
     assert sc.time_left(estimate, 0, 0, 0.0).startswith("about ") and sc.time_left(None, 0, 0, 1.0) == ""
+
+
+def test_clone_tab_length_estimate_counts_the_reference(engine, tmp_path):
+    """Before cloning, the Clone tab estimates the length from the reference's transcript and frames, as the
+    reference's duration estimator does: the same target as with the cloned voice."""
+    import soundfile
+    from signals import speech_like
+
+    from omnivoice_demo.ui.models import ModelManager
+    from omnivoice_demo.ui.studio import Studio
+    from omnivoice_demo.ui.tabs.clone import reference_for_estimate
+    from omnivoice_demo.ui.voices import VoiceLibrary
+
+    clip = tmp_path / "ref.wav"
+    soundfile.write(clip, speech_like(4.0, 16000, seed=5), 16000)
+    studio = Studio(models=ModelManager(cache_dir=tmp_path / "cache", offline=True),
+                    voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out")
+    transcript = "A slow and careful reference sentence"
+    stand_in = reference_for_estimate(studio, str(clip), transcript, True)
+    cloned = engine.clone_voice(str(clip), transcript=transcript)
+    assert stand_in.frames == cloned.frames and stand_in.transcript == cloned.transcript
+    text = "The cloned voice will say this sentence."
+    with_reference = engine.prepare(text, voice=stand_in).target_frames
+    assert with_reference == engine.prepare(text, voice=cloned).target_frames
+    assert with_reference != engine.prepare(text).target_frames  # the reference sets the speaking rate
+    assert reference_for_estimate(studio, str(clip), "  ", True) is None
+    assert reference_for_estimate(studio, None, transcript, True) is None

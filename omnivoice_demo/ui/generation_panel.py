@@ -115,25 +115,31 @@ Run = Callable[[str, dict, list, dict, Optional[str]], Iterator[dict]]
 
 
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
-                    extra_inputs: Iterable = (), voice_of: Optional[Callable[[dict, Optional[str]], Voice]] = None):
-    """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel."""
+                    extra_inputs: Iterable = (),
+                    voice_of: Optional[Callable[[dict, Optional[str], dict], Optional[Voice]]] = None,
+                    info_inputs: Iterable = ()):
+    """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel.
+
+    ``voice_of(values, session, data)`` is the voice the text info estimates with; ``info_inputs`` are the
+    further components it reads (``data``) and that redraw the info when they change."""
     text_box, controls = panel.text["text"], panel.controls
     names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
-    info_inputs = value_inputs(controls) | {text_box}
+    info_extra = list(info_inputs)
+    info_inputs = value_inputs(controls) | {text_box} | set(info_extra)
 
     def info(data, request: gr.Request):
         values = values_of(controls, data)
         voice = None
         if voice_of is not None:
             try:
-                voice = voice_of(values, session_of(request))
+                voice = voice_of(values, session_of(request), data)
             except InvalidInput:
                 voice = None
         return text_info(studio, data[text_box], values, voice)
 
     watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
                controls["guidance_every"], controls["sentence_streaming"]]
-    for comp in watched + ([controls["voice"]] if "voice" in controls else []):
+    for comp in watched + ([controls["voice"]] if "voice" in controls else []) + info_extra:
         comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
                     api_visibility="private")
     design = [controls[n] for n in DESIGN_CATEGORIES + ("instruct",)]
