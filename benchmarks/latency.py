@@ -37,24 +37,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from omnivoice_demo import OmniVoiceEngine  # noqa: E402
 from omnivoice_demo.config import GenerationConfig  # noqa: E402
+from omnivoice_demo.quick_bench import TEXTS  # noqa: E402
 
-SHORT = "Hello! This is a short benchmark sentence."
-FIVE = ("The quick brown fox jumps over the lazy dog. Benchmarks should be boring, repeatable and "
-        "honest, so this text is long enough to fill about five seconds of speech.")
-PARAGRAPH = ("The old lighthouse stood at the edge of the cliff. Every night its lamp turned slowly over the water, "
-             "and sailors far from home looked for it in the dark. One winter the keeper fell ill, and for three "
-             "nights the light went out. A girl from the village climbed the long stairs with a lantern in her "
-             "hand. She kept it burning until the storm had passed. By morning every boat was safe in the harbour.")
-LONG = " ".join([
-    "The morning was quiet and the streets were still empty when the first tram went past.",
-    "A baker opened his shutters, and the smell of warm bread drifted into the square.",
-    "Children walked slowly to school, arguing about football and the weekend's films.",
-    "By noon the market was full of voices, colours and the rattle of wooden carts.",
-    "Old friends met by the fountain and talked about the weather, their children and the price of fish.",
-    "In the afternoon a light rain fell, and the cafes pulled their chairs under the awnings.",
-    "When the evening came, the lamps were lit one by one along the river.",
-    "Somewhere a violin played, and a dog barked twice before the city fell asleep again.",
-])
+SHORT, FIVE, PARAGRAPH, LONG = (TEXTS[key] for key in ("short", "medium", "paragraph", "long"))
 TRANSCRIPT = "This reference clip is five seconds of synthetic speech for the benchmark."
 
 
