@@ -346,12 +346,16 @@ def chunk_target_frames(
     if len(chunks) == 1:
         return [target_frames]
     frames: list[int] = []
+    voice = (ref_text, num_ref_frames) if ref_text is not None and num_ref_frames is not None else None
     for index, chunk in enumerate(chunks):
-        if ref_text is not None and num_ref_frames is not None:
-            reference = (ref_text, num_ref_frames)
-        elif index > 0:
-            reference = (chunks[0], frames[0])
-        else:
-            reference = (None, None)
+        reference = chunk_reference(index, voice, (chunks[0], frames[0] if frames else None))
         frames.append(estimate_target_frames(chunk, reference[0], reference[1], speed=speed))
     return frames
+
+
+def chunk_reference(index: int, voice_reference: Optional[tuple], first_chunk: Optional[tuple]) -> tuple:
+    """The ``(text, audio)`` reference of chunk ``index`` in ``_generate_chunked``: the voice's when there
+    is one, else the first chunk's (text, generated audio) for every later chunk, else ``(None, None)``."""
+    if voice_reference is not None:
+        return voice_reference
+    return first_chunk if index > 0 else (None, None)

@@ -34,7 +34,8 @@ from . import audio as audio_ops
 from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from .duration import chunk_for_generation, chunk_target_frames, needs_chunking, plan_target_frames
+from .duration import (chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking,
+                       plan_target_frames)
 from .errors import InvalidInput, ModelFolderError
 from .dequantize import choose_backbone
 from .estimate import PipelineEstimator, plan_work
@@ -352,12 +353,8 @@ class OmniVoiceEngine:
                                      voice.transcript if voice else None, voice.frames if voice else None)
         for index, (chunk_text, frames) in enumerate(zip(plan.chunks, layout)):
             # the reference of this chunk: the voice, or chunk 0's output when there is none (_generate_chunked)
-            if voice is not None:
-                ref_text, ref_codes = voice.transcript, voice.codes
-            elif index > 0:
-                ref_text, ref_codes = plan.chunks[0], chunk_codes[0]
-            else:
-                ref_text, ref_codes = None, None
+            ref_text, ref_codes = chunk_reference(index, (voice.transcript, voice.codes) if voice else None,
+                                                  (plan.chunks[0], chunk_codes[0] if chunk_codes else None))
             tick = time.perf_counter()
             cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
             timer.add("prompt", tick)

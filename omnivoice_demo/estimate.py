@@ -29,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 
-from .duration import chunk_target_frames
+from .duration import chunk_reference, chunk_target_frames
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .text import build_condition_ids
 
@@ -90,12 +90,9 @@ def plan_work(plan, tokenizer, num_codebooks: int) -> PlanWork:
     guided = config.guidance_scale != 0
     chunks = []
     for index, (text, count) in enumerate(zip(plan.chunks, frames)):
-        if voice is not None:
-            ref_text, ref_frames = voice.transcript, voice.frames
-        elif index > 0:
-            ref_text, ref_frames = plan.chunks[0], frames[0]
-        else:
-            ref_text, ref_frames = None, 0
+        ref_text, ref_frames = chunk_reference(index, (voice.transcript, voice.frames) if voice else None,
+                                               (plan.chunks[0], frames[0]))
+        ref_frames = ref_frames or 0
         ids = build_condition_ids(text, tokenizer, ref_text=ref_text, language=plan.language,
                                   instruct=plan.instruct, denoise=config.denoise, has_reference=ref_frames > 0)
         schedule = unmask_schedule(count, num_codebooks, config.num_step, config.t_shift)

@@ -8,6 +8,11 @@ audio sooner is to generate a short first piece on its own:
 * the first chunk is the first sentence; a first sentence longer than
   ``first_chunk_seconds`` is cut at its last clause boundary (``,``, ``;``,
   ``:``, ...) that keeps it within that length (at least one clause);
+* but the first chunk is at least ``MIN_FIRST_FRAMES`` long (further
+  sentences or clauses are added until it is): below that the reference's
+  duration estimator lengthens a text (its cube-root soft floor), and the
+  later chunks, which take their speaking rate from the first, would be
+  drawn out;
 * the rest of the text is grouped into chunks of the reference's chunk size
   (``chunk_text_punctuation`` with the characters per ``chunk_duration``).
 
@@ -25,10 +30,15 @@ from typing import Optional
 import numpy as np
 
 from .constants import FRAME_RATE, SAMPLE_RATE
+from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration
 from .text import CLOSING_MARKS, chunk_text_punctuation
 
 #: a first sentence estimated longer than this is cut at a clause boundary
 FIRST_CHUNK_SECONDS = 3.0
+
+#: the duration estimator's soft floor (``estimate_duration``'s ``low_threshold``): a first chunk shorter than this
+#: would be lengthened, and so would every later chunk that takes its rate from it
+MIN_FIRST_FRAMES = 50
 
 #: characters that end a sentence (the clause marks , ; : do not)
 SENTENCE_END = set(".!?。！？…")
@@ -57,7 +67,6 @@ def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
     """
     text = text.strip()
     frames_per_char = max(target_frames, 1) / max(len(text), 1)
-    first_limit = first_chunk_seconds * FRAME_RATE / frames_per_char       # characters
     chunk_len = int(chunk_duration * FRAME_RATE / frames_per_char)         # the reference's chunk size
     pieces = clauses(text)
     if len(pieces) <= 1:
@@ -67,15 +76,21 @@ def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
         start = text.find(piece, end)
         if start < 0:  # not a substring (cannot happen: the pieces are stripped slices); stay safe
             return [text]
-        if taken and start + len(piece) > first_limit:
+        long_enough = taken and _frames(text[:end]) >= MIN_FIRST_FRAMES
+        if long_enough and _frames(text[:start + len(piece)]) > first_chunk_seconds * FRAME_RATE:
             break
         end, taken = start + len(piece), index + 1
-        if ends_sentence(piece):
+        if ends_sentence(piece) and _frames(text[:end]) >= MIN_FIRST_FRAMES:
             break
     first, rest = text[:end].strip(), text[end:].strip()
-    if len(rest) < 3:  # nothing worth a chunk of its own (the reference merges chunks under 3 characters)
+    if len(rest) < 3 or _frames(rest) < MIN_FIRST_FRAMES:  # too little left to be worth streaming
         return [text]
     return [first] + chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3)
+
+
+def _frames(text: str) -> float:
+    """Frames of ``text`` at the default speaking rate, before the soft floor (what decides whether it applies)."""
+    return estimate_duration(text, FALLBACK_REF_TEXT, FALLBACK_REF_FRAMES, low_threshold=None)
 
 
 def playback_piece(audio: np.ndarray, index: int, num_chunks: int, ref_rms: Optional[float],

@@ -62,6 +62,19 @@ def test_a_long_first_sentence_is_cut_at_a_clause_boundary():
     assert " ".join(chunks).split() == text.split()
 
 
+def test_a_short_first_sentence_takes_more_so_later_chunks_keep_the_speaking_rate():
+    """Below 50 frames the duration estimator lengthens a text; later chunks take their rate from the first."""
+    from omnivoice_demo.duration import chunk_target_frames, estimate_target_frames, total_weight
+
+    text = "Hi there. The weather today is bright and calm, and the birds are singing. We will walk to the lake."
+    chunks = sentence_chunks(text, estimate_target_frames(text))
+    assert chunks[0].startswith("Hi there. The weather") and len(chunks) >= 2
+    frames = chunk_target_frames(chunks, estimate_target_frames(text))
+    rates = [f / total_weight(c) for f, c in zip(frames, chunks)]
+    assert frames[0] >= 50 and max(rates) / min(rates) < 1.05
+    assert sentence_chunks("Hello there. Bye now.", 40) == ["Hello there. Bye now."]  # too short to stream
+
+
 def test_one_sentence_stays_one_chunk():
     assert sentence_chunks("Just one sentence, with a comma.", 40) == ["Just one sentence, with a comma."]
 
