@@ -230,6 +230,4 @@ def run_to_end(updates: Iterator[dict]) -> dict:
         final.update(update)
     if "audio" not in final:
         raise gr.Error("The generation was stopped before it finished.", print_exception=False)
-    if isinstance(final["audio"], dict):  # gr.update(value=path, autoplay=...) -> the path
-        final["audio"] = final["audio"].get("value")
     return final

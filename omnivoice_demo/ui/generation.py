@@ -15,7 +15,6 @@ import secrets
 import time
 from typing import Iterator, Optional
 
-import gradio as gr
 import numpy as np
 
 from ..codes_file import save_codes
@@ -144,8 +143,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(1.0, "Done", f"{result.duration:.2f} s of audio in "
                                                   f"{fmt_seconds(result.timings['total'])}", state="done"),
            "grid": pictures.code_grid(result.codes),
-           # autoplay unless the chunks were already played as they came
-           "audio": gr.update(value=str(files["wav"]), autoplay=bool(values.get("autoplay", True)) and num_chunks == 1),
+           # autoplay (the panel applies it to the player) unless the chunks were already played as they came
+           "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and num_chunks == 1,
            "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
            "info": result_info(result, loaded.label), "seed": result.seed, "history": history,
            "history_table": history_rows(history)}

@@ -151,6 +151,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     def generate(data, request: gr.Request):
         values = values_of(controls, data)
         for update in run(data[text_box], values, data[history.state], data, session_of(request)):
+            if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
+                update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
             yield {names[name]: value for name, value in update.items() if name in names}
 
     event = panel.go.click(generate, inputs=info_inputs | set(extra_inputs) | {history.state},
