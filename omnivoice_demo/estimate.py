@@ -192,10 +192,17 @@ class PipelineEstimator:
     # --- predicting -----------------------------------------------------------------------
 
     def forward_seconds(self, positions: int) -> float:
-        """Predicted seconds of one backbone forward of ``positions`` positions."""
+        """Predicted seconds of one backbone forward of ``positions`` positions.
+
+        Beyond 1.5x the longest measured row the quadratic term is not trusted (fitted on short rows of a
+        noisy machine it can explode): the line through the measurements extrapolates instead."""
         if self._curve is None:
-            self._curve = fit_forward_curve(self.forwards)
-        a, b, c = self._curve
+            longest = max((n for n, _ in self.forwards), default=0)
+            self._curve = (fit_forward_curve(self.forwards), fit_forward_curve(self.forwards, quadratic=False),
+                           1.5 * longest)
+        (a, b, c), (a1, b1, _), trusted = self._curve
+        if positions > trusted:
+            return a1 + b1 * positions
         return a + b * positions + c * positions * positions
 
     def estimate(self, work: PlanWork) -> Optional[Estimate]:
@@ -232,7 +239,7 @@ class PipelineEstimator:
         return Estimate(total=elapsed, stages=stages, marks=marks)
 
 
-def fit_forward_curve(samples) -> tuple[float, float, float]:
+def fit_forward_curve(samples, quadratic: bool = True) -> tuple[float, float, float]:
     """``(a, b, c)`` of ``seconds = a + b*L + c*L**2`` by least squares over ``(L, seconds)`` samples.
 
     The quadratic term (attention) is fitted only when the lengths span at
@@ -245,7 +252,7 @@ def fit_forward_curve(samples) -> tuple[float, float, float]:
     lengths = np.array([s[0] for s in samples], dtype=np.float64)
     seconds = np.array([s[1] for s in samples], dtype=np.float64)
     distinct = np.unique(lengths)
-    if len(distinct) >= 3 and distinct[-1] >= 3 * distinct[0]:
+    if quadratic and len(distinct) >= 3 and distinct[-1] >= 3 * distinct[0]:
         coef = np.linalg.lstsq(np.stack([np.ones_like(lengths), lengths, lengths ** 2], 1), seconds, rcond=None)[0]
         if (coef >= 0).all():
             return float(coef[0]), float(coef[1]), float(coef[2])

@@ -266,6 +266,14 @@ def test_forward_curve_fit_recovers_its_coefficients():
     a, b, c = fit_forward_curve(samples)
     assert (a, b, c) == pytest.approx((0.01, 0.002, 1e-6), rel=1e-6)
     assert fit_forward_curve([(10, 0.1), (10, 0.1)]) == pytest.approx((0.0, 0.01, 0.0))
+    # far beyond the measured rows the line extrapolates, not a quadratic fitted on noise
+    estimator = PipelineEstimator()
+    for n in (16, 64, 100):  # short rows on a strongly curved line
+        estimator.observe_forward(n, 0.05 + 0.001 * n + 2e-5 * n * n)
+    a1, b1, _ = fit_forward_curve(estimator.forwards, quadratic=False)
+    assert estimator.forward_seconds(700) == pytest.approx(a1 + b1 * 700)
+    a, b, c = fit_forward_curve(estimator.forwards)
+    assert c > 0 and estimator.forward_seconds(100) == pytest.approx(a + b * 100 + c * 100 ** 2)
 
 
 def test_estimates_are_ready_at_load_and_follow_the_work(engine):
@@ -369,7 +377,7 @@ def test_clone_tab_length_estimate_counts_the_reference(engine, tmp_path):
     from omnivoice_demo.ui.voices import VoiceLibrary
 
     clip = tmp_path / "ref.wav"
-    soundfile.write(clip, speech_like(4.0, 16000, seed=5), 16000)
+    soundfile.write(str(clip), np.asarray(speech_like(4.0, 16000, seed=5), dtype=np.float32).reshape(-1), 16000)
     studio = Studio(models=ModelManager(cache_dir=tmp_path / "cache", offline=True),
                     voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out")
     transcript = "A slow and careful reference sentence"
