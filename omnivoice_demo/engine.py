@@ -34,10 +34,10 @@ from . import audio as audio_ops
 from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
+from .dequantize import choose_backbone
 from .duration import (chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking,
                        plan_target_frames)
 from .errors import InvalidInput, ModelFolderError
-from .dequantize import choose_backbone
 from .estimate import PipelineEstimator, plan_work
 from .languages import resolve_language
 from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
