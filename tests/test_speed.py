@@ -136,7 +136,7 @@ def test_without_a_voice_the_first_chunk_is_the_voice_of_the_later_ones(engine, 
 
 
 def test_with_a_voice_every_chunk_uses_the_voice(engine, monkeypatch):
-    from signals import speech_like
+    from tests.support.signals import speech_like
 
     voice = engine.clone_voice(speech_like(2.0, 16000, seed=3), 16000, "A short reference clip")
     seen = rows_spy(engine, monkeypatch)
@@ -369,7 +369,7 @@ def test_clone_tab_length_estimate_counts_the_reference(engine, tmp_path):
     """Before cloning, the Clone tab estimates the length from the reference's transcript and frames, as the
     reference's duration estimator does: the same target as with the cloned voice."""
     import soundfile
-    from signals import speech_like
+    from tests.support.signals import speech_like
 
     from omnivoice_demo.ui.models import ModelManager
     from omnivoice_demo.ui.studio import Studio
