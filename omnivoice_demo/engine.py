@@ -10,9 +10,8 @@ Read next to ``omnivoice/models/omnivoice.py``:
                                     ``sampling.decode_step`` for the scoring and selection)
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
-Options of this program, off by default (token-exact with the reference): ``sentence_streaming``
-(``streaming``), ``guidance_every`` (the unconditional forward on every k-th step, logits reused),
-``backbone="fp32"|"auto"`` (``dequantize``).  Estimates: ``estimate.PipelineEstimator``.
+Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
+``guidance_every``, ``backbone="fp32"|"auto"`` (dequantize.py); time estimates: estimate.py.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
@@ -35,8 +34,7 @@ from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from .dequantize import choose_backbone
-from .duration import (chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking,
-                       plan_target_frames)
+from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from .errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
 from .languages import resolve_language
