@@ -22,6 +22,7 @@ CASES = {
     "auto": ("medium", 5.0, None),
     "clone": ("medium", 5.0, 5.0),
     "long": ("long", None, None),
+    "paragraph": ("paragraph", None, None),
 }
 REFERENCE_TRANSCRIPT = "This reference clip is five seconds of synthetic speech for the benchmark."
 

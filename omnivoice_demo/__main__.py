@@ -76,6 +76,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_threads, default=None,
                         help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
     add_limit_arguments(parser)
+    parser.add_argument("--backbone", choices=["int4", "fp32", "auto"], default="int4",
+                        help="int4 backbone as built, or its weights dequantized once at load into fp32 MatMuls "
+                             "(8x the weights' memory; faster on some AVX2-only CPUs), or auto: measure both")
 
 
 def open_engine(args):
@@ -85,7 +88,7 @@ def open_engine(args):
     resolved = resolve_from_args(args, progress=console_progress())
     # the resolver has just checked every file (sha256): the engine checks sizes only
     return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
-                           limits=limits_from_arguments(args))
+                           limits=limits_from_arguments(args), backbone=args.backbone)
 
 
 def synth(args) -> int:
@@ -97,14 +100,16 @@ def synth(args) -> int:
     engine = open_engine(args)
     voice = None
     if args.ref_audio:
-        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=args.preprocess_prompt)
+        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
     elif args.voice:
         voice = args.voice
     stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,
                            config=config)
     bar = None
-    result = None
+    result = first_audio = None
     for event in stream:
+        if event.kind == "chunk" and first_audio is None:
+            first_audio = event.elapsed
         if event.kind == "step":
             if bar is None or bar.desc != f"chunk {event.chunk + 1}/{event.num_chunks}":
                 if bar is not None:
@@ -119,7 +124,7 @@ def synth(args) -> int:
     soundfile.write(str(output), result.audio, result.sample_rate)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
-          f"(RTF {result.rtf:.2f})")
+          f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
     return 0
 
 

@@ -92,6 +92,13 @@ class GenerationConfig:
                                     help="texts estimated longer than this are split into chunks")
     seed: Optional[int] = _field(None, low=0, high=MAX_SEED, label="Seed", advanced=False,
                                  help="random seed (default: a new one each run, reported with the result)")
+    # --- this program's speed options (off / 1 = the reference's behaviour) -------------------
+    guidance_every: int = _field(1, low=1, high=16, ui_high=4, ui_step=1, label="Guidance every k steps",
+                                 help="run the unconditional (guidance) forward on every k-th step only and "
+                                      "reuse its last logits in between (1 = every step, the reference)")
+    sentence_streaming: bool = _field(False, label="Sentence streaming",
+                                      help="generate the first sentence on its own (a long one cut at a clause) "
+                                           "so its audio comes first, then the rest in chunks of chunk_duration")
 
     # --- describing -------------------------------------------------------------------
 
@@ -111,6 +118,13 @@ class GenerationConfig:
     def kind(cls, name: str) -> type:
         """``bool``, ``int`` or ``float`` (Optional[...] unwrapped)."""
         return _KINDS[name]
+
+    @classmethod
+    def preset(cls, name: str) -> "GenerationConfig":
+        """The settings of a speed preset (``presets.PRESETS``: reference, balanced, fast)."""
+        from .presets import preset_values
+
+        return cls().replace(**preset_values(name))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -151,7 +165,8 @@ class GenerationConfig:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
-_KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool}
+_KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
+          "guidance_every": int, "sentence_streaming": bool}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 
@@ -219,23 +234,55 @@ def _coerce(name: str, value):
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per ``GenerationConfig`` field (``--num-step``, ``--no-denoise``, ...), defaults from the class."""
+    from .presets import PRESETS
+
     group = parser.add_argument_group("generation settings (defaults are the reference's)")
+    group.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                       help="a speed preset (default reference: 32 steps); the flags below override its values")
     for name in GenerationConfig.names():
         setting, kind = GenerationConfig.setting(name), GenerationConfig.kind(name)
         flags = ["--" + name.replace("_", "-"), *setting.flags]
         default = GenerationConfig.default(name)
         if kind is bool:
-            group.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction, default=default,
-                               help=setting.help)
+            group.add_argument(*flags, dest=name, action=_GivenBoolean, default=default, help=setting.help)
         else:
             shown = "" if default is None else f" (default {_show(default)})"
             range_text = f"; {_show(setting.low)}..{_show(setting.high)}"
-            group.add_argument(*flags, dest=name, type=_cli_number(name, kind), default=default,
+            group.add_argument(*flags, dest=name, action=_GivenValue, type=_cli_number(name, kind), default=default,
                                help=setting.help + shown + range_text)
 
 
 def config_from_arguments(args: argparse.Namespace) -> GenerationConfig:
-    return GenerationConfig(**{name: getattr(args, name) for name in GenerationConfig.names()}).validate()
+    """The settings of the flags; with ``--preset``, the preset's values under the flags actually given."""
+    values = {name: getattr(args, name) for name in GenerationConfig.names()}
+    preset = getattr(args, "preset", None)
+    if not preset:
+        return GenerationConfig(**values).validate()
+    given = getattr(args, _GIVEN, set())
+    return GenerationConfig.preset(preset).replace(**{n: v for n, v in values.items() if n in given}).validate()
+
+
+_GIVEN = "_config_flags_given"
+
+
+class _GivenValue(argparse.Action):
+    """Stores the value and notes that the flag was given (so a preset does not override it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest)
+
+
+class _GivenBoolean(argparse.BooleanOptionalAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        _note_given(namespace, self.dest)
+
+
+def _note_given(namespace: argparse.Namespace, dest: str) -> None:
+    if not hasattr(namespace, _GIVEN):
+        setattr(namespace, _GIVEN, set())
+    getattr(namespace, _GIVEN).add(dest)
 
 
 def _cli_number(name: str, kind: type):

@@ -325,3 +325,37 @@ def split_oversized_chunks(chunks: list[str], chunk_len: int) -> list[str]:
         else:
             out.extend(textwrap.wrap(chunk, width=width, break_long_words=True, break_on_hyphens=False))
     return out
+
+
+def chunk_target_frames(
+    chunks: list[str],
+    target_frames: int,
+    speed: float = 1.0,
+    ref_text: Optional[str] = None,
+    num_ref_frames: Optional[int] = None,
+) -> list[int]:
+    """Frames to generate for each chunk, as ``_generate_chunked`` sizes them.
+
+    One chunk: the request's ``target_frames``.  Several: each chunk's
+    ``estimate_target_frames`` against the voice (``ref_text``,
+    ``num_ref_frames``), or, without a voice, against the first chunk's text
+    and its generated length for every chunk after the first (the first
+    chunk's length is decided before it is generated, so the whole layout is
+    known in advance).
+    """
+    if len(chunks) == 1:
+        return [target_frames]
+    frames: list[int] = []
+    voice = (ref_text, num_ref_frames) if ref_text is not None and num_ref_frames is not None else None
+    for index, chunk in enumerate(chunks):
+        reference = chunk_reference(index, voice, (chunks[0], frames[0] if frames else None))
+        frames.append(estimate_target_frames(chunk, reference[0], reference[1], speed=speed))
+    return frames
+
+
+def chunk_reference(index: int, voice_reference: Optional[tuple], first_chunk: Optional[tuple]) -> tuple:
+    """The ``(text, audio)`` reference of chunk ``index`` in ``_generate_chunked``: the voice's when there
+    is one, else the first chunk's (text, generated audio) for every later chunk, else ``(None, None)``."""
+    if voice_reference is not None:
+        return voice_reference
+    return first_chunk if index > 0 else (None, None)

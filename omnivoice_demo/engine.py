@@ -10,6 +10,8 @@ Read next to ``omnivoice/models/omnivoice.py``:
                                     ``sampling.decode_step`` for the scoring and selection)
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
+Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
+``guidance_every``, ``backbone="fp32"|"auto"`` (dequantize.py); time estimates: estimate.py.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
@@ -31,12 +33,15 @@ from . import audio as audio_ops
 from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from .duration import chunk_for_generation, estimate_target_frames, needs_chunking, plan_target_frames
+from .dequantize import choose_backbone
+from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from .errors import InvalidInput, ModelFolderError
+from .estimate import PipelineEstimator, plan_work
 from .languages import resolve_language
-from .manifest import CODEC_DIR, load_manifest, verify_files
+from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, providers_for, session_options
-from .sampling import decode_step, unmask_schedule
+from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .streaming import playback_piece, sentence_chunks
 from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
@@ -67,6 +72,7 @@ class ChunkEvent:
     codes: np.ndarray     # int64 [8, T]
     audio: np.ndarray     # float32 [960 * T], the chunk's raw decoded audio (before post-processing)
     elapsed: float
+    playback: Optional[np.ndarray] = None  # float32: ready to play after the previous chunks' (streaming.playback_piece)
     kind: str = "chunk"
 
 
@@ -147,7 +153,8 @@ class OmniVoiceEngine:
     """
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
-                 verify: str = "sha256", limits: Optional[Limits] = None):
+                 verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
+                 backbone: str = "int4"):
         self.limits = limits or Limits()
         self.folder = pathlib.Path(model_dir)
         if not self.folder.is_dir():
@@ -165,6 +172,8 @@ class OmniVoiceEngine:
                 "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
+                                               providers_for(provider), lambda: session_options(threads))
         if not self.model.attends_bidirectionally():
             raise ModelFolderError(
                 f"The backbone in {self.folder} attends causally, so it computes a different model than "
@@ -178,8 +187,9 @@ class OmniVoiceEngine:
         codec_dir = self.folder / CODEC_DIR
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
                       if codec_dir.is_dir() else None)
-        # seconds per (frame x step) of the backbone, measured as the engine runs (for time estimates)
-        self.seconds_per_frame_step: Optional[float] = None
+        # the time estimates' cost model: a short warm-up now, refined by every run
+        self.estimator = PipelineEstimator()
+        self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
 
     @property
     def profile(self) -> str:
@@ -188,7 +198,8 @@ class OmniVoiceEngine:
     def describe(self) -> dict:
         return {"folder": str(self.folder), "profile": self.profile, "provider": self.provider,
                 "threads": self.threads, "precision": self.manifest.get("precision", {}),
-                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", [])}
+                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", []),
+                "backbone_compute": self.backbone_choice}
 
     def _require_codec(self) -> AudioCodec:
         if self.codec is None:
@@ -291,20 +302,21 @@ class OmniVoiceEngine:
         target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
                                                 duration=config.duration)
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
-        chunks = (chunk_for_generation(text, target, config.chunk_duration)
-                  if needs_chunking(target, config.chunk_threshold) else [text])
+        if needs_chunking(target, config.chunk_threshold):
+            chunks = chunk_for_generation(text, target, config.chunk_duration)
+        else:  # one piece, or with sentence streaming a short first sentence and the rest
+            chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         self.limits.check("The number of chunks", len(chunks), "max_chunks")
         return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config)
 
+    def estimate(self, plan: GenerationPlan):
+        """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""
+        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks))
+
     def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
-        """Seconds the backbone will take, from this machine's measured speed (None before any run)."""
-        if self.seconds_per_frame_step is None:
-            return None
-        frames = plan.target_frames
-        prefix = len(self.tokenizer.encode(plan.text).ids) + (plan.voice.frames if plan.voice else 0)
-        rows = 2 if plan.config.guidance_scale != 0 else 1
-        return self.seconds_per_frame_step * (frames + prefix + (frames if rows == 2 else 0)) * plan.num_steps
+        """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
+        return getattr(self.estimate(plan), "total", None)
 
     # --- generation -----------------------------------------------------------------
 
@@ -338,20 +350,12 @@ class OmniVoiceEngine:
         voice = plan.voice
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
-        for index, chunk_text in enumerate(plan.chunks):
+        layout = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
+                                     voice.transcript if voice else None, voice.frames if voice else None)
+        for index, (chunk_text, frames) in enumerate(zip(plan.chunks, layout)):
             # the reference of this chunk: the voice, or chunk 0's output when there is none (_generate_chunked)
-            if voice is not None:
-                ref_text, ref_codes = voice.transcript, voice.codes
-            elif index > 0:
-                ref_text, ref_codes = plan.chunks[0], chunk_codes[0]
-            else:
-                ref_text, ref_codes = None, None
-            if len(plan.chunks) == 1:
-                frames = plan.target_frames
-            else:
-                frames = estimate_target_frames(chunk_text, ref_text,
-                                                ref_codes.shape[-1] if ref_codes is not None else None,
-                                                speed=plan.speed)
+            ref_text, ref_codes = chunk_reference(index, (voice.transcript, voice.codes) if voice else None,
+                                                  (plan.chunks[0], chunk_codes[0] if chunk_codes else None))
             tick = time.perf_counter()
             cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
             timer.add("prompt", tick)
@@ -366,7 +370,9 @@ class OmniVoiceEngine:
             chunk_audio.append(self.codec.decode(tokens))
             timer.add("codec_decode", tick)
             yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=chunk_audio[-1],
-                             elapsed=time.perf_counter() - started)
+                             elapsed=time.perf_counter() - started,
+                             playback=playback_piece(chunk_audio[-1], index, len(plan.chunks),
+                                                     voice.rms if voice else None))
 
         tick = time.perf_counter()
         joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
@@ -375,6 +381,7 @@ class OmniVoiceEngine:
                                             sample_rate=SAMPLE_RATE)
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
+        self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks), timings)
         yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
                                settings=plan.settings, config=config)
@@ -408,25 +415,34 @@ class OmniVoiceEngine:
         # the unconditional row is the target frames alone, all audio, positions 0..T-1
         uncond_audio_mask = np.ones((1, frames), dtype=bool)
         schedule = unmask_schedule(frames, self.num_codebooks, config.num_step, config.t_shift)
-        model = self.model
-        for step, k in enumerate(schedule, start=1):
+        runs_uncond = guidance_schedule(schedule, config.guidance_every)
+        model, observe = self.model, self.estimator.observe_forward
+        last_uncond = None  # the last unconditional logits, reused on steps that skip its forward
+        for step, (k, fresh) in enumerate(zip(schedule, runs_uncond), start=1):
             if k <= 0:  # the reference computes this step's forward and then skips the item
                 yield step, np.zeros(tokens.shape, dtype=bool)
                 continue
+            fresh = guided and fresh
             tick = time.perf_counter()
             cond_ids[0, :, target] = tokens
             cond_embeds = model.embed(cond_ids, cond_audio_mask)
-            uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if guided else None
+            uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if fresh else None
             tick = timer.add("embeddings", tick)
             cond_hidden = model.hidden_states(cond_embeds, [length])[:, target]
-            uncond_hidden = model.hidden_states(uncond_embeds, [frames]) if guided else None
-            backbone_started, tick = tick, timer.add("backbone", tick)
-            self._measure_speed(tick - backbone_started, length + (frames if guided else 0))
+            observe(length, time.perf_counter() - tick)
+            if fresh:
+                middle = time.perf_counter()
+                uncond_hidden = model.hidden_states(uncond_embeds, [frames])
+                observe(frames, time.perf_counter() - middle)
+            tick = timer.add("backbone", tick)
             # both rows' target frames through the heads in one call (one larger GEMM is faster)
-            logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if guided else cond_hidden)
-            cond_logits, uncond_logits = logits[0], (logits[1] if guided else None)
+            logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if fresh else cond_hidden)
+            # decode_step computes in the logits' buffers: what is kept for reuse is a copy
+            if fresh and config.guidance_every > 1:
+                last_uncond = logits[1].copy()
+            uncond_logits = logits[1] if fresh else (last_uncond.copy() if guided else None)
             tick = timer.add("heads", tick)
-            decided = decode_step(tokens, cond_logits, uncond_logits, k,
+            decided = decode_step(tokens, logits[0], uncond_logits, k,
                                   guidance_scale=config.guidance_scale,
                                   class_temperature=config.class_temperature,
                                   layer_penalty_factor=config.layer_penalty_factor,
@@ -434,9 +450,3 @@ class OmniVoiceEngine:
                                   rng=rng, mask_id=self.mask_id, overwrite=True)
             timer.add("sampling", tick)
             yield step, decided
-
-    def _measure_speed(self, seconds: float, positions: int) -> None:
-        sample = seconds / max(positions, 1)
-        previous = self.seconds_per_frame_step
-        self.seconds_per_frame_step = sample if previous is None else 0.8 * previous + 0.2 * sample
-

@@ -40,6 +40,12 @@ TEXTS = {
         "When the evening came, the lamps were lit one by one along the river.",
         "Somewhere a violin played, and a dog barked twice before the city fell asleep again.",
     ]),
+    # six sentences, about 20 s of speech: sentence streaming's case (first audio after the first sentence)
+    "paragraph": ("The old lighthouse stood at the edge of the cliff. Every night its lamp turned slowly over the "
+                  "water, and sailors far from home looked for it in the dark. One winter the keeper fell ill, and "
+                  "for three nights the light went out. A girl from the village climbed the long stairs with a "
+                  "lantern in her hand. She kept it burning until the storm had passed. By morning every boat was "
+                  "safe in the harbour."),
 }
 
 

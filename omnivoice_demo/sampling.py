@@ -37,6 +37,7 @@ import numpy as np
 __all__ = [
     "Noise",
     "decode_step",
+    "guidance_schedule",
     "gumbel_noise",
     "log_softmax_",
     "score_tokens",
@@ -100,6 +101,24 @@ def unmask_schedule(num_frames: int, num_codebooks: int = 8, num_step: int = 32,
         schedule.append(int(num))
         remaining -= int(num)
     return schedule
+
+
+def guidance_schedule(schedule: list[int], every: int = 1) -> list[bool]:
+    """Which steps run the unconditional forward when it runs only every ``every``-th step.
+
+    Steps that decide nothing (``k <= 0``) run no forward at all.  Of the
+    others, the first runs it, then every ``every``-th after the last run; in
+    between its last logits are reused.  ``every=1`` is the reference (every step).
+    """
+    runs, since = [], None
+    for k in schedule:
+        if k <= 0:
+            runs.append(False)
+            continue
+        run = since is None or since >= every
+        since = 1 if run else since + 1
+        runs.append(run)
+    return runs
 
 
 # ---------------------------------------------------------------------------

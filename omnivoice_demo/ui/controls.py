@@ -24,6 +24,7 @@ import numpy as np
 from ..config import GenerationConfig
 from ..languages import language_choices
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
+from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
 
 NO_VOICE = "(none)"
 #: a setting applied when the voice is cloned, not when speaking: the Clone tab's "Clean the reference"
@@ -58,6 +59,7 @@ def _element_id(prefix: str, name: str) -> str:
 def setting_widget(name: str, prefix: str):
     """A slider (numbers) or a checkbox (booleans) for one ``GenerationConfig`` field."""
     setting, kind, default = GenerationConfig.setting(name), GenerationConfig.kind(name), GenerationConfig.default(name)
+    default = APP_DEFAULTS.get(name, default)
     label, elem_id = setting.label or name, _element_id(prefix, name)
     if kind is bool:
         return gr.Checkbox(value=default, label=label, info=setting.help, elem_id=elem_id)
@@ -85,25 +87,46 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         duration = GenerationConfig.setting("duration")
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
                                   info=duration.help, elem_id=f"{prefix}-duration")
+    c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
+                           info="Sets the steps and guidance under Advanced (change them there to override); the "
+                                "estimated time of each preset for your text is under the text box.",
+                           elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
         names = advanced_settings()
         for start in range(0, len(names), 3):
             with gr.Row():
                 for name in names[start:start + 3]:
                     c[name] = setting_widget(name, prefix)
+    _wire_preset(c)
     with gr.Row(equal_height=True):
         c["seed"] = gr.Number(value=SEED_SHOWN, label=GenerationConfig.setting("seed").label, precision=0, minimum=0,
                               elem_id=f"{prefix}-seed")
         c["randomize"] = gr.Checkbox(value=True, label="Random seed each run (the seed used is written back)",
                                      elem_id=f"{prefix}-randomize")
         c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
+    c["autoplay"] = gr.Checkbox(value=True, label="Autoplay the result (when it was not already played chunk by chunk)",
+                                elem_id=f"{prefix}-autoplay")
     c["dice"].click(lambda: (int(np.random.default_rng().integers(0, 2**31)), False),
                     outputs=[c["seed"], c["randomize"]], api_visibility="private", queue=False)
     return c
 
 
+def _wire_preset(c: dict) -> None:
+    """The preset sets the advanced steps and guidance; changing those by hand shows which preset (or Custom)."""
+    tuned = [c[name] for name in preset_controls(DEFAULT_PRESET)]
+
+    def apply(name):
+        values = preset_controls(name)
+        return [gr.update(value=values[n]) if n in values else gr.update() for n in preset_controls(DEFAULT_PRESET)]
+
+    c["preset"].input(apply, inputs=c["preset"], outputs=tuned, queue=False, api_visibility="private")
+    for widget in tuned:
+        widget.input(lambda *values: preset_of(dict(zip(preset_controls(DEFAULT_PRESET), values))), inputs=tuned,
+                     outputs=c["preset"], queue=False, api_visibility="private")
+
+
 #: control names whose values a handler reads (the rest are buttons and read-outs)
-VALUE_NAMES = ("language", "voice", *DESIGN_CATEGORIES, "instruct", "randomize", *tab_settings())
+VALUE_NAMES = ("language", "voice", *DESIGN_CATEGORIES, "instruct", "randomize", "autoplay", *tab_settings())
 
 
 def value_inputs(controls: dict) -> set:

@@ -27,6 +27,7 @@ from . import pictures
 from .controls import generation_request
 from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
 from .models import ModelNotReady
+from .speed_controls import preset_estimates, time_left
 from .studio import Studio
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,8 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     except ModelNotReady:
         return count
     try:
-        plan = loaded.engine.prepare(text, voice=voice, **generation_request(values).engine_arguments())
+        arguments = generation_request(values).engine_arguments()
+        plan = loaded.engine.prepare(text, voice=voice, **arguments)
     except InvalidInput as exc:
         return f"{count} · ⚠ {_first_line(exc)}"
     estimate = loaded.engine.estimate_seconds(plan)
@@ -52,7 +54,8 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
         parts.append(f"{len(plan.chunks)} chunks (played as they finish)")
     parts.append(f"estimated {fmt_seconds(estimate)} to generate on this machine" if estimate is not None
                  else "time estimate after the first generation")
-    return " · ".join(parts)
+    presets = preset_estimates(loaded.engine, text, voice, **arguments) if estimate is not None else ""
+    return " · ".join(parts) + (f"  \n{presets}" if presets else "")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -93,7 +96,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     engine = loaded.engine
     arguments = generation_request(values).engine_arguments()  # the seed is fixed here, so both calls agree
     plan = engine.prepare(text, voice=voice, **arguments)  # every check, before any work
-    estimate = engine.estimate_seconds(plan)
+    timeline = engine.estimate(plan)  # the whole pipeline's predicted time line, for the time left
+    estimate = timeline.total if timeline is not None else None
     run_id = secrets.token_hex(4)
     num_chunks = len(plan.chunks)
     first = (f"Estimated {fmt_seconds(estimate)} on this machine" if estimate is not None
@@ -125,15 +129,16 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                     continue
                 last_sent = now
                 done = (event.chunk + event.step / event.num_steps) / event.num_chunks
-                left = event.elapsed * (1 - done) / done if done > 0 else estimate
-                detail = (f"chunk {event.chunk + 1} of {event.num_chunks} · {fmt_seconds(event.elapsed)} elapsed · "
-                          f"about {fmt_seconds(left)} left")
+                left = (time_left(timeline, event.chunk, event.step, event.elapsed) if timeline is not None else
+                        f"about {fmt_seconds(event.elapsed * (1 - done) / done)} left")
+                detail = f"chunk {event.chunk + 1} of {event.num_chunks} · {fmt_seconds(event.elapsed)} elapsed · {left}"
                 yield {"progress": progress_html(done, f"Step {event.step} of {event.num_steps}", detail),
                        "grid": pictures.code_grid(finished + [event.codes], event.decided)}
             elif isinstance(event, ChunkEvent):
                 finished.append(event.codes)
                 if event.num_chunks > 1:
-                    uri = "data:audio/wav;base64," + base64.b64encode(wav_bytes(event.audio)).decode("ascii")
+                    playable = event.playback if event.playback is not None else event.audio  # cross-faded, levelled
+                    uri = "data:audio/wav;base64," + base64.b64encode(wav_bytes(playable)).decode("ascii")
                     chunk_audio.append((event.chunk, uri))
                     yield {"chunks": chunk_player_html(run_id, chunk_audio, event.num_chunks),
                            "grid": pictures.code_grid(finished)}
@@ -151,6 +156,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(1.0, "Done", f"{result.duration:.2f} s of audio in "
                                                   f"{fmt_seconds(result.timings['total'])}", state="done"),
            "grid": pictures.code_grid(result.codes),
-           "audio": str(files["wav"]), "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
+           # autoplay (the panel applies it to the player) unless the chunks were already played as they came
+           "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and num_chunks == 1,
+           "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
            "info": result_info(result, loaded.label), "seed": result.seed, "history": history,
            "history_table": history_rows(history)}

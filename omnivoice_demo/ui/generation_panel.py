@@ -17,6 +17,7 @@ from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
 from .display import HISTORY_HEADERS, idle_progress, stopped_progress
 from .generation import text_info
+from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
 from .studio import Studio, session_of
 
 #: generations share one concurrency group: a CPU model is not sped up by running two at once
@@ -41,7 +42,8 @@ def _insert_tag_js(elem_id: str, tag: str) -> str:
 def text_block(prefix: str, label: str, placeholder: str = "Type what to say…") -> dict:
     """The text box, its info line and a button per non-verbal tag."""
     parts = {"text": gr.Textbox(label=label, lines=4, max_lines=12, placeholder=placeholder, elem_id=f"{prefix}-text"),
-             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info")}
+             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info"),
+             "shortcuts": gr.HTML("", js_on_load=SHORTCUT_JS, elem_id=f"{prefix}-shortcuts")}  # Ctrl+Enter = Go
     with gr.Row(elem_classes="ov-tags"):
         for tag in NONVERBAL_TAGS:
             button = gr.Button(f"[{tag}]", size="sm", variant="secondary", min_width=0)
@@ -114,24 +116,31 @@ Run = Callable[[str, dict, list, dict, Optional[str]], Iterator[dict]]
 
 
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
-                    extra_inputs: Iterable = (), voice_of: Optional[Callable[[dict, Optional[str]], Voice]] = None):
-    """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel."""
+                    extra_inputs: Iterable = (),
+                    voice_of: Optional[Callable[[dict, Optional[str], dict], Optional[Voice]]] = None,
+                    info_inputs: Iterable = ()):
+    """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel.
+
+    ``voice_of(values, session, data)`` is the voice the text info estimates with; ``info_inputs`` are the
+    further components it reads (``data``) and that redraw the info when they change."""
     text_box, controls = panel.text["text"], panel.controls
     names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
-    info_inputs = value_inputs(controls) | {text_box}
+    info_extra = list(info_inputs)
+    info_inputs = value_inputs(controls) | {text_box} | set(info_extra)
 
     def info(data, request: gr.Request):
         values = values_of(controls, data)
         voice = None
         if voice_of is not None:
             try:
-                voice = voice_of(values, session_of(request))
+                voice = voice_of(values, session_of(request), data)
             except InvalidInput:
                 voice = None
         return text_info(studio, data[text_box], values, voice)
 
-    watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"]]
-    for comp in watched + ([controls["voice"]] if "voice" in controls else []):
+    watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
+               controls["guidance_every"], controls["sentence_streaming"]]
+    for comp in watched + ([controls["voice"]] if "voice" in controls else []) + info_extra:
         comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
                     api_visibility="private")
     design = [controls[n] for n in DESIGN_CATEGORIES + ("instruct",)]
@@ -143,6 +152,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     def generate(data, request: gr.Request):
         values = values_of(controls, data)
         for update in run(data[text_box], values, data[history.state], data, session_of(request)):
+            if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
+                update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
             yield {names[name]: value for name, value in update.items() if name in names}
 
     event = panel.go.click(generate, inputs=info_inputs | set(extra_inputs) | {history.state},
@@ -152,6 +163,6 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                api_visibility="private", queue=False)
     # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
     # once the cancelled run can send nothing more
-    panel.stop.click(None, cancels=[event], api_visibility="private", queue=False).then(
+    panel.stop.click(None, js=STOP_PLAYBACK_JS, cancels=[event], api_visibility="private", queue=False).then(
         stopped_progress, outputs=panel.outputs["progress"], api_visibility="private", queue=False,
         show_progress="hidden")

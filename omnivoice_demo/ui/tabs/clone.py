@@ -16,7 +16,9 @@ import numpy as np
 from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ... import audio as audio_ops
 from ...config import GenerationConfig
+from ...constants import HOP_LENGTH, NUM_CODEBOOKS
 from ...errors import InvalidInput
+from ...text import add_punctuation
 from ...voice import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors, user_message
@@ -53,6 +55,36 @@ def read_reference(studio: Studio, path: Optional[str]) -> tuple[np.ndarray, int
             note += (f" It is long, so only the first {wav.shape[-1] / sr:.1f} s are used (cut at a pause): "
                      "the transcript must be what is said in that part.")
     return wav, sr, note
+
+
+def reference_for_estimate(studio: Studio, path: Optional[str], transcript: str, preprocess: bool) -> Optional[Voice]:
+    """The reference's transcript and length, for the length and time estimate before cloning.
+
+    The reference's duration estimator sets the speaking rate from the reference (its transcript over its
+    frames), so the estimate needs both; the codes are not computed here (the placeholder codes are never
+    generated from: only ``frames`` and ``transcript`` are read).  None without a usable clip or transcript."""
+    if not path or not (transcript or "").strip():
+        return None
+    try:
+        frames, rms = _reference_length(studio, str(path), bool(preprocess))
+    except InvalidInput:
+        return None
+    return Voice(codes=np.zeros((NUM_CODEBOOKS, frames), dtype=np.int64), transcript=add_punctuation(transcript),
+                 rms=rms)
+
+
+_LENGTHS: dict = {}  # (studio id, path, preprocess) -> (frames, rms): the info line is redrawn on every keystroke
+
+
+def _reference_length(studio: Studio, path: str, preprocess: bool) -> tuple[int, float]:
+    key = (id(studio), path, preprocess)
+    if key not in _LENGTHS:
+        wav, sr, _ = read_reference(studio, path)
+        prepared, rms = audio_ops.prepare_reference(wav, sr, transcript_given=True, preprocess=preprocess)
+        if len(_LENGTHS) >= 16:
+            _LENGTHS.clear()
+        _LENGTHS[key] = (max(1, prepared.shape[-1] // HOP_LENGTH), rms)
+    return _LENGTHS[key]
 
 
 def reference_note(studio: Studio, path: Optional[str]) -> str:
@@ -154,7 +186,10 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
     def run(text_value, values, history_value, data, session):
         return clone(studio, data[ref], data[transcript], data[consent], text_value, values, data[pre], history_value)
 
-    wire_generation(studio, panel, history, run, extra_inputs=(ref, transcript, consent, pre))
+    wire_generation(studio, panel, history, run, extra_inputs=(ref, transcript, consent, pre),
+                    voice_of=lambda values, session, data: reference_for_estimate(studio, data.get(ref),
+                                                                                  data.get(transcript), data.get(pre)),
+                    info_inputs=(ref, transcript, pre))
     ref.change(lambda path: reference_note(studio, path), inputs=ref, outputs=note, api_visibility="private",
                show_progress="hidden")
 

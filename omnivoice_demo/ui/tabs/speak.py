@@ -66,7 +66,7 @@ def build(studio: Studio, history: SessionHistory,
         return speak(studio, text_value, values, history_value, session, browser)
 
     wire_generation(studio, panel, history, run, extra_inputs=stored,
-                    voice_of=lambda values, session: saved_voice(studio, values.get("voice"), session))
+                    voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session))
 
     def refresh_voices(current, browser=None, request: gr.Request = None):
         names = voice_names(studio, session_of(request), browser)
