@@ -1,7 +1,7 @@
 """Command line: speak text, or round-trip audio through the codec.
 
     omnivoice synth --model DIR --text "Hello." [--language en] [--instruct "female"]
-        [--ref-audio ref.wav --ref-text "what the reference says"] [--num-step 32] [--seed 1] [--output out.wav]
+        [--ref-audio ref.wav [--ref-text "what the reference says"]] [--num-step 32] [--seed 1] [--output out.wav]
     omnivoice codec --model DIR --input in.wav --output rt.wav
     omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
     omnivoice serve --model DIR [--port 8880] [--api-key KEY]   (the OpenAI-compatible HTTP API, no UI)
@@ -85,10 +85,15 @@ def open_engine(args):
     from .engine import OmniVoiceEngine
     from .hub import console_progress, resolve_from_args
 
+    from .asr import LazyRecognizer
+
     resolved = resolve_from_args(args, progress=console_progress())
+    recognizer = LazyRecognizer(getattr(args, "asr_model", None), getattr(args, "asr_precision", None),
+                                provider=args.provider, threads=args.threads, progress=console_progress(),
+                                offline=True if getattr(args, "offline", False) else None)
     # the resolver has just checked every file (sha256): the engine checks sizes only
     return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
-                           limits=limits_from_arguments(args), backbone=args.backbone)
+                           limits=limits_from_arguments(args), backbone=args.backbone, recognizer=recognizer)
 
 
 def synth(args) -> int:
@@ -101,9 +106,15 @@ def synth(args) -> int:
     voice = None
     if args.ref_audio:
         voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
+        if voice.transcript_source == "recognised":
+            print(f"recognised transcript ({voice.language or 'language unknown'}): {voice.transcript}",
+                  file=sys.stderr)
     elif args.voice:
         voice = args.voice
-    stream = engine.stream(args.text, language=args.language, instruct=args.instruct, voice=voice,
+    language = args.language
+    if language is None and voice is not None and getattr(voice, "language", None):
+        language = offered_language(voice.language)
+    stream = engine.stream(args.text, language=language, instruct=args.instruct, voice=voice,
                            config=config)
     bar = None
     result = first_audio = None
@@ -128,6 +139,17 @@ def synth(args) -> int:
     return 0
 
 
+def offered_language(whisper_code: str):
+    """The recogniser's language as the speech's language, when the model knows it (else none)."""
+    from .errors import InvalidInput
+    from .languages import resolve_language
+
+    try:
+        return resolve_language(whisper_code)
+    except InvalidInput:
+        return None
+
+
 def codec(args) -> int:
     import soundfile
 
@@ -149,10 +171,17 @@ def build_parser() -> argparse.ArgumentParser:
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
     speak.add_argument("--text", required=True)
-    speak.add_argument("--language", default=None, help="language name or code (default: none)")
+    speak.add_argument("--language", default=None,
+                       help="language name or code (default: none, or the language recognised in --ref-audio)")
     speak.add_argument("--instruct", default=None, help='voice design, e.g. "female, low pitch, british accent"')
     speak.add_argument("--ref-audio", default=None, help="reference audio to clone")
-    speak.add_argument("--ref-text", default=None, help="what the reference audio says")
+    speak.add_argument("--ref-text", default=None,
+                       help="what the reference audio says (default: recognised by the speech recogniser)")
+    speak.add_argument("--asr-model", default=None,
+                       help="speech recogniser: a folder (python -m convert.whisper) or a Hub repo "
+                            "(default: $OMNIVOICE_ASR_MODEL or onnx-community/whisper-base)")
+    speak.add_argument("--asr-precision", default=None, choices=["fp32", "int8", "q8", "fp16"],
+                       help="precision of the recogniser's graphs (default int8)")
     speak.add_argument("--voice", default=None, help="a saved voice (.npz)")
     speak.add_argument("--output", default="out.wav")
     add_config_arguments(speak)

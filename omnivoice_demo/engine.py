@@ -30,6 +30,7 @@ from typing import Iterator, Optional, Union
 import numpy as np
 
 from . import audio as audio_ops
+from .asr.lazy import LazyRecognizer
 from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
@@ -154,8 +155,10 @@ class OmniVoiceEngine:
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
                  verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
-                 backbone: str = "int4"):
+                 backbone: str = "int4", recognizer=None):
         self.limits = limits or Limits()
+        # transcribes references given without a transcript; made (and downloaded) on first use
+        self.recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
         self.folder = pathlib.Path(model_dir)
         if not self.folder.is_dir():
             raise ModelFolderError(f"{self.folder} is not a folder; give the path of an OmniVoice ONNX model folder.")
@@ -250,8 +253,9 @@ class OmniVoiceEngine:
         """A reusable voice from a reference clip and its transcript (``create_voice_clone_prompt``).
 
         ``audio`` is an array (``[samples]`` or ``[channels, samples]``) with its
-        ``sample_rate``, or the path of an audio file.  The transcript is
-        required: this program ships no speech recogniser.
+        ``sample_rate``, or the path of an audio file.  Without a transcript the
+        processed clip is transcribed by ``self.recognizer`` (as the reference does
+        with Whisper), and the voice records that it was recognised and in which language.
         """
         if isinstance(audio, (str, pathlib.Path)):
             audio, sample_rate = self.load_audio(audio)
@@ -260,15 +264,21 @@ class OmniVoiceEngine:
         sample_rate = audio_ops.check_sample_rate(sample_rate, "reference audio")
         frames = np.shape(audio)[-1] if np.ndim(audio) else 0
         self.limits.check("The reference audio", round(frames / sample_rate, 1), "max_reference_seconds", " s")
-        if transcript is None or not transcript.strip():
-            raise InvalidInput("The transcript of the reference audio is missing: type exactly what is said in "
-                             "the clip (the model needs it to clone the voice).")
+        typed = transcript is not None and bool(transcript.strip())
         wav, rms = audio_ops.prepare_reference(audio_ops.as_float_audio(audio, "reference audio"), sample_rate,
-                                               transcript_given=True, preprocess=preprocess,
+                                               transcript_given=typed, preprocess=preprocess,
                                                max_seconds=self.limits.max_reference_seconds)
+        language = None
+        if not typed:
+            recognised = self.recognizer.transcribe(wav[0], SAMPLE_RATE)
+            if not recognised.text:
+                raise InvalidInput("No words were recognised in the reference audio: type what is said in the clip, "
+                                   "or record a clip of clear speech.")
+            transcript, language = recognised.text, recognised.language
         codes = self._require_codec().encode(np.ascontiguousarray(wav[0]))
         text = add_punctuation(transcript) if preprocess else transcript.strip()
-        return Voice(codes=codes, transcript=text, rms=rms, name=name)
+        return Voice(codes=codes, transcript=text, rms=rms, name=name,
+                     transcript_source="typed" if typed else "recognised", language=language)
 
     # --- planning ---------------------------------------------------------------------
 

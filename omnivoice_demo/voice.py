@@ -35,6 +35,8 @@ class Voice:
     transcript: str        # with end punctuation added, as the reference does
     rms: float             # RMS of the reference before it was normalised
     name: str = ""
+    transcript_source: str = "typed"   # "typed" by a person, or "recognised" by the speech recogniser
+    language: Optional[str] = None     # the language the recogniser heard (a Whisper code), if recognised
 
     @property
     def frames(self) -> int:
@@ -50,7 +52,8 @@ class Voice:
             path = path.with_suffix(".npz")
         path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript,
-                "rms": float(self.rms), "name": self.name}
+                "rms": float(self.rms), "name": self.name, "transcript_source": self.transcript_source,
+                "language": self.language}
         with open(path, "wb") as handle:
             np.savez(handle, codes=np.asarray(self.codes, dtype=np.int64),
                      meta=np.array(json.dumps(meta, ensure_ascii=False)))
@@ -108,13 +111,20 @@ class Voice:
         name: Optional[str] = meta.get("name")
         if name is not None and not isinstance(name, str):
             raise InvalidInput(f"{shown} has a name of type {type(name).__name__}; it must be text.")
-        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or default_name)
+        source, language = meta.get("transcript_source") or "typed", meta.get("language")
+        if source not in ("typed", "recognised"):
+            raise InvalidInput(f"{shown} has transcript_source {source!r}; it must be 'typed' or 'recognised'.")
+        if language is not None and (not isinstance(language, str) or len(language) > 16):
+            raise InvalidInput(f"{shown} has a language {language!r}; it must be a short language code.")
+        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or default_name,
+                   transcript_source=source, language=language)
 
     def to_dict(self) -> dict:
         """The voice as JSON-ready values (codes as base64 of little-endian int16), for a browser's storage."""
         codes = np.ascontiguousarray(np.asarray(self.codes, dtype="<i2"))
         return {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript, "rms": float(self.rms),
-                "name": self.name, "frames": int(codes.shape[1]), "codes": base64.b64encode(codes.tobytes()).decode()}
+                "name": self.name, "transcript_source": self.transcript_source, "language": self.language,
+                "frames": int(codes.shape[1]), "codes": base64.b64encode(codes.tobytes()).decode()}
 
     @classmethod
     def from_dict(cls, data, max_frames: int = DEFAULT_MAX_FRAMES, shown: str = "the stored voice") -> "Voice":

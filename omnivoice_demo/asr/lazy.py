@@ -1,0 +1,42 @@
+"""A speech recogniser made on first use, shared by every caller.
+
+The engine holds one of these: no recogniser file is read, downloaded or loaded
+until a clip without a transcript arrives.  Loading takes its own lock, so speech
+generation (which never touches it) goes on while a recogniser is downloaded or
+loaded; callers that need a transcript at that moment wait for the one load.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Optional
+
+from .recognizer import SpeechRecognizer, Transcript
+
+
+class LazyRecognizer:
+    def __init__(self, spec: Optional[str | os.PathLike] = None, precision: Optional[str] = None,
+                 provider: str = "cpu", threads: Optional[int] = None, progress=None,
+                 offline: Optional[bool] = None):
+        self.spec, self.precision, self.offline = spec, precision, offline
+        self.provider, self.threads, self.progress = provider, threads, progress
+        self._recognizer: Optional[SpeechRecognizer] = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._recognizer is not None
+
+    def get(self) -> SpeechRecognizer:
+        with self._lock:
+            if self._recognizer is None:
+                from .source import resolve_recognizer
+
+                resolved = resolve_recognizer(self.spec, self.precision, offline=self.offline, progress=self.progress)
+                self._recognizer = SpeechRecognizer(resolved.path, precision=resolved.precision,
+                                                    provider=self.provider, threads=self.threads)
+            return self._recognizer
+
+    def transcribe(self, audio, sample_rate: int, language: Optional[str] = None) -> Transcript:
+        return self.get().transcribe(audio, sample_rate, language=language)

@@ -1,0 +1,107 @@
+"""Where the speech recogniser's folder comes from: a local folder, or the Hub via the cache.
+
+``resolve_recognizer(spec, precision)``:
+
+* a local folder (built with ``python -m convert.whisper``, or any folder in the
+  ``onnx-community/whisper-*`` layout) is checked and used as it is;
+* a Hub repo id (default ``DEFAULT_RECOGNIZER_REPO``): the repo's file list is read,
+  only the files of ``precision`` (configuration, tokenizer, the three graphs or the
+  merged decoder) are downloaded into the Hugging Face cache with progress events,
+  each checked against the Hub's size and sha256; the checked snapshot folder is
+  used as it is.  Offline (or with the Hub unreachable) the last checked snapshot is
+  used; with nothing cached the error says in one line what to download.
+
+It shares the TTS folders' Hub plumbing (``omnivoice_demo.hub``: settings, our cache's
+refs and listings under ``<cache>/asr/``, downloads with progress events, checksums).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Optional
+
+from ..errors import ModelFolderError, ModelNotAvailable
+from ..hub.cache import RepoCache, default_cache_dir
+from ..hub.download import HubRepo, HubSettings, check_against_listing
+from ..hub.progress import ProgressCallback, Reporter
+from ..hub.resolved import ResolvedModel
+from .folder import PRECISION_SUFFIX, available_precisions, check_folder, needed_files
+
+DEFAULT_RECOGNIZER_REPO = "onnx-community/whisper-base"
+DEFAULT_RECOGNIZER_PRECISION = "int8"
+RECOGNIZER_ENV = "OMNIVOICE_ASR_MODEL"
+
+
+def _how_to_get(repo_id: str, precision: str) -> str:
+    return (f"run once online to download the speech recogniser {repo_id} ({precision}) into the cache, "
+            "or type the transcript of the reference, or give a recogniser folder built with "
+            "`python -m convert.whisper` (--asr-model DIR).")
+
+
+def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: HubSettings, cache: pathlib.Path,
+              reporter: Reporter) -> ResolvedModel:
+    store = RepoCache(cache, "asr", repo_id, settings.hf_cache)
+    hub = HubRepo(repo_id, revision, precision, settings, store, reporter)
+    rev = revision or "main"
+    never = f"No speech recogniser is cached and %s: {_how_to_get(repo_id, precision)}"
+    if settings.offline and store.cached_commit(rev) is None:
+        raise ModelNotAvailable(never % "this program is offline")
+    try:
+        commit, listing = hub.locate(f"the speech recogniser {repo_id}")
+    except ModelNotAvailable as exc:
+        if hub.offline and store.cached_commit(rev) is None:
+            raise ModelNotAvailable(never % f"the Hub at {settings.endpoint} cannot be reached") from exc
+        raise
+    marker = store.folder(commit, f"checked-{precision}.json")
+    snapshot = settings.hf_cache / f"models--{repo_id.replace('/', '--')}" / "snapshots" / commit
+    if hub.offline:  # what was checked when it was downloaded, by size now
+        if not marker.is_file():
+            raise ModelNotAvailable(never % "the Hub cannot be used now")
+        for rel, size in json.loads(marker.read_text(encoding="utf-8")).items():
+            path = snapshot / rel
+            if not path.is_file() or path.stat().st_size != size:
+                raise ModelNotAvailable(f"The cached speech recogniser {repo_id} is incomplete ({rel}): "
+                                        + _how_to_get(repo_id, precision))
+        check_folder(snapshot, precision, checksums=False)
+        verified = "size"
+    else:
+        files = needed_files(listing, precision)
+        if files is None:
+            raise ModelNotAvailable(f"{repo_id} has no {precision} speech recogniser graphs (it has: "
+                                    f"{', '.join(available_precisions(listing)) or 'none'}).")
+        label = f"speech recogniser {repo_id}@{commit[:8]} ({precision})"
+        snapshot = hub.download(commit, files, label, listing)
+        reporter.emit("verify", f"checking {len(files)} files of the {label} against the Hub's checksums")
+        for rel in files:
+            problem = check_against_listing(snapshot / rel, listing[rel], "the Hugging Face cache")
+            if problem:
+                raise ModelFolderError(f"{problem}; delete {snapshot / rel} and run again to download it again.")
+        check_folder(snapshot, precision, checksums=False)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({rel: listing[rel].size for rel in files}), encoding="utf-8")
+        verified = "sha256"
+    reporter.emit("ready", f"speech recogniser ready: {repo_id}@{commit[:8]} ({precision})")
+    return ResolvedModel(path=snapshot, source=repo_id, precision=precision, repo_id=repo_id, revision=revision,
+                         commit=commit, notices=list(reporter.notices), verified=verified)
+
+
+def resolve_recognizer(spec: Optional[str | os.PathLike] = None, precision: Optional[str] = None,
+                       revision: Optional[str] = None, offline: Optional[bool] = None,
+                       progress: Optional[ProgressCallback] = None,
+                       cache: Optional[str | os.PathLike] = None) -> ResolvedModel:
+    """A ready recogniser folder for ``spec`` (a folder, a Hub repo id, or None for
+    ``$OMNIVOICE_ASR_MODEL`` or ``DEFAULT_RECOGNIZER_REPO``)."""
+    precision = precision or DEFAULT_RECOGNIZER_PRECISION
+    if precision not in PRECISION_SUFFIX:
+        raise ModelFolderError(f"recogniser precision must be one of {', '.join(PRECISION_SUFFIX)}, got {precision!r}")
+    spec = spec or os.environ.get(RECOGNIZER_ENV) or DEFAULT_RECOGNIZER_REPO
+    path = pathlib.Path(os.path.expanduser(str(spec)))
+    if path.is_dir():
+        check_folder(path, precision, checksums=True)
+        return ResolvedModel(path=path, source=str(spec), precision=precision)
+    if str(spec).count("/") != 1 or str(spec).startswith((".", "/", "~")):
+        raise ModelNotAvailable(f"The speech recogniser {spec} is neither a folder nor a Hub repo id (owner/name).")
+    return _from_hub(str(spec), revision, precision, HubSettings.from_environment(offline),
+                     pathlib.Path(cache) if cache else default_cache_dir(), Reporter(progress))

@@ -1,0 +1,301 @@
+"""The speech recogniser: Whisper on ONNX Runtime against transformers on the same random weights.
+
+A small random Whisper with Whisper's real tokenizer (from the openai-whisper
+package's ``multilingual.tiktoken``) is built with ``convert.whisper_checkpoint``
+and exported with ``convert.whisper``; the recogniser's greedy tokens must equal
+``WhisperForConditionalGeneration.generate`` and its text the reference's
+``pipeline("automatic-speech-recognition")`` on the same audio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile
+
+from omnivoice_demo.asr import LazyRecognizer, SpeechRecognizer
+from omnivoice_demo.asr.features import log_mel
+from omnivoice_demo.asr.folder import RECOGNIZER_MANIFEST
+from omnivoice_demo.asr.source import resolve_recognizer
+from omnivoice_demo.errors import InvalidInput, ModelFolderError, ModelNotAvailable, one_line
+from omnivoice_demo.resample import resample
+from omnivoice_demo.voice import Voice
+from signals import speech_like
+
+MAX_LENGTH = 40  # tokens per window in the test model (the released 448 makes the tests slow)
+REPO = "someone/whisper-test-onnx"
+
+
+@pytest.fixture(scope="session")
+def whisper_checkpoint(tmp_path_factory) -> pathlib.Path:
+    from convert.whisper_checkpoint import build_checkpoint
+
+    return build_checkpoint("test", tmp_path_factory.mktemp("whisper") / "ckpt", seed=0, max_length=MAX_LENGTH)
+
+
+@pytest.fixture(scope="session")
+def recognizer_folder(whisper_checkpoint, tmp_path_factory) -> pathlib.Path:
+    from convert.whisper import convert_whisper
+
+    return convert_whisper(whisper_checkpoint, tmp_path_factory.mktemp("whisper") / "onnx", ("fp32", "int8"))
+
+
+@pytest.fixture(scope="session")
+def recognizer(recognizer_folder) -> SpeechRecognizer:
+    return SpeechRecognizer(recognizer_folder, precision="fp32", threads=2)
+
+
+@pytest.fixture(scope="session")
+def reference(whisper_checkpoint):
+    import torch
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    torch.set_num_threads(2)
+    model = WhisperForConditionalGeneration.from_pretrained(str(whisper_checkpoint)).eval()
+    return model, WhisperFeatureExtractor.from_pretrained(str(whisper_checkpoint))
+
+
+def generate_tokens(reference, wav_16k: np.ndarray, **kwargs) -> list[int]:
+    """The whole sequence of ``generate``: the prompt (start, language, task, no-timestamps), then the new tokens."""
+    import torch
+
+    model, extractor = reference
+    features = extractor(wav_16k, sampling_rate=16000, return_tensors="pt").input_features
+    with torch.no_grad():
+        return model.generate(features, return_dict_in_generate=True, **kwargs).sequences[0].tolist()
+
+
+def clip(seconds: float, rate: int, seed: int) -> np.ndarray:
+    return speech_like(seconds, rate, seed=seed)[0]
+
+
+# --- the front end ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seconds,n_mels", [(1.3, 80), (29.99, 80), (7.0, 128), (31.0, 80)])
+def test_log_mel_equals_the_feature_extractor(seconds, n_mels):
+    from transformers import WhisperFeatureExtractor
+
+    wav = clip(seconds, 16000, seed=int(seconds))
+    expected = WhisperFeatureExtractor(feature_size=n_mels)(wav, sampling_rate=16000, return_tensors="np")
+    ours = log_mel(wav, n_mels=n_mels)
+    assert ours.shape == expected.input_features[0].shape == (n_mels, 3000)
+    # transformers computes the STFT in float32 (torch), ours in float64: a few 1e-5 apart in the log domain
+    np.testing.assert_allclose(ours, expected.input_features[0], atol=1e-4)
+    assert np.abs(ours - expected.input_features[0]).mean() < 1e-6
+
+
+# --- parity with transformers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seconds,rate", [(2.5, 16000), (11.0, 24000), (44.0, 16000)])
+def test_greedy_tokens_equal_generate(recognizer, reference, seconds, rate):
+    audio = clip(seconds, rate, seed=int(seconds))
+    if seconds > 30:
+        audio[int(27.5 * rate):int(28.0 * rate)] = 0.0  # a pause where the first window must end
+    transcript = recognizer.transcribe(audio, rate)
+    wav = audio if rate == 16000 else resample(audio[None], rate, 16000)[0]
+    windows = recognizer.windows(wav)
+    assert len(windows) == (2 if seconds > 30 else 1)
+    if seconds > 30:
+        assert 27.5 * 16000 <= windows[0].shape[0] <= 28.0 * 16000
+        assert sum(w.shape[0] for w in windows) == wav.shape[0]
+    texts = []
+    for window, tokens in zip(windows, transcript.tokens):
+        expected = generate_tokens(reference, window)
+        assert expected[0] == recognizer.start_id and expected[2:4] == [recognizer.transcribe_id,
+                                                                         recognizer.no_timestamps_id]
+        assert list(tokens) == expected[4:], "greedy tokens differ from transformers' generate"
+        texts.append(recognizer.text_of(expected[4:]))
+    first = generate_tokens(reference, windows[0])
+    assert transcript.language == recognizer.id_to_lang[first[1]]
+    assert transcript.text == " ".join(t for t in texts if t)
+    assert transcript.audio_seconds == pytest.approx(wav.shape[0] / 16000)
+
+
+def test_text_equals_the_reference_pipeline(recognizer, whisper_checkpoint):
+    """The reference's call: pipeline(...)({"array": wav_24k, "sampling_rate": 24000})["text"].strip(),
+    greedy.  (The pipeline of transformers 5 adds num_beams=5 unless the checkpoint's generation config
+    sets num_beams; the recogniser decodes greedily, five times cheaper on a CPU.)"""
+    from transformers import pipeline
+
+    asr = pipeline("automatic-speech-recognition", model=str(whisper_checkpoint), device="cpu",
+                   generate_kwargs={"num_beams": 1})
+    audio = clip(6.0, 24000, seed=11)
+    expected = asr({"array": audio.copy(), "sampling_rate": 24000})["text"].strip()
+    assert recognizer.transcribe(audio, 24000).text == expected
+    assert expected  # a random model still says something: the comparison is not of two empty strings
+
+
+def test_given_language_skips_detection(recognizer, reference):
+    wav = clip(4.0, 16000, seed=4)
+    transcript = recognizer.transcribe(wav, 16000, language="de")
+    expected = generate_tokens(reference, wav, language="de", task="transcribe")
+    assert expected[1] == recognizer.lang_to_id["<|de|>"] and transcript.language == "de"
+    assert list(transcript.tokens[0]) == expected[4:]
+    with pytest.raises(InvalidInput, match="Klingon"):
+        recognizer.transcribe(wav, 16000, language="Klingon")
+
+
+def test_int8_graphs_transcribe(recognizer_folder):
+    rec = SpeechRecognizer(recognizer_folder, precision="int8", threads=1)
+    transcript = rec.transcribe(clip(3.0, 16000, seed=3), 16000)
+    assert transcript.language is not None and len(transcript.tokens[0]) >= 1
+
+
+def test_bad_audio_is_refused_before_work(recognizer):
+    for audio, rate, words in [(np.zeros(0, np.float32), 16000, "shape"), (np.zeros(16000, np.int16), 16000, "floating"),
+                               (np.full(16000, np.nan, np.float32), 16000, "NaN"),
+                               (np.zeros(16000, np.float32), 12.5, "sample_rate")]:
+        with pytest.raises(InvalidInput, match=words):
+            recognizer.transcribe(audio, rate)
+    short_limit = SpeechRecognizer(recognizer.folder, precision="fp32", max_seconds=5)
+    with pytest.raises(InvalidInput, match="limit is 5 s"):
+        short_limit.transcribe(np.zeros(16000 * 6, np.float32), 16000)
+
+
+# --- the folder -----------------------------------------------------------------------------
+
+
+def test_folder_checks_name_the_problem(recognizer_folder, tmp_path):
+    copy = tmp_path / "rec"
+    shutil.copytree(recognizer_folder, copy)
+    manifest = json.loads((copy / RECOGNIZER_MANIFEST).read_text())
+    assert "onnx/encoder_model.onnx" in manifest["files"] and "tokenizer.json" in manifest["files"]
+    with pytest.raises(ModelFolderError, match="has no fp16 graphs .*fp32, int8"):
+        SpeechRecognizer(copy, precision="fp16")
+    graph = copy / "onnx" / "decoder_model.onnx"
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    with pytest.raises(ModelFolderError, match="decoder_model.onnx .*sha256"):
+        SpeechRecognizer(copy, precision="fp32", verify="sha256")
+
+
+# --- the Hub and the cache ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hub(recognizer_folder):
+    from hub_server import HubServer
+
+    with HubServer() as server:
+        server.add_repo(REPO, recognizer_folder)
+        yield server
+
+
+@pytest.fixture
+def hf_env(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "ours"))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    hub.reset_log()
+    return tmp_path
+
+
+def downloaded(hub) -> set[str]:
+    return {r.path.split("/resolve/", 1)[1].split("/", 1)[1] for r in hub.downloads(REPO) if r.status in (200, 206)}
+
+
+def test_hub_download_takes_one_precision_then_works_offline(hf_env, hub):
+    events = []
+    resolved = resolve_recognizer(REPO, "int8", progress=events.append)
+    got = downloaded(hub)
+    assert "onnx/encoder_model_int8.onnx" in got and "tokenizer.json" in got
+    assert not any(p.endswith("model.onnx") and "_int8" not in p for p in got), "fp32 graphs were downloaded"
+    assert {e.stage for e in events} >= {"resolve", "download", "ready"}
+    assert any(e.stage == "download" and e.bytes_total and e.bytes_done == e.bytes_total for e in events)
+    assert resolved.verified == "sha256" and resolved.repo_id == REPO
+    assert SpeechRecognizer(resolved.path, precision="int8").transcribe(clip(2.0, 16000, 1), 16000).language
+
+    hub.reset_log()
+    offline = resolve_recognizer(REPO, "int8", offline=True)
+    assert offline.path == resolved.path and not hub.requests  # nothing asked of the Hub
+
+
+def test_cold_cache_offline_says_what_to_download_in_one_line(hf_env, hub):
+    with pytest.raises(ModelNotAvailable) as caught:
+        resolve_recognizer(REPO, "int8", offline=True)
+    line = one_line(caught.value)
+    assert REPO in line and "download" in line and "type the transcript" in line
+    assert "\n" not in str(caught.value) and not hub.requests
+
+
+def test_lazy_recognizer_loads_once_on_first_use(recognizer_folder):
+    lazy = LazyRecognizer(str(recognizer_folder), "fp32", threads=1)
+    assert not lazy.loaded
+    first = lazy.transcribe(clip(2.0, 16000, 2), 16000)
+    assert lazy.loaded and lazy.get() is lazy.get()
+    assert first.text == SpeechRecognizer(recognizer_folder, "fp32").transcribe(clip(2.0, 16000, 2), 16000).text
+
+
+# --- cloning without a transcript ---------------------------------------------------------
+
+
+def test_clone_without_transcript_uses_the_recognizer(tiny_fp32_folder, recognizer_folder, recognizer, tmp_path):
+    from omnivoice_demo import audio as audio_ops
+    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.text import add_punctuation
+
+    lazy = LazyRecognizer(str(recognizer_folder), "fp32", threads=1)
+    engine = OmniVoiceEngine(tiny_fp32_folder, recognizer=lazy)
+    ref = speech_like(3.0, 44100, seed=5)
+    typed = engine.clone_voice(ref, 44100, transcript="words I said")
+    assert typed.transcript_source == "typed" and typed.language is None
+    assert not lazy.loaded, "a typed transcript must not load the recogniser"
+
+    voice = engine.clone_voice(ref, 44100)
+    processed, _ = audio_ops.prepare_reference(ref, 44100, transcript_given=False)
+    heard = recognizer.transcribe(processed[0], 24000)
+    assert voice.transcript_source == "recognised" and voice.language == heard.language
+    assert voice.transcript == add_punctuation(heard.text)
+    result = engine.generate("Some new words.", voice=voice, num_step=2, seed=1)
+    assert result.audio.size > 0
+
+    path = voice.save(tmp_path / "v.npz")
+    again = Voice.load(path)
+    assert (again.transcript_source, again.language, again.transcript) == ("recognised", heard.language,
+                                                                          voice.transcript)
+
+
+def test_old_voice_files_load_as_typed(tmp_path):
+    codes = np.zeros((8, 5), np.int64)
+    meta = {"format_version": 1, "transcript": "Hello.", "rms": 0.1, "name": "old"}
+    path = tmp_path / "old.npz"
+    with open(path, "wb") as handle:
+        np.savez(handle, codes=codes, meta=np.array(json.dumps(meta)))
+    voice = Voice.load(path)
+    assert voice.transcript_source == "typed" and voice.language is None and voice.transcript == "Hello."
+
+
+def test_clone_offline_with_cold_cache_says_what_to_download(tiny_fp32_folder, hf_env):
+    from omnivoice_demo.engine import OmniVoiceEngine
+
+    engine = OmniVoiceEngine(tiny_fp32_folder, recognizer=LazyRecognizer(REPO, "int8", offline=True))
+    with pytest.raises(ModelNotAvailable) as caught:
+        engine.clone_voice(speech_like(2.0, 24000, seed=1), 24000)
+    assert REPO in one_line(caught.value) and "download" in one_line(caught.value)
+
+
+def test_cli_synth_clones_without_ref_text(tiny_fp32_folder, recognizer_folder, tmp_path):
+    ref = tmp_path / "me.wav"
+    soundfile.write(ref, speech_like(2.5, 44100, seed=3)[0], 44100)
+    out = tmp_path / "out.wav"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "omnivoice_demo", "synth", "--model", str(tiny_fp32_folder),
+                           "--text", "Cloned without typing.", "--ref-audio", str(ref), "--asr-model",
+                           str(recognizer_folder), "--asr-precision", "fp32", "--steps", "2",
+                           "--output", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "recognised transcript (" in done.stderr and out.is_file()
