@@ -193,6 +193,10 @@ def hub(recognizer_folder):
 
 @pytest.fixture
 def hf_env(hub, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    # as if this process had started without HF_HUB_OFFLINE=1 (conftest sets it before the import)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
@@ -299,3 +303,58 @@ def test_cli_synth_clones_without_ref_text(tiny_fp32_folder, recognizer_folder, 
                            "--output", str(out)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "recognised transcript (" in done.stderr and out.is_file()
+
+
+# --- the Clone tab ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clone_studio(tiny_fp32_folder, recognizer_folder, tmp_path_factory):
+    from omnivoice_demo.ui.models import ModelManager
+    from omnivoice_demo.ui.studio import Studio
+    from omnivoice_demo.ui.voices import VoiceLibrary
+
+    root = tmp_path_factory.mktemp("studio")
+    manager = ModelManager(cache_dir=root / "cache", offline=True)
+    manager.load(str(tiny_fp32_folder), "fp32")
+    manager.get().engine.recognizer = LazyRecognizer(str(recognizer_folder), "fp32", threads=1)
+    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+
+
+def test_clone_tab_recognises_on_upload_then_clones(clone_studio, recognizer, tmp_path):
+    import gradio as gr
+
+    from omnivoice_demo import audio as audio_ops
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+
+    path = tmp_path / "me.wav"
+    soundfile.write(path, speech_like(4.0, 44100, seed=8)[0], 44100)
+    updates = list(clone_tab.transcript_updates(clone_studio, str(path)))
+    assert updates[0][1]["placeholder"] == clone_tab.RECOGNISING and updates[0][1]["interactive"] is False
+    wav, rate = soundfile.read(path, dtype="float32")
+    prepared, _ = audio_ops.prepare_reference(wav[None], rate, transcript_given=False)
+    expected = recognizer.transcribe(prepared[0], 24000).text
+    assert updates[-1][1]["value"] == expected and updates[-1][1]["interactive"] is True
+    assert expected
+
+    # the check order is clip -> transcript -> consent; an empty transcript is recognised at cloning time
+    with pytest.raises(gr.Error, match="Record or upload"):
+        list(clone_tab.clone(clone_studio, None, "", False, "Hello.", {"num_step": 2}, True, []))
+    with pytest.raises(gr.Error, match="I have the right"):
+        list(clone_tab.clone(clone_studio, str(path), "", False, "Hello.", {"num_step": 2}, True, []))
+    voice, _ = clone_tab.clone_voice(clone_studio, str(path), "", True)
+    assert voice.transcript_source == "recognised" and voice.language
+    assert voice.transcript.startswith(expected.rstrip("."))
+    typed, _ = clone_tab.clone_voice(clone_studio, str(path), "Words I typed", True)
+    assert typed.transcript_source == "typed" and typed.transcript == "Words I typed."
+
+
+def test_clone_tab_warns_about_a_short_clip(clone_studio, tmp_path):
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+
+    path = tmp_path / "short.wav"
+    soundfile.write(path, speech_like(2.0, 24000, seed=2)[0], 24000)
+    assert "Under 3 s" in clone_tab.reference_note(clone_studio, str(path))
+    path = tmp_path / "fine.wav"
+    soundfile.write(path, speech_like(5.0, 24000, seed=2)[0], 24000)
+    assert "Under 3 s" not in clone_tab.reference_note(clone_studio, str(path))

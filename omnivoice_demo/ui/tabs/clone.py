@@ -1,5 +1,6 @@
 """The Clone tab and /clone: a reference clip and its transcript (with consent) + text -> speech in that voice;
-the voice can be saved for the Speak tab."""
+the voice can be saved for the Speak tab.  The transcript is recognised as soon as a clip arrives (and at
+cloning time when it is still empty), and stays editable."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import numpy as np
 from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ... import audio as audio_ops
 from ...config import GenerationConfig
-from ...constants import HOP_LENGTH, NUM_CODEBOOKS
-from ...errors import InvalidInput
+from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
+from ...errors import InvalidInput, OmniVoiceError, one_line
 from ...text import add_punctuation
 from ...voice import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
@@ -32,6 +33,10 @@ from ..voices import clean_name
 #: references longer than this are cut at a pause to about TRIM_TO seconds
 TRIM_ABOVE_SECONDS = 20.0
 TRIM_TO_SECONDS = 15.0
+#: references shorter than this get a warning (the reference works best with 3-10 s)
+SHORT_REFERENCE_SECONDS = 3.0
+RECOGNISING = "recognising..."
+TRANSCRIPT_PLACEHOLDER = "Exactly what is said in the clip (filled in by the speech recogniser; edit it if needed)"
 PREPROCESS_DEFAULT = GenerationConfig.default("preprocess_prompt")
 
 
@@ -97,28 +102,64 @@ def reference_note(studio: Studio, path: Optional[str]) -> str:
                                     max_seconds=studio.limits.max_reference_seconds)
     except InvalidInput as exc:
         return "⚠ " + html.escape(str(exc))
+    if wav.shape[-1] / sr < SHORT_REFERENCE_SECONDS:
+        note += (f" ⚠ Under {SHORT_REFERENCE_SECONDS:.0f} s: the clone will sound less like the speaker; "
+                 "3-10 s of speech works best.")
     return note
+
+
+def recognise_reference(studio: Studio, path: Optional[str], preprocess: bool = PREPROCESS_DEFAULT):
+    """What the speech recogniser hears in the reference (a ``Transcript``), prepared as cloning prepares
+    it (cut at a pause when long, silences shortened).  Uses the recogniser only, never the engine's lock."""
+    wav, sr, _ = read_reference(studio, path)
+    prepared, _ = audio_ops.prepare_reference(wav, sr, transcript_given=False, preprocess=bool(preprocess))
+    return studio.models.get().engine.recognizer.transcribe(prepared[0], SAMPLE_RATE)
+
+
+def transcript_updates(studio: Studio, path: Optional[str], preprocess: bool = PREPROCESS_DEFAULT) -> Iterator[tuple]:
+    """(note, transcript box) as a clip arrives: the note, "recognising..." in the box, then the text."""
+    note = reference_note(studio, path)
+    if not path or note.startswith("⚠"):
+        yield note, gr.update(placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True)
+        return
+    yield note, gr.update(value="", placeholder=RECOGNISING, interactive=False)
+    try:
+        text = recognise_reference(studio, path, preprocess).text
+    except OmniVoiceError as exc:
+        yield (note + " ⚠ The transcript could not be recognised (" + html.escape(one_line(exc)) + "); type it.",
+               gr.update(placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True))
+        return
+    yield note, gr.update(value=text, placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True)
 
 
 def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: bool,
                 preprocess: bool = PREPROCESS_DEFAULT, name: str = "") -> tuple[Voice, str]:
-    """The voice of a reference clip (cached by file content, transcript and model)."""
+    """The voice of a reference clip (cached by file content, transcript and model).  Checked in the order
+    the user fills the form: clip, transcript (recognised when empty), consent."""
+    wav, sr, note = read_reference(studio, path)
+    transcript = (transcript or "").strip()
+    if transcript == RECOGNISING:
+        raise InvalidInput("The transcript is still being recognised; wait a moment, then try again.")
+    heard = None
+    if not transcript:
+        heard = recognise_reference(studio, path, preprocess)
+        transcript = heard.text
+        if not transcript:
+            raise InvalidInput("No words were recognised in the reference: type what is said in the clip.")
     if not consent:
         raise InvalidInput("Tick “I have the right to use this voice” first: clone only your own voice or one "
                            "you have permission to use.")
-    if not transcript or not transcript.strip():
-        raise InvalidInput("Type the transcript of the reference: exactly what is said in the clip (the model "
-                           "needs it to clone the voice).")
     loaded = studio.models.get()
-    wav, sr, note = read_reference(studio, path)
     digest = hashlib.sha1(np.ascontiguousarray(wav).tobytes()).hexdigest()
-    key = (loaded.label, digest, sr, transcript.strip(), bool(preprocess))
+    key = (loaded.label, digest, sr, transcript, bool(preprocess))
 
     def make() -> Voice:
         with loaded.lock:
             return loaded.engine.clone_voice(wav, sr, transcript, preprocess=bool(preprocess), name=name)
 
     voice = studio.voice_cache.get_or_make(key, make)
+    if heard is not None:
+        voice = dataclasses.replace(voice, transcript_source="recognised", language=heard.language)
     return dataclasses.replace(voice, name=name or voice.name), note
 
 
@@ -167,7 +208,7 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                                label="Reference voice (3-10 s of one speaker; wav, flac, mp3, ogg)")
                 note = gr.Markdown(reference_note(studio, None), elem_id="clone-note")
                 transcript = gr.Textbox(label="Transcript of the reference", lines=2, elem_id="clone-transcript",
-                                        placeholder="Exactly what is said in the clip")
+                                        placeholder=TRANSCRIPT_PLACEHOLDER)
                 with gr.Row():
                     consent = gr.Checkbox(False, label="I have the right to use this voice", elem_id="clone-consent")
                     pre = gr.Checkbox(PREPROCESS_DEFAULT, label="Clean the reference (shorten silences)",
@@ -190,8 +231,13 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                     voice_of=lambda values, session, data: reference_for_estimate(studio, data.get(ref),
                                                                                   data.get(transcript), data.get(pre)),
                     info_inputs=(ref, transcript, pre))
-    ref.change(lambda path: reference_note(studio, path), inputs=ref, outputs=note, api_visibility="private",
-               show_progress="hidden")
+
+    def on_reference(path, preprocess):
+        yield from transcript_updates(studio, path, preprocess)
+
+    # its own queue: recognising a clip never waits for, nor holds up, speech generation
+    ref.change(on_reference, inputs=[ref, pre], outputs=[note, transcript], api_visibility="private",
+               show_progress="hidden", concurrency_id="recogniser", concurrency_limit=1)
 
     stored = [browser_voices] if browser_voices is not None else []
 
