@@ -42,14 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--causal", action="store_true",
                         help="keep genai's causal attention (the published export's mistake; for tests only)")
     args = parser.parse_args(argv)
+    return run_build(lambda: convert_checkpoint(
+        args.model, args.output, profile=args.device, include_codec=args.include_higgs,
+        codec_only=args.higgs_only, codec_precision=args.higgs_precision,
+        bidirectional=not args.causal, int4_accuracy_level=args.int4_accuracy_level,
+        int4_block_size=args.int4_block_size,
+    ))
+
+
+def run_build(build) -> int:
+    """Run ``build()`` (returns the folder written) for a command: "done: FOLDER (N s)", or one error line, 2."""
     started = time.perf_counter()
     try:
-        folder = convert_checkpoint(
-            args.model, args.output, profile=args.device, include_codec=args.include_higgs,
-            codec_only=args.higgs_only, codec_precision=args.higgs_precision,
-            bidirectional=not args.causal, int4_accuracy_level=args.int4_accuracy_level,
-            int4_block_size=args.int4_block_size,
-        )
+        folder = build()
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import shutil
-import sys
 import tempfile
-import time
 
 import torch
 from torch import nn
@@ -244,14 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True, help="folder to write")
     parser.add_argument("--precision", nargs="+", choices=list(PRECISION_SUFFIX), default=["fp32", "int8"])
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-    try:
-        folder = convert_whisper(args.model, args.output, args.precision)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"done: {folder} ({time.perf_counter() - started:.1f} s)")
-    return 0
+    from convert.__main__ import run_build
+
+    return run_build(lambda: convert_whisper(args.model, args.output, args.precision))
 
 
 if __name__ == "__main__":

@@ -358,3 +358,80 @@ def test_clone_tab_warns_about_a_short_clip(clone_studio, tmp_path):
     path = tmp_path / "fine.wav"
     soundfile.write(path, speech_like(5.0, 24000, seed=2)[0], 24000)
     assert "Under 3 s" not in clone_tab.reference_note(clone_studio, str(path))
+
+
+# --- the merged decoder of the Hub's exports -------------------------------------------------------
+
+
+def merge_decoders(first_path: pathlib.Path, next_path: pathlib.Path, out_path: pathlib.Path) -> None:
+    """``decoder_model_merged.onnx`` as the Hub's exports have it: one graph with ``use_cache_branch``
+    choosing (an If node) between the decoder with past (then) and the one without (else)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    first, nxt = onnx.load(str(first_path)).graph, onnx.load(str(next_path)).graph
+    outer = {i.name for i in first.input} | {i.name for i in nxt.input}
+
+    def branch(graph, prefix: str, extra_outputs=()):
+        rename = {}
+        for node in graph.node:
+            for i, name in enumerate(node.output):
+                rename[name] = prefix + name
+        for init in graph.initializer:
+            rename[init.name] = prefix + init.name
+        nodes = []
+        for node in graph.node:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            copy.name = prefix + node.name
+            copy.input[:] = [rename.get(n, n) for n in node.input]
+            copy.output[:] = [rename[n] for n in node.output]
+            nodes.append(copy)
+        inits = []
+        for init in graph.initializer:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(init)
+            copy.name = rename[init.name]
+            inits.append(copy)
+        outputs = []
+        for out in graph.output:
+            value = helper.make_tensor_value_info(rename.get(out.name, out.name), out.type.tensor_type.elem_type, None)
+            outputs.append(value)
+        for name in extra_outputs:  # cross-attention cache passed through
+            nodes.append(helper.make_node("Identity", [name], [prefix + name + "_out"]))
+            outputs.append(helper.make_tensor_value_info(prefix + name + "_out", TensorProto.FLOAT, None))
+        return helper.make_graph(nodes, prefix + "branch", [], outputs, inits)
+
+    cross = [i.name for i in nxt.input if ".encoder." in i.name]
+    with_past = branch(nxt, "past_", cross)
+    # order the then-branch outputs like the else-branch: logits, then per layer decoder k/v, encoder k/v
+    names = [o.name for o in first.output]
+    by_name = {o.name.replace("past_", "", 1).replace("past_key_values", "present").replace("_out", ""): o
+               for o in with_past.output}
+    with_past.output[:] = [by_name[n] for n in names]
+    without = branch(first, "first_")
+    use_cache = helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1])
+    cond = helper.make_node("Squeeze", ["use_cache_branch"], ["use_cache_scalar"])
+    node = helper.make_node("If", ["use_cache_scalar"], names, then_branch=with_past, else_branch=without)
+    inputs = list(first.input) + [i for i in nxt.input if i.name not in {x.name for x in first.input}] + [use_cache]
+    graph = helper.make_graph([cond, node], "merged", inputs, list(first.output))
+    model = helper.make_model(graph, opset_imports=onnx.load(str(first_path)).opset_import)
+    onnx.save(model, str(out_path))
+    assert outer  # both graphs' inputs are the merged graph's inputs
+
+
+def test_merged_decoder_of_the_hub_exports_gives_the_same_tokens(recognizer_folder, recognizer, tmp_path):
+    from omnivoice_demo.asr.folder import REQUIRED_CONFIG
+
+    merged = tmp_path / "merged"
+    (merged / "onnx").mkdir(parents=True)
+    for name in REQUIRED_CONFIG:
+        shutil.copy2(recognizer_folder / name, merged / name)
+    shutil.copy2(recognizer_folder / "onnx" / "encoder_model.onnx", merged / "onnx" / "encoder_model.onnx")
+    merge_decoders(recognizer_folder / "onnx" / "decoder_model.onnx",
+                   recognizer_folder / "onnx" / "decoder_with_past_model.onnx",
+                   merged / "onnx" / "decoder_model_merged.onnx")
+    rec = SpeechRecognizer(merged, precision="fp32")
+    assert rec.merged
+    audio = clip(5.0, 16000, seed=5)
+    assert rec.transcribe(audio, 16000).tokens == recognizer.transcribe(audio, 16000).tokens
