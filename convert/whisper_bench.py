@@ -38,14 +38,17 @@ def clip(seconds: float = CLIP_SECONDS, rate: int = 16000) -> np.ndarray:
     return (0.2 * (voiced * envelope + 0.3 * rng.standard_normal(t.size) * envelope)).astype(np.float32)
 
 
-def _timed(fn, repeats: int) -> float:
+def _timed(fn, repeats: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (this process, all threads) of ``fn`` after a warm-up.
+    CPU seconds barely depend on what else the machine runs; on an idle machine, wall ~ CPU / threads."""
     fn()  # warm-up
-    runs = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         fn()
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs)
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def bench_onnx(folder: pathlib.Path, precision: str, wav: np.ndarray, tokens: int, threads: int,
@@ -63,10 +66,10 @@ def bench_onnx(folder: pathlib.Path, precision: str, wav: np.ndarray, tokens: in
         out = rec.transcribe(wav, 16000)
         assert len(out.tokens[0]) == tokens
 
-    seconds = _timed(run, repeats)
+    seconds, cpu = _timed(run, repeats)
     graphs = [folder / rel for rel in graph_paths(precision).values()]
     size = sum(p.stat().st_size for g in graphs for p in (g, g.with_name(g.name + "_data")) if p.exists())
-    return {"load_s": load, "clip_s": seconds, "graph_mb": size / 1e6}
+    return {"load_s": load, "clip_s": seconds, "cpu_s": cpu, "graph_mb": size / 1e6}
 
 
 def bench_torch(checkpoint: pathlib.Path, wav: np.ndarray, tokens: int, threads: int, repeats: int) -> dict:
@@ -85,10 +88,10 @@ def bench_torch(checkpoint: pathlib.Path, wav: np.ndarray, tokens: int, threads:
             out = model.generate(features, max_new_tokens=tokens, min_new_tokens=tokens)
         assert out.shape[-1] == tokens
 
-    seconds = _timed(run, repeats)
+    seconds, cpu = _timed(run, repeats)
     del model
     gc.collect()
-    return {"load_s": load, "clip_s": seconds}
+    return {"load_s": load, "clip_s": seconds, "cpu_s": cpu}
 
 
 def bench_size(size: str, work: pathlib.Path, tokens: int, threads: int, repeats: int, keep: bool) -> dict:
@@ -117,12 +120,14 @@ def bench_size(size: str, work: pathlib.Path, tokens: int, threads: int, repeats
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| size | PyTorch s/clip | ORT fp32 s/clip (x) | ORT int8 s/clip (x) | int8 graphs MB | load s fp32/int8 |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| size | PyTorch s/clip (CPU s) | ORT fp32 s/clip (CPU s, x PyTorch) | ORT int8 s/clip (CPU s, x PyTorch) "
+             "| int8 graphs MB | load s fp32/int8 |", "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['size']} | {r['torch']['clip_s']:.2f} | {r['fp32']['clip_s']:.2f} "
-                     f"({r['fp32']['vs_torch']:.1f}x) | {r['int8']['clip_s']:.2f} ({r['int8']['vs_torch']:.1f}x) | "
-                     f"{r['int8']['graph_mb']:.0f} | {r['fp32']['load_s']:.1f}/{r['int8']['load_s']:.1f} |")
+        cells = [f"{r['torch']['clip_s']:.2f} ({r['torch']['cpu_s']:.2f})"]
+        for p in ("fp32", "int8"):
+            cells.append(f"{r[p]['clip_s']:.2f} ({r[p]['cpu_s']:.2f}, {r[p]['vs_torch']:.1f}x)")
+        lines.append(f"| {r['size']} | {' | '.join(cells)} | {r['int8']['graph_mb']:.0f} | "
+                     f"{r['fp32']['load_s']:.1f}/{r['int8']['load_s']:.1f} |")
     return "\n".join(lines)
 
 

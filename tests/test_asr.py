@@ -384,8 +384,10 @@ def merge_decoders(first_path: pathlib.Path, next_path: pathlib.Path, out_path: 
             copy = onnx.NodeProto()
             copy.CopyFrom(node)
             copy.name = prefix + node.name
-            copy.input[:] = [rename.get(n, n) for n in node.input]
-            copy.output[:] = [rename[n] for n in node.output]
+            inputs, outputs = [rename.get(n, n) for n in node.input], [rename[n] for n in node.output]
+            del copy.input[:], copy.output[:]
+            copy.input.extend(inputs)
+            copy.output.extend(outputs)
             nodes.append(copy)
         inits = []
         for init in graph.initializer:
@@ -408,7 +410,9 @@ def merge_decoders(first_path: pathlib.Path, next_path: pathlib.Path, out_path: 
     names = [o.name for o in first.output]
     by_name = {o.name.replace("past_", "", 1).replace("past_key_values", "present").replace("_out", ""): o
                for o in with_past.output}
-    with_past.output[:] = [by_name[n] for n in names]
+    ordered = [by_name[n] for n in names]
+    del with_past.output[:]
+    with_past.output.extend(ordered)
     without = branch(first, "first_")
     use_cache = helper.make_tensor_value_info("use_cache_branch", TensorProto.BOOL, [1])
     cond = helper.make_node("Squeeze", ["use_cache_branch"], ["use_cache_scalar"])
