@@ -27,7 +27,7 @@ from omnivoice_demo.asr.source import resolve_recognizer
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, ModelNotAvailable, one_line
 from omnivoice_demo.resample import resample
 from omnivoice_demo.voice import Voice
-from signals import speech_like
+from tests.support.signals import speech_like
 
 MAX_LENGTH = 40  # tokens per window in the test model (the released 448 makes the tests slow)
 REPO = "someone/whisper-test-onnx"
@@ -184,7 +184,7 @@ def test_folder_checks_name_the_problem(recognizer_folder, tmp_path):
 
 @pytest.fixture(scope="module")
 def hub(recognizer_folder):
-    from hub_server import HubServer
+    from tests.support.hub_server import HubServer
 
     with HubServer() as server:
         server.add_repo(REPO, recognizer_folder)
