@@ -15,7 +15,7 @@ import pathlib
 from typing import Any
 
 from ..errors import ModelFolderError
-from ..manifest import describe_files, verify_files
+from ..manifest import describe_files, describe_files_names, verify_files
 
 RECOGNIZER_MANIFEST = "omnivoice_recognizer.json"
 RECOGNIZER_FORMAT = "omnivoice-recognizer"
@@ -80,7 +80,12 @@ def check_folder(folder: pathlib.Path, precision: str, checksums: bool = True) -
             raise ModelFolderError(f"{manifest_path} is not valid JSON ({exc}); build the folder again.") from exc
         if manifest.get("format") != RECOGNIZER_FORMAT:
             raise ModelFolderError(f"{manifest_path} is not a speech recogniser manifest.")
-        verify_files(folder, manifest, checksums=checksums)
+        # the TTS folders' list of required files does not apply: check the listed ones, then what is extra
+        verify_files(folder, manifest, checksums=checksums, complete=False)
+        unlisted = sorted(set(describe_files_names(folder)) - set(manifest["files"]) - {RECOGNIZER_MANIFEST})
+        if unlisted:
+            raise ModelFolderError(f"{unlisted[0]} in {folder} is not listed in {RECOGNIZER_MANIFEST}: the folder "
+                                   "was changed after it was built; build it again.")
     for name in REQUIRED_CONFIG:
         if not (folder / name).is_file():
             raise ModelFolderError(f"{name} is missing from the speech recogniser folder {folder}; "
