@@ -1,6 +1,6 @@
 """resolve_model against a real local HTTP server that answers like the Hub.
 
-``tests/hub_server.py`` serves folders on 127.0.0.1 the way ``huggingface_hub``
+``tests/support/hub_server.py`` serves folders on 127.0.0.1 the way ``huggingface_hub``
 reads the Hub (repo info, tree listing, resolve with ETag / X-Repo-Commit /
 sizes / Range).  The served repo has the published layout (fp16 backbone at
 the root, ``int4/``, ``cuda/``, a shared ``audio_tokenizer/``, a manifest of a
