@@ -21,7 +21,6 @@ compute the same function without the padding's cost.
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import secrets
 import time
@@ -38,6 +37,7 @@ from .dequantize import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from .errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
+from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
 from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, providers_for, session_options
@@ -46,99 +46,6 @@ from .streaming import playback_piece, sentence_chunks
 from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
-
-
-# --- what the loop reports -------------------------------------------------------------
-
-@dataclasses.dataclass
-class StepEvent:
-    """One unmasking step finished."""
-
-    chunk: int            # 0-based chunk index
-    num_chunks: int
-    step: int             # 1-based step number
-    num_steps: int
-    codes: np.ndarray     # int64 [8, T] after this step (1024 = still masked)
-    decided: np.ndarray   # bool [8, T]: the cells this step decided
-    elapsed: float        # seconds since generation started
-    kind: str = "step"
-
-
-@dataclasses.dataclass
-class ChunkEvent:
-    """One chunk's codes are final and decoded (playback can start)."""
-
-    chunk: int
-    num_chunks: int
-    codes: np.ndarray     # int64 [8, T]
-    audio: np.ndarray     # float32 [960 * T], the chunk's raw decoded audio (before post-processing)
-    elapsed: float
-    playback: Optional[np.ndarray] = None  # float32: ready to play after the previous chunks' (streaming.playback_piece)
-    kind: str = "chunk"
-
-
-@dataclasses.dataclass
-class GenerationResult:
-    """The final audio and how it was made."""
-
-    audio: np.ndarray            # float32 [N] at 24 kHz, post-processed
-    sample_rate: int
-    codes: list[np.ndarray]      # int64 [8, T] per chunk
-    seed: int
-    chunks: list[str]
-    timings: dict[str, float]    # seconds per stage, and "total"
-    settings: dict               # the config (seed resolved) with language, instruct and voice, for display
-    config: Optional[GenerationConfig] = None
-    kind: str = "result"
-
-    @property
-    def frames(self) -> int:
-        return int(sum(c.shape[-1] for c in self.codes))
-
-    @property
-    def duration(self) -> float:
-        return len(self.audio) / self.sample_rate
-
-    @property
-    def rtf(self) -> float:
-        """Real-time factor: seconds of compute per second of audio (below 1 is faster than real time)."""
-        return self.timings["total"] / self.duration if self.duration else float("inf")
-
-
-@dataclasses.dataclass
-class GenerationPlan:
-    """A validated request: everything ``_run`` needs, decided before any compute."""
-
-    text: str
-    chunks: list[str]
-    target_frames: int           # of the whole text (before chunking)
-    speed: float
-    language: Optional[str]
-    instruct: Optional[str]
-    voice: Optional[Voice]
-    config: GenerationConfig     # validated, seed resolved
-
-    @property
-    def num_steps(self) -> int:
-        return self.config.num_step
-
-    @property
-    def settings(self) -> dict:
-        """The settings as plain values, with language, instruct and voice (for display and sidecars)."""
-        return dict(self.config.to_dict(), language=self.language, instruct=self.instruct,
-                    voice=self.voice.name if self.voice else None)
-
-
-class Timer:
-    """Accumulates seconds per stage."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    def add(self, stage: str, started: float) -> float:
-        now = time.perf_counter()
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - started
-        return now
 
 
 # --- the engine --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import audio as audio_ops
 from ..config import GenerationConfig
-from ..constants import FRAME_RATE, SAMPLE_RATE
+from ..constants import SAMPLE_RATE
 from ..errors import InvalidInput, ResourceLimitExceeded
 from . import encoding
 

@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 import math
 import secrets
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import gradio as gr
 import numpy as np
