@@ -326,3 +326,22 @@ def test_ray_gives_the_same_outputs_as_the_local_run(killed_and_resumed, tiny_fp
         assert sidecar["codes_sha256"] == local[item_id]["codes_sha256"]
         assert sidecar["sha256"] == local[item_id]["sha256"] == file_sha256(output / sidecar["audio"])
         assert (output / f"{item_id}.srt").read_text() == (killed_and_resumed["output"] / f"{item_id}.srt").read_text()
+
+
+def test_batch_preset_flag_sets_every_items_defaults(tmp_path):
+    """``omnivoice batch --preset fast`` applies the preset under the flags and the rows that set a value."""
+    import argparse
+
+    from omnivoice_demo.batch.cli import add_batch_command
+    from omnivoice_demo.config import config_from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_batch_command(parser.add_subparsers(dest="command"), lambda p: None)
+    source = tmp_path / "items.jsonl"
+    source.write_text('{"id": "a", "text": "One.", "num_step": 12}\n{"id": "b", "text": "Two."}\n')
+    args = parser.parse_args(["batch", "--input", str(source), "--output", str(tmp_path / "out"),
+                              "--preset", "fast", "--t-shift", "0.2"])
+    a, b = read_items(source, base=config_from_arguments(args))
+    fast = GenerationConfig.preset("fast")
+    assert (b.config.num_step, b.config.guidance_every, b.config.t_shift) == (fast.num_step, fast.guidance_every, 0.2)
+    assert a.config.num_step == 12 and a.config.guidance_every == fast.guidance_every
