@@ -13,8 +13,6 @@ description (``describe``) that ``view_api()`` and the API page show.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import time
 from typing import Optional
@@ -91,23 +89,9 @@ def plain_error(exc: BaseException) -> gr.Error:
 
 def api_errors(fn):
     """Raise every exception of ``fn`` (plain or async) as ``plain_error``; reaches past ``ui_errors``'s HTML."""
-    inner = getattr(fn, "__wrapped__", fn)
-    if inspect.iscoroutinefunction(inner):
-        @functools.wraps(inner)
-        async def call_async(*args, **kwargs):
-            try:
-                return await inner(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - every error becomes a message for the client
-                raise plain_error(exc) from None
-        return call_async
+    from ..ui.error_mapping import errors_as
 
-    @functools.wraps(inner)
-    def call(*args, **kwargs):
-        try:
-            return inner(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise plain_error(exc) from None
-    return call
+    return errors_as(plain_error)(getattr(fn, "__wrapped__", fn))
 
 
 def generation_concurrency(studio) -> dict:

@@ -58,22 +58,36 @@ def ui_error(exc: BaseException) -> gr.Error:
                                  "log."), title="Internal error", print_exception=False)
 
 
-def ui_errors(fn):
-    """Raise every exception of ``fn`` as ``ui_error(exc)``; works on plain functions and generators."""
-    if inspect.isgeneratorfunction(fn):
-        @functools.wraps(fn)
-        def generator(*args, **kwargs):
-            with contextlib.closing(fn(*args, **kwargs)) as inner:
+def errors_as(convert):
+    """A decorator raising every exception of a function (plain, async or generator) as ``convert(exc)``."""
+    def decorate(fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                with contextlib.closing(fn(*args, **kwargs)) as inner:
+                    try:
+                        yield from inner
+                    except Exception as exc:  # noqa: BLE001 - every error becomes a message
+                        raise convert(exc) from None
+            return generator
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def call_async(*args, **kwargs):
                 try:
-                    yield from inner
-                except Exception as exc:
-                    raise ui_error(exc) from None
-        return generator
+                    return await fn(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    raise convert(exc) from None
+            return call_async
 
-    @functools.wraps(fn)
-    def plain(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            raise ui_error(exc) from None
-    return plain
+        @functools.wraps(fn)
+        def plain(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise convert(exc) from None
+        return plain
+    return decorate
+
+
+#: handlers' errors as ``ui_error``: our errors' messages, "Internal error" for anything else
+ui_errors = errors_as(ui_error)
