@@ -43,14 +43,11 @@ def recognizer_folder(tmp_path_factory):
 def app(tiny_fp32_folder, recognizer_folder, tmp_path_factory):
     from gradio_client import Client
 
-    app = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32"], tmp_path_factory.mktemp("mic-app"),
-                     env={"OMNIVOICE_ASR_MODEL": str(recognizer_folder)})
-    try:
+    with AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32"], tmp_path_factory.mktemp("mic-app"),
+                    env={"OMNIVOICE_ASR_MODEL": str(recognizer_folder)}) as app:
         app.wait_serving()
         wait_model_ready(Client(app.url, verbose=False))
         yield app
-    finally:
-        app.stop()
 
 
 @pytest.fixture(scope="module")

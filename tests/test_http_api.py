@@ -22,6 +22,8 @@ from gradio_client import Client
 from tests.support.app_server import AppProcess
 from tests.support.signals import speech_like
 
+pytestmark = pytest.mark.slow  # the HTTP API tests run the app in a subprocess (the fast tier stays under 3 minutes)
+
 KEY = "test-key-123"
 TEXT = "Hello from the speech API."
 STREAM_TEXT = ("The first sentence is here. The second sentence follows it. The third sentence comes next. "

@@ -22,13 +22,10 @@ SECONDS = 1000
 def shared_server(tiny_fp32_folder, tmp_path_factory):
     from tests.support.app_server import AppProcess
 
-    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--shared"],
-                        tmp_path_factory.mktemp("shared-app"))
-    try:
+    with AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--shared"],
+                    tmp_path_factory.mktemp("shared-app")) as server:
         server.wait_serving()
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,12 @@ class AppProcess:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    def __enter__(self) -> "AppProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
