@@ -21,6 +21,7 @@ import dataclasses
 import math
 from typing import Any, Mapping, Optional
 
+from .constants import FRAME_RATE
 from .errors import InvalidInput, ResourceLimitExceeded
 
 MAX_SEED = 2**63 - 1
@@ -308,14 +309,15 @@ class Limits:
     max_steps: int = 64                     # unmasking steps
     max_reference_seconds: float = 60.0     # a reference clip for cloning (read only up to this)
     max_codec_input_seconds: float = 60.0   # audio given to the codec round trip
-    max_decode_frames: int = 180 * 25       # frames of codes given to decode (25 per second)
+    max_decode_frames: int = 180 * FRAME_RATE  # frames of codes given to decode (180 s)
     max_upload_bytes: int = 25 * 1024 * 1024  # any uploaded file (audio, codes, voice)
 
     @classmethod
     def local(cls) -> "Limits":
         """For one person's own machine: long texts and inputs, still bounded."""
         return cls(max_text_chars=50000, max_audio_seconds=3600.0, max_chunks=400, max_steps=256,
-                   max_reference_seconds=300.0, max_codec_input_seconds=1800.0, max_decode_frames=3600 * 25,
+                   max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
+                   max_decode_frames=3600 * FRAME_RATE,
                    max_upload_bytes=500 * 1024 * 1024)
 
     def check(self, what: str, value: float, limit_name: str, unit: str = "") -> None:
@@ -329,8 +331,6 @@ class Limits:
     @property
     def max_reference_frames(self) -> int:
         """Codec frames of the longest reference (a saved voice may hold no more)."""
-        from .constants import FRAME_RATE
-
         return int(self.max_reference_seconds * FRAME_RATE)
 
 
