@@ -24,6 +24,7 @@ import sys
 
 from .config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from .constants import BITS_PER_CODE, FRAME_RATE
+from .dequantize import add_backbone_argument
 from .errors import InvalidInput, OmniVoiceError, one_line
 
 MAX_THREADS = 1024
@@ -76,9 +77,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_threads, default=None,
                         help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
     add_limit_arguments(parser)
-    parser.add_argument("--backbone", choices=["int4", "fp32", "auto"], default="int4",
-                        help="int4 backbone as built, or its weights dequantized once at load into fp32 MatMuls "
-                             "(8x the weights' memory; faster on some AVX2-only CPUs), or auto: measure both")
+    add_backbone_argument(parser)
 
 
 def open_engine(args):

@@ -11,7 +11,9 @@ Read next to ``omnivoice/models/omnivoice.py``:
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
 Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
-``guidance_every``, ``backbone="fp32"|"auto"`` (dequantize.py); time estimates: estimate.py.
+``guidance_every``; time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
+folder's backbone as built or its weights dequantized to fp32, whichever this machine runs faster
+(dequantize.py); ``"int4"`` or ``"fp32"`` pins it.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
@@ -62,7 +64,7 @@ class OmniVoiceEngine:
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
                  verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
-                 backbone: str = "int4", recognizer=None):
+                 backbone: str = "auto", recognizer=None):
         self.limits = limits or Limits()
         # transcribes references given without a transcript; made (and downloaded) on first use
         self.recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
@@ -83,7 +85,7 @@ class OmniVoiceEngine:
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
-                                               providers_for(provider), lambda: session_options(threads))
+                                               providers_for(provider), lambda: session_options(threads), threads=threads)
         if not self.model.attends_bidirectionally():
             raise ModelFolderError(
                 f"The backbone in {self.folder} attends causally, so it computes a different model than "

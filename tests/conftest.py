@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import os
 import pathlib
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# our cache (built folders, the backbone choice) in a fresh folder per test run, never the user's
+os.environ.setdefault("OMNIVOICE_CACHE", tempfile.mkdtemp(prefix="omnivoice-test-cache-"))
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parent.parent / "test-artifacts"
 

@@ -351,7 +351,12 @@ def test_benchmark_table_chart_machine_csv(studio):
 def test_model_details_show_precision_and_licence(studio):
     details = model_tab.model_details(studio)
     assert "cpu_fp32" in details and "licence" in details
+    assert "backbone compute: as built" in details          # an fp32 folder has no int4 MatMuls to choose for
     assert "ready" in model_tab.model_bar(studio)
+    fp32_choice = {"compute": "fp32: int4 weights dequantized at load (measured faster)", "added_mb": 1680.0,
+                   "rss_added_mb": 3300.0, "probe_s": {"int4": 2.47, "fp32": 2.11}}
+    line = model_tab.backbone_compute(fp32_choice)
+    assert "1680 MB of fp32 weights" in line and "3300 MB" in line and "int4 2.47 s, fp32 2.11 s" in line
 
 
 @pytest.mark.parametrize("fmt, rate", [("WAV", 8000), ("FLAC", 48000), ("OGG", 22050), ("MP3", 44100)])

@@ -9,6 +9,7 @@ work the engine really does.  No wall-clock time is asserted.
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pytest
@@ -332,7 +333,7 @@ def test_dequantized_weights_are_the_int4_weights_exactly():
 
 
 def test_fp32_backbone_of_an_int4_folder_computes_the_same_model(tiny_int4_folder):
-    int4 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
+    int4 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int4")
     fp32 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="fp32")
     assert int4.backbone_choice["compute"] == "as built"
     assert fp32.backbone_choice["compute"].startswith("fp32") and fp32.backbone_choice["added_mb"] > 0
@@ -340,10 +341,47 @@ def test_fp32_backbone_of_an_int4_folder_computes_the_same_model(tiny_int4_folde
     a, b = int4.model.hidden_states(embeds, [24]), fp32.model.hidden_states(embeds, [24])
     # the int4 graph quantizes activations to int8 (accuracy level 4); the weights are the same
     assert np.abs(a - b).max() < 0.01 * np.abs(a).max()
-    auto = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="auto")
-    assert set(auto.backbone_choice["probe_s"]) == {"int4", "fp32"}
     with pytest.raises(InvalidInput, match="backbone"):
         OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int8")
+
+
+def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_folder, tmp_path, monkeypatch):
+    from omnivoice_demo import dequantize
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
+    probes = []
+    real_probe = dequantize.backbone_probe
+    monkeypatch.setattr(dequantize, "backbone_probe", lambda *a, **k: probes.append(1) or real_probe(*a, **k))
+    first = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)          # auto is the default
+    assert first.backbone_choice["mode"] == "auto" and not first.backbone_choice["remembered"]
+    assert set(first.backbone_choice["probe_s"]) == {"int4", "fp32"} and probes == [1]
+    stored = json.loads((tmp_path / "backbone-choice.json").read_text())
+    (entry,) = stored.values()
+    assert entry["choice"] == ("fp32" if dequantize.prefers_fp32(entry["probe_s"]) else "int4")
+    again = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
+    assert probes == [1] and again.backbone_choice["remembered"]
+    assert again.backbone_choice["compute"].split(":")[0].split(" ")[0] == entry["choice"]
+    # what is remembered decides: a stored fp32 outcome dequantizes without a new probe
+    (key,) = stored
+    stored[key]["choice"] = "fp32"
+    (tmp_path / "backbone-choice.json").write_text(json.dumps(stored))
+    remembered = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
+    assert probes == [1] and remembered.backbone_choice["compute"].startswith("fp32")
+    assert remembered.backbone_choice["added_mb"] > 0 and "rss_added_mb" in remembered.backbone_choice
+    # a damaged file only costs a new probe; a folder without int4 MatMuls is never probed
+    (tmp_path / "backbone-choice.json").write_text("{not json")
+    OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
+    assert probes == [1, 1]
+    fp32_folder = OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False)
+    assert probes == [1, 1] and fp32_folder.backbone_choice["compute"] == "as built"
+
+
+def test_fp32_is_chosen_only_when_clearly_faster():
+    from omnivoice_demo.dequantize import FP32_MARGIN, prefers_fp32
+
+    assert prefers_fp32({"int4": 1.0, "fp32": 0.8})
+    assert not prefers_fp32({"int4": 1.0, "fp32": 1.0 - FP32_MARGIN / 2})   # a near tie keeps int4's memory
+    assert not prefers_fp32({"int4": 1.0, "fp32": 1.2})
 
 
 # --- the app's speed controls (plain functions) ---------------------------------------------

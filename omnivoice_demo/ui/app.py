@@ -37,6 +37,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="shared mode (also on with SPACE_ID, --share or a non-loopback --host): visitors cannot "
                              "change models, their voices stay in their browsers, messages show no server path")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    from omnivoice_demo.dequantize import add_backbone_argument
+
+    add_backbone_argument(parser)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
     add_limit_arguments(parser)
     from omnivoice_demo.api.server import api_arguments
@@ -53,7 +56,8 @@ def make_studio(args: argparse.Namespace):
     shared = is_shared(args.host, share=args.share, shared=args.shared)
     limits = limits_from_arguments(args)
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
-                           offline=args.offline, limits=limits, locked=shared)
+                           offline=args.offline, limits=limits, locked=shared,
+                           backbone=args.backbone)
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
     from omnivoice_demo.api.server import make_service

@@ -93,8 +93,9 @@ class ModelManager:
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, cache_dir=None,
                  offline: Optional[bool] = None, max_loaded: int = 3, limits: Optional[Limits] = None,
-                 locked: bool = False):
+                 locked: bool = False, backbone: str = "auto"):
         self.limits = limits or Limits()
+        self.backbone = backbone  # OmniVoiceEngine's backbone= (int4 as built, fp32, or auto: the faster)
         self.locked = locked  # shared mode: only the operator (start-up flags) chooses models
         self.provider = provider
         self.threads = threads
@@ -166,9 +167,11 @@ class ModelManager:
                                          offline=self.offline if offline is None else offline, build=build,
                                          progress=self._on_progress, force_download=force_download)
             folder = resolved.path
-            self._set_status(stage="load", message=f"opening the ONNX sessions in {folder}", fraction=None)
+            self._set_status(stage="load", message=f"opening the ONNX sessions in {folder} (the first time on this "
+                             "machine, int4 and fp32 backbones are timed: up to a minute)", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
-            engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits)
+            engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
+                                     backbone=self.backbone)
             notices = list(resolved.notices)
             precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(

@@ -50,6 +50,19 @@ def model_bar(studio: Studio) -> str:
     return studio.message('<div class="ov-model-bar">' + "<br>".join(parts) + "</div>")
 
 
+def backbone_compute(choice: dict) -> str:
+    """How the backbone computes, what that costs in memory, and the measurement behind an ``auto`` choice."""
+    text = choice["compute"]
+    if choice.get("added_mb"):
+        text += f", {choice['added_mb']:.0f} MB of fp32 weights"
+        if choice.get("rss_added_mb"):
+            text += f" (memory grew by {choice['rss_added_mb']:.0f} MB at load)"
+    if choice.get("probe_s"):
+        probe = choice["probe_s"]
+        text += f" (one forward: int4 {probe['int4']:.2f} s, fp32 {probe['fp32']:.2f} s)"
+    return text
+
+
 def model_details(studio: Studio) -> str:
     """Markdown for the Model tab: every loaded model with its precision, files, repair and licence."""
     manager = studio.models
@@ -63,7 +76,8 @@ def model_details(studio: Studio) -> str:
                  f"- source: `{model.source}`", f"- folder: `{model.folder}`",
                  f"- profile `{info['profile']}`: {precision}",
                  f"- provider `{model.provider}`, threads {info['threads'] or 'default'}, backbone attention "
-                 f"{info['backbone_attention']}, loaded in {model.load_seconds:.1f} s"]
+                 f"{info['backbone_attention']}, loaded in {model.load_seconds:.1f} s",
+                 f"- backbone compute: {backbone_compute(info['backbone_compute'])}"]
         if model.repaired or info.get("repairs"):
             lines.append("- **repaired**: the published `llm_decoder.onnx` attends causally, but OmniVoice's "
                          "backbone attends in both directions; a bidirectional copy was made (`make_bidirectional`)")
