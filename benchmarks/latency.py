@@ -108,7 +108,8 @@ def main(argv=None) -> int:
     cpu = subprocess.run("lscpu | grep -o -E 'avx512_vnni|avx2|amx_tile' | sort -u", shell=True,
                          capture_output=True, text=True).stdout.split()
     info = dict(model=args.model, profile=engine.profile, threads=args.threads, load_s=round(load, 2),
-                warmup_s=round(engine.warmup_seconds, 2), cpu=platform.processor() or platform.machine(),
+                warmup_s=round(engine.warmup_seconds, 2), backbone=engine.backbone_choice,
+                cpu=platform.processor() or platform.machine(),
                 cpu_flags=cpu, command=" ".join(sys.argv))
     print(json.dumps(info), flush=True)
     reference = GenerationConfig.preset(args.estimate_preset).replace(seed=args.seed)

@@ -36,8 +36,10 @@ from .text import build_condition_ids
 #: stages with a rate per unit of work (the backbone has its own fitted curve)
 RATE_STAGES = ("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess")
 
-#: the warm-up: forward lengths (positions) and the frames of the other stages
-WARMUP_LENGTHS = (16, 64)
+#: the warm-up: forward lengths (positions) and the frames of the other stages.  256 anchors the curve
+#: where most runs are (a 5 s sentence's rows are ~150 and ~125 positions, a paragraph's ~700): with 16 and
+#: 64 only, a first run's estimate extrapolated 2-10x and missed by 20-30% (BENCHMARKS.md, issue 10)
+WARMUP_LENGTHS = (16, 64, 256)
 WARMUP_FRAMES = 25
 
 #: how much one run's measured rate moves the stored one

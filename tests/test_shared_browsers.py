@@ -9,10 +9,9 @@ the model both see stays the same.  Slow (a browser and a server).
 from __future__ import annotations
 
 import pytest
-import soundfile as sf
 
 from tests.support.browser import FLAGS, find_chromium, missing
-from tests.support.signals import speech_like
+from tests.support.signals import write_speech_like
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 SECONDS = 1000
@@ -30,9 +29,7 @@ def shared_server(tiny_fp32_folder, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("shared-ref") / "reference.wav"
-    sf.write(path, speech_like(3.0, 48000, seed=6).T, 48000)
-    return str(path)
+    return write_speech_like(tmp_path_factory.mktemp("shared-ref") / "reference.wav", 3.0, 48000, seed=6)
 
 
 def _voice_choices(page) -> list[str]:

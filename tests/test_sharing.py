@@ -92,13 +92,9 @@ def manager(tiny_fp32_folder, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> str:
-    import soundfile as sf
+    from tests.support.signals import write_speech_like
 
-    from tests.support.signals import speech_like
-
-    path = tmp_path_factory.mktemp("ref") / "reference.wav"
-    sf.write(path, speech_like(3.0, 22050, seed=4).T, 22050)
-    return str(path)
+    return write_speech_like(tmp_path_factory.mktemp("ref") / "reference.wav", 3.0, 22050, seed=4)
 
 
 def _studio(manager, root, shared):

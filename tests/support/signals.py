@@ -21,3 +21,11 @@ def speech_like(seconds: float, sample_rate: int = 24000, seed: int = 0, channel
     signal = (voiced * envelope + 0.3 * bursts) * level / 1.5
     out = np.stack([signal * (1.0 - 0.1 * c) for c in range(channels)])
     return out.astype(np.float32)
+
+
+def write_speech_like(path, seconds: float, sample_rate: int, seed: int = 0, channels: int = 1, **write_options) -> str:
+    """``speech_like`` written to ``path`` (frames x channels, any soundfile format); returns the path as str."""
+    import soundfile as sf
+
+    sf.write(path, speech_like(seconds, sample_rate, seed=seed, channels=channels).T, sample_rate, **write_options)
+    return str(path)
