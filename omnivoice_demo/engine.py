@@ -42,7 +42,7 @@ from .estimate import PipelineEstimator, plan_work
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
 from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
-from .onnx_model import OmniVoiceOnnx, providers_for, session_options
+from .onnx_model import OmniVoiceOnnx, attention_ratio, providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
 from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
@@ -100,7 +100,7 @@ class OmniVoiceEngine:
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
                       if codec_dir.is_dir() else None)
         # the time estimates' cost model: a short warm-up now, refined by every run
-        self.estimator = PipelineEstimator()
+        self.estimator = PipelineEstimator(attention_ratio=attention_ratio(self.folder))
         self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
 
     @property

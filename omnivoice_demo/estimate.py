@@ -8,9 +8,13 @@ the chunk's codec decode, and the post-processing of the joined audio.
 
 Costs (``PipelineEstimator``):
 
-* one backbone forward of a row of ``L`` positions costs ``a + b*L + c*L**2``
-  seconds, fitted by least squares to measured forwards (a warm-up of a few
-  forwards when the model loads, then every forward of every run);
+* one backbone forward of a row of ``L`` positions costs ``a + b*(L + kappa*L**2)``
+  seconds: ``kappa`` is the model's attention work per position squared over
+  its weight work per position (``onnx_model.attention_ratio``, 2.6e-4 at full
+  size), and ``a``, ``b`` are fitted by least squares to measured forwards (a
+  warm-up of a few forwards when the model loads, then every forward of every
+  run), so a curve measured on short rows extrapolates with the right shape
+  (without ``kappa``, a free quadratic within 1.5x the longest measured row);
 * every other stage costs a rate per unit of its work (frames x rows for the
   heads and the scoring, positions for the embeddings, frames for the codec
   decode and the post-processing), measured by the warm-up and refined after
@@ -125,8 +129,9 @@ class Estimate:
 class PipelineEstimator:
     """The cost model of this engine on this machine (see the module doc)."""
 
-    def __init__(self, max_samples: int = 400):
+    def __init__(self, max_samples: int = 400, attention_ratio: Optional[float] = None):
         self.forwards: collections.deque = collections.deque(maxlen=max_samples)   # (positions, seconds)
+        self.attention_ratio = attention_ratio
         self.rates: dict[str, float] = {}
         self._curve: Optional[tuple[float, float, float]] = None
 
@@ -196,8 +201,12 @@ class PipelineEstimator:
     def forward_seconds(self, positions: int) -> float:
         """Predicted seconds of one backbone forward of ``positions`` positions.
 
-        Beyond 1.5x the longest measured row the quadratic term is not trusted (fitted on short rows of a
-        noisy machine it can explode): the line through the measurements extrapolates instead."""
+        With the model's ``attention_ratio`` the curve has the model's own shape and holds at any length.
+        Without it, beyond 1.5x the longest measured row a free quadratic term is not trusted (fitted on short
+        rows of a noisy machine it can explode): the line through the measurements extrapolates instead."""
+        if self._curve is None and self.attention_ratio:
+            a, b, c = fit_forward_curve(self.forwards, kappa=self.attention_ratio)
+            self._curve = ((a, b, c), (a, b, c), float("inf"))
         if self._curve is None:
             longest = max((n for n, _ in self.forwards), default=0)
             self._curve = (fit_forward_curve(self.forwards), fit_forward_curve(self.forwards, quadratic=False),
@@ -241,8 +250,11 @@ class PipelineEstimator:
         return Estimate(total=elapsed, stages=stages, marks=marks)
 
 
-def fit_forward_curve(samples, quadratic: bool = True) -> tuple[float, float, float]:
+def fit_forward_curve(samples, quadratic: bool = True, kappa: Optional[float] = None) -> tuple[float, float, float]:
     """``(a, b, c)`` of ``seconds = a + b*L + c*L**2`` by least squares over ``(L, seconds)`` samples.
+
+    With ``kappa`` the shape is fixed, ``c = b*kappa``: ``a`` and ``b`` are
+    fitted to ``a + b*(L + kappa*L**2)`` (non-negative, else proportional).
 
     The quadratic term (attention) is fitted only when the lengths span at
     least a factor of 3 over three or more distinct lengths, and kept only
@@ -254,6 +266,14 @@ def fit_forward_curve(samples, quadratic: bool = True) -> tuple[float, float, fl
     lengths = np.array([s[0] for s in samples], dtype=np.float64)
     seconds = np.array([s[1] for s in samples], dtype=np.float64)
     distinct = np.unique(lengths)
+    if kappa is not None:
+        work = lengths + kappa * lengths ** 2
+        if len(distinct) >= 2:
+            coef = np.linalg.lstsq(np.stack([np.ones_like(work), work], 1), seconds, rcond=None)[0]
+            if (coef >= 0).all():
+                return float(coef[0]), float(coef[1]), float(coef[1] * kappa)
+        rate = float(seconds.sum() / max(work.sum(), 1e-12))
+        return 0.0, rate, rate * kappa
     if quadratic and len(distinct) >= 3 and distinct[-1] >= 3 * distinct[0]:
         coef = np.linalg.lstsq(np.stack([np.ones_like(lengths), lengths, lengths ** 2], 1), seconds, rcond=None)[0]
         if (coef >= 0).all():

@@ -10,7 +10,7 @@ call is a full forward (the reference has no KV cache either).
 from __future__ import annotations
 
 import pathlib
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -156,3 +156,35 @@ class OmniVoiceOnnx:
         first = self.hidden_states(embeds, [length])[0, 0].astype(np.float32)
         second = self.hidden_states(changed, [length])[0, 0].astype(np.float32)
         return bool(np.abs(first - second).max() > tolerance)
+
+
+
+def attention_ratio(folder: pathlib.Path) -> Optional[float]:
+    """``kappa``: the backbone's attention work per position squared over its weight work per position.
+
+    A forward of ``L`` positions does about ``W*L`` multiply-adds in its weight
+    products (``W`` = the sum of K*N over its MatMuls) and ``A*L*L`` in
+    attention (``A`` = the sum over layers of 2 x heads x head size: Q.K and
+    P.V), so its cost grows as ``L + kappa*L**2`` with ``kappa = A / W``: the
+    shape of the time estimates' forward curve (``estimate.PipelineEstimator``).
+    Read from the graph without its weights and from genai_config.json; None
+    for a folder where either cannot be read.
+    """
+    import onnx
+
+    try:
+        graph = onnx.load(str(folder / BACKBONE_GRAPHS["backbone"]), load_external_data=False).graph
+        head_size = int(read_genai_decoder_config(folder)["head_size"])
+    except Exception:  # onnx raises its own types; ModelFolderError, KeyError, ValueError from the config
+        return None
+    shapes = {init.name: list(init.dims) for init in graph.initializer}
+    weights, attention = 0, 0
+    for node in graph.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "MatMulNBits":
+            weights += int(attrs["K"]) * int(attrs["N"])
+        elif node.op_type == "MatMul" and len(shapes.get(node.input[1], [])) == 2:
+            weights += int(np.prod(shapes[node.input[1]]))
+        elif node.op_type == "GroupQueryAttention":
+            attention += 2 * int(attrs["num_heads"]) * head_size
+    return attention / weights if weights and attention else None

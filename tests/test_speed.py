@@ -277,6 +277,21 @@ def test_forward_curve_fit_recovers_its_coefficients():
     assert c > 0 and estimator.forward_seconds(100) == pytest.approx(a + b * 100 + c * 100 ** 2)
 
 
+def test_forward_curve_with_the_models_attention_shape_extrapolates(tiny_fp32_folder):
+    from omnivoice_demo.onnx_model import attention_ratio
+
+    kappa = attention_ratio(tiny_fp32_folder)
+    # tiny: 2 layers of 4 heads x 16, weights 64x(4+2*2)*16 + 64x64 + 3 x 64x128 per layer
+    assert kappa == pytest.approx((2 * 2 * 4 * 16) / (2 * (64 * 128 + 64 * 64 + 3 * 64 * 128)))
+    truth = lambda n: 0.02 + 0.004 * (n + kappa * n * n)  # noqa: E731
+    estimator = PipelineEstimator(attention_ratio=kappa)
+    for n in (16, 64, 256):                                  # the warm-up's lengths only
+        estimator.observe_forward(n, truth(n))
+    assert estimator.forward_seconds(1300) == pytest.approx(truth(1300), rel=1e-9)   # 5x beyond them
+    assert fit_forward_curve([(10, 0.1)], kappa=kappa)[1] == pytest.approx(0.1 / (10 + kappa * 100))
+    assert attention_ratio(tiny_fp32_folder.parent / "no-such-folder") is None
+
+
 def test_estimates_are_ready_at_load_and_follow_the_work(engine):
     assert engine.estimator.ready
     reference = engine.estimate_seconds(engine.prepare(PARAGRAPH))
