@@ -49,7 +49,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def run_in_child(kind: str, target: str, args, text: str) -> dict:
     payload = dict(kind=kind, target=target, case=args.case_name, text=text, steps=args.steps,
-                   repeats=args.repeats, threads=args.threads, seed=args.seed)
+                   repeats=args.repeats, threads=args.threads, seed=args.seed, backbone=args.backbone)
     command = [sys.executable, "-m", "benchmarks", "--worker", json.dumps(payload)]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), HF_HUB_OFFLINE="1")
     completed = subprocess.run(command, capture_output=True, text=True, env=env,
@@ -77,6 +77,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--backbone", choices=["int4", "fp32", "auto"], default="auto",
+                        help="the engine's backbone= for int4 folders (default auto, what users get)")
     parser.add_argument("--published-style", action="store_true",
                         help="also time the published export's per-step work on a causal copy of the first folder")
     parser.add_argument("--agreement", action="store_true",
@@ -88,8 +90,9 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     if args.worker:
         job = json.loads(args.worker)
+        extra = {"backbone": job.get("backbone", "auto")} if job["kind"] == "engine" else {}
         result = WORKERS[job["kind"]](job["target"], job["case"], job["text"], job["steps"], job["repeats"],
-                                      job["threads"], job["seed"])
+                                      job["threads"], job["seed"], **extra)
         print("BENCH_RESULT " + json.dumps(result, default=float))
         return 0
 

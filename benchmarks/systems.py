@@ -44,15 +44,23 @@ def engine_label(engine) -> str:
     label = f"engine:{engine.profile}"
     if precision.get("backbone") == "int4":
         label += f" (int4 block {precision.get('int4_block_size')}, accuracy level {precision.get('int4_accuracy_level')})"
+    if dequantized(engine):
+        label += " run as fp32 (backbone auto)"
     return label
 
 
-def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int) -> dict:
+def dequantized(engine) -> bool:
+    """Whether ``backbone="auto"`` chose to run this folder's int4 backbone as fp32 MatMuls on this machine."""
+    return engine.backbone_choice["compute"].startswith("fp32")
+
+
+def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int,
+                      backbone: str = "auto") -> dict:
     from omnivoice_demo.engine import OmniVoiceEngine
 
     _, duration, ref_seconds = CASES[case]
     started = time.perf_counter()
-    engine = OmniVoiceEngine(folder, threads=threads, verify="size")
+    engine = OmniVoiceEngine(folder, threads=threads, verify="size", backbone=backbone)
     load_seconds = time.perf_counter() - started
     voice = None
     clone_seconds = 0.0
@@ -76,7 +84,8 @@ def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: in
     dims = engine.manifest.get("model", {})
     prompt = len(engine.tokenizer.encode(text).ids) + 12 + (voice.frames if voice else 0)
     return dict(system=engine_label(engine), folder=folder, load_seconds=load_seconds,
-                backbone_precision=engine.manifest.get("precision", {}).get("backbone", "fp32"),
+                backbone_precision="fp32" if dequantized(engine) else engine.manifest.get("precision", {}).get(
+                    "backbone", "fp32"),
                 clone_seconds=clone_seconds, steps=steps, prompt_positions=prompt, dims=dims,
                 peak_rss_mb=peak_rss_mb(), runs=runs, **best)
 

@@ -1,11 +1,16 @@
 """Run an int4 backbone as fp32 MatMuls: the same weights, dequantized once at load.
 
 The int4 backbone's ``MatMulNBits`` (block 32, accuracy level 4: int8
-activations) is faster than fp32 on CPUs with AVX-512 VNNI, slower on some
-AVX2-only CPUs (issue 10).  ``dequantized_backbone`` turns every 4-bit
-``MatMulNBits`` into a ``MatMul`` on ``W[n, k] = (q[n, k] - zero_point) * scale[n, k // block]``
-(the operator's own definition; zero point 8 when the graph stores none), so the
-weights are exactly those of the int4 folder, at 8x their memory.
+activations) was 1.34x faster than fp32 on the AMD EPYC where BENCHMARKS.md's
+first tables were made, 14% slower on an AVX2-only EPYC (issue 10), and 4-36%
+slower on this project's AVX-512 VNNI / AMX Xeon (``benchmarks/profile_backbone.py``):
+which is faster depends on the CPU, so ``choose_backbone(mode="auto")`` measures.
+
+``dequantized_backbone`` turns every 4-bit ``MatMulNBits`` into a ``MatMul`` on
+``W[n, k] = (q[n, k] - zero_point) * scale[n, k // block]`` (the operator's own
+definition; zero point 8 when the graph stores none), so the weights are exactly
+those of the int4 folder, at 8x their memory; the products differ slightly, as
+``MatMulNBits`` at accuracy level 4 rounds the activations to int8 and fp32 does not.
 
 The fp32 weights reach ONNX Runtime as ``OrtValue``s through
 ``SessionOptions.add_external_initializers`` (no 2 GB protobuf limit, no copy
@@ -126,7 +131,7 @@ def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repe
 
     The whole graph, not its MatMuls alone: timed one by one, the int4 and
     fp32 products came out even on an AVX-512 VNNI Xeon, while the whole
-    forward ran 4-30% faster in fp32 (``benchmarks/profile_backbone.py``).
+    forward ran 4-36% faster in fp32 (``benchmarks/profile_backbone.py``).
     Runs alternate between the sessions so that a slow moment of the machine
     hits both, and the best of several is kept: on a shared cloud VM one
     forward's time varied by +-25% from run to run.  About half a minute at

@@ -13,7 +13,7 @@ def test_benchmark_side_by_side_on_tiny_model(tiny_fp32_folder, tiny_int4_folder
     markdown = tmp_path / "BENCHMARKS.md"
     code = bench.main(["--model", str(tiny_fp32_folder), "--model", str(tiny_int4_folder), "--reference",
                        str(tiny_checkpoint), "--case", "auto", "--steps", "2", "--published-style",
-                       "--json", str(out), "--markdown", str(markdown)])
+                       "--backbone", "int4", "--json", str(out), "--markdown", str(markdown)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "GEMM fp32" in printed and "speedup_vs_pytorch" in printed
@@ -52,3 +52,17 @@ def test_agreement_table_compares_greedy_codes(tiny_fp32_folder, tiny_int4_folde
     assert rows[0]["agreement_vs_first"] == 1.0 and rows[1]["agreement_vs_first"] == 1.0  # deterministic
     assert 0.0 <= rows[2]["agreement_vs_first"] <= 1.0 and "int4 block 32" in rows[2]["system"]
     assert "greedy code agreement" in capsys.readouterr().out
+
+
+def test_a_dequantized_backbone_is_labelled_and_measured_against_the_fp32_rate():
+    from types import SimpleNamespace
+
+    from benchmarks.systems import dequantized, engine_label
+
+    precision = {"backbone": "int4", "int4_block_size": 32, "int4_accuracy_level": 4}
+    chosen = SimpleNamespace(profile="cpu", manifest={"precision": precision},
+                             backbone_choice={"compute": "fp32: int4 weights dequantized at load (measured faster)"})
+    kept = SimpleNamespace(profile="cpu", manifest={"precision": precision},
+                           backbone_choice={"compute": "int4 (measured: fp32 not faster)"})
+    assert engine_label(chosen).endswith("run as fp32 (backbone auto)") and dequantized(chosen)
+    assert engine_label(kept) == "engine:cpu (int4 block 32, accuracy level 4)" and not dequantized(kept)
