@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import side_by_side as bench
 from benchmarks.throughput import backbone_flops
 
@@ -66,3 +68,27 @@ def test_a_dequantized_backbone_is_labelled_and_measured_against_the_fp32_rate()
                            backbone_choice={"compute": "int4 (measured: fp32 not faster)"})
     assert engine_label(chosen).endswith("run as fp32 (backbone auto)") and dequantized(chosen)
     assert engine_label(kept) == "engine:cpu (int4 block 32, accuracy level 4)" and not dequantized(kept)
+
+
+def test_backbone_profile_compares_int4_and_fp32_per_operator(tiny_int4_folder, tiny_fp32_folder, tmp_path, capsys):
+    from benchmarks import profile_backbone
+
+    out, markdown = tmp_path / "profile.json", tmp_path / "profile.md"
+    assert profile_backbone.main(["--model", str(tiny_int4_folder), "--threads", "1", "--lengths", "8,16",
+                                  "--profile-length", "8", "--repeats", "1", "--json", str(out),
+                                  "--markdown", str(markdown)]) == 0
+    report = json.loads(out.read_text())
+    variants = {(row["backbone"], row["io_binding"]) for row in report["rows"]}
+    assert variants == {("int4", False), ("int4", True), ("fp32", False), ("fp32", True)}
+    assert all(row["s_at_8"] > 0 and row["s_at_16"] > 0 for row in report["rows"])
+    int4, fp32 = report["profiles"]["int4"], report["profiles"]["fp32"]
+    # the int4 graph's products are MatMulNBits; dequantized, none is left and MatMul does that work
+    assert "MatMulNBits" in int4["op_seconds"] and "MatMulNBits" not in fp32["op_seconds"]
+    assert "MatMul" in fp32["op_seconds"] and "GroupQueryAttention" in int4["op_seconds"]
+    assert 0 < int4["gemm_share"] <= 1 and 0 < fp32["gemm_share"] <= 1
+    assert int4["against"] == "int8 MatMulInteger" and fp32["against"] == "fp32 MatMul"
+    assert set(report["summary"]["int4_over_fp32_seconds"]) == {"8", "16"}
+    assert "| int4 | no |" in markdown.read_text()
+    with pytest.raises(SystemExit):  # a folder without 4-bit products is refused, with a message
+        profile_backbone.main(["--model", str(tiny_fp32_folder)])
+    assert "has no 4-bit MatMulNBits" in capsys.readouterr().err
