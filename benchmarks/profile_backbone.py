@@ -9,7 +9,7 @@ fp32 ``MatMul`` (``omnivoice_demo.dequantize``) -- each with and without IO
 binding (inputs and the output bound to buffers that are reused across calls):
 
 * the wall seconds of one forward at each length (best of ``--repeats`` rounds
-  that alternate between the variants), and
+  that take turns between the variants: ``dequantize.alternated_best``), and
   the int4 / fp32 time ratio (what ``backbone="auto"`` decides on);
 * ONNX Runtime's profiler (``SessionOptions.enable_profiling``) at
   ``--profile-length``: the share of each operator type;
@@ -33,14 +33,13 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.throughput import gemm_throughput  # noqa: E402
-from omnivoice_demo.dequantize import dequantized_backbone  # noqa: E402
+from omnivoice_demo.dequantize import alternated_best, dequantized_backbone  # noqa: E402
 from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
 from omnivoice_demo.onnx_model import OmniVoiceOnnx, open_session, providers_for, session_options  # noqa: E402
 
@@ -94,23 +93,6 @@ class Runner:
         binding, feeds, _ = self.cache[length]
         feeds["inputs_embeds"].update_inplace(embeds.astype(self.model.embeds_type, copy=False))
         self.session.run_with_iobinding(binding)
-
-
-def alternated_best(runners: dict, embeds: np.ndarray, repeats: int) -> dict:
-    """Best seconds of each runner over ``repeats`` rounds that alternate between them.
-
-    On a shared VM one forward's time moves by +-25% from run to run; taking
-    turns lets a slow moment hit every variant, and the best of the rounds is
-    the least disturbed.  A first round pays the one-off costs.
-    """
-    best = dict.fromkeys(runners, float("inf"))
-    for round_ in range(repeats + 1):
-        for key, run in runners.items():
-            started = time.perf_counter()
-            run(embeds)
-            if round_:
-                best[key] = min(best[key], time.perf_counter() - started)
-    return best
 
 
 def profile_ops(make_session, model: OmniVoiceOnnx, embeds: np.ndarray, repeats: int, threads: int) -> dict[str, float]:
@@ -171,7 +153,8 @@ def main(argv=None) -> int:
     rows = {variant: dict(backbone=variant[0], io_binding=variant[1]) for variant in variants}
     for length in lengths:
         embeds = (0.02 * rng.standard_normal((1, length, model.hidden_size))).astype(np.float32)
-        best = alternated_best(runners, embeds, args.repeats)
+        best = alternated_best({variant: (lambda run=run: run(embeds)) for variant, run in runners.items()},
+                               args.repeats)
         for variant, seconds in best.items():
             rows[variant][f"s_at_{length}"] = round(seconds, 4)
     rows = list(rows.values())

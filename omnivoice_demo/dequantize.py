@@ -132,21 +132,34 @@ def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repe
     The whole graph, not its MatMuls alone: timed one by one, the int4 and
     fp32 products came out even on an AVX-512 VNNI Xeon, while the whole
     forward ran 4-36% faster in fp32 (``benchmarks/profile_backbone.py``).
-    Runs alternate between the sessions so that a slow moment of the machine
-    hits both, and the best of several is kept: on a shared cloud VM one
-    forward's time varied by +-25% from run to run.  About half a minute at
-    full size, once per machine (``choose_backbone`` remembers the outcome).
+    About half a minute at full size, once per machine (``choose_backbone``
+    remembers the outcome).
+    """
+    embeds = (0.02 * np.random.default_rng(0).standard_normal((1, positions, model.hidden_size))).astype(np.float32)
+
+    def forward(session):
+        model.backbone = session
+        model.hidden_states(embeds, [positions])
+
+    return alternated_best({label: (lambda s=session: forward(s)) for label, session in sessions.items()}, repeats)
+
+
+def alternated_best(runs: dict, repeats: int) -> dict:
+    """Best seconds of each of ``runs`` (callables) over ``repeats`` rounds that take turns between them.
+
+    On a shared cloud VM one forward's time varied by +-25% from run to run:
+    taking turns lets a slow moment of the machine hit every variant, and the
+    best of the rounds is the least disturbed.  A first round pays the
+    one-off costs (allocations, prepacking) and is not counted.
     """
     import time
 
-    embeds = (0.02 * np.random.default_rng(0).standard_normal((1, positions, model.hidden_size))).astype(np.float32)
-    best = dict.fromkeys(sessions, float("inf"))
+    best = dict.fromkeys(runs, float("inf"))
     for round_ in range(repeats + 1):
-        for label, session in sessions.items():
-            model.backbone = session
+        for label, run in runs.items():
             started = time.perf_counter()
-            model.hidden_states(embeds, [positions])
-            if round_:  # the first round pays one-off costs (allocations, prepacking)
+            run()
+            if round_:
                 best[label] = min(best[label], time.perf_counter() - started)
     return best
 
