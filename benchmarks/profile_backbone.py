@@ -29,7 +29,6 @@ import argparse
 import collections
 import json
 import pathlib
-import platform
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from benchmarks.throughput import gemm_throughput  # noqa: E402
 from omnivoice_demo.dequantize import alternated_best, dequantized_backbone  # noqa: E402
 from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
 from omnivoice_demo.onnx_model import OmniVoiceOnnx, open_session, providers_for, session_options  # noqa: E402
+from omnivoice_demo.quick_bench import cpu_name  # noqa: E402
 
 GEMM_OPS = {"MatMulNBits", "MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "DynamicQuantizeMatMul"}
 
@@ -186,16 +186,6 @@ def main(argv=None) -> int:
     if args.markdown:
         pathlib.Path(args.markdown).write_text(markdown(info, rows, profiles, summary, lengths, args.profile_length))
     return 0
-
-
-def cpu_name() -> str:
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def markdown(info, rows, profiles, summary, lengths, profile_length) -> str:

@@ -218,16 +218,14 @@ def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None
     """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads and the graph."""
     import hashlib
     import os
-    import platform
 
     import onnxruntime as ort
 
-    cpu = platform.processor() or platform.machine()
-    flags = ""
+    from .quick_bench import cpu_name
+
+    cpu, flags = cpu_name(), ""
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and cpu in ("", platform.machine()):
-                cpu = line.split(":", 1)[1].strip()
             if line.startswith("flags"):
                 flags = hashlib.sha256(line.encode()).hexdigest()[:12]
                 break

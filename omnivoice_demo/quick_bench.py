@@ -49,18 +49,22 @@ TEXTS = {
 }
 
 
+def cpu_name() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else what ``platform`` says."""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine_info(engine=None) -> dict:
     """CPU, cores, OS, Python and ONNX Runtime versions (and the engine's provider and threads)."""
     import onnxruntime as ort
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
