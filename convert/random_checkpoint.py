@@ -138,7 +138,35 @@ def randomise_codec(codec, seed: int) -> None:
             quantizer.codebook.cluster_size.fill_(1.0)
 
 
-def build(size: str, output: str | pathlib.Path, seed: int = 0) -> pathlib.Path:
+#: planted outliers: how many hidden channels, and by how much their RMSNorm weights are scaled
+OUTLIER_CHANNELS = 4
+OUTLIER_SCALE = 60.0
+
+
+def plant_outlier_channels(llm, channels: int = OUTLIER_CHANNELS, scale: float = OUTLIER_SCALE,
+                           seed: int = 0) -> list[int]:
+    """Give the backbone the "massive activations" trained Qwen-style models have.
+
+    Random weights have none: every hidden channel is alike, so an activation
+    quantized with one scale per tensor loses almost nothing, which a trained
+    model would not forgive.  Here ``channels`` hidden channels (the same in
+    every layer, drawn with ``seed``) have both RMSNorm weights of every layer
+    (``input_layernorm``, ``post_attention_layernorm``) multiplied by
+    ``scale``, so the inputs of q/k/v and gate/up carry those channels at about
+    ``scale`` times the others, as a trained model's do.  Returns the channels.
+    """
+    import torch
+
+    hidden = llm.config.hidden_size
+    picked = sorted(torch.randperm(hidden, generator=torch.Generator().manual_seed(seed + 7))[:channels].tolist())
+    with torch.no_grad():
+        for layer in llm.layers:
+            for norm in (layer.input_layernorm, layer.post_attention_layernorm):
+                norm.weight[picked] *= scale
+    return picked
+
+
+def build(size: str, output: str | pathlib.Path, seed: int = 0, outliers: bool = False) -> pathlib.Path:
     import torch
     from transformers import DacFeatureExtractor, HiggsAudioV2TokenizerModel
 
@@ -157,6 +185,7 @@ def build(size: str, output: str | pathlib.Path, seed: int = 0) -> pathlib.Path:
     assert vocab_size >= 1025
     config = OmniVoiceConfig(llm_config=build_llm_config(size, vocab_size))
     model = OmniVoice(config).eval()
+    planted = plant_outlier_channels(model.llm, seed=seed) if outliers else []
     # the released weights are bf16; random ones are kept in fp32 so that the
     # float reference and the fp32 ONNX graphs compute the same function
     model.save_pretrained(str(output), safe_serialization=True)
@@ -168,7 +197,8 @@ def build(size: str, output: str | pathlib.Path, seed: int = 0) -> pathlib.Path:
     DacFeatureExtractor(sampling_rate=24000, hop_length=960, feature_size=1).save_pretrained(str(codec_dir))
 
     (output / "random_checkpoint.json").write_text(
-        json.dumps({"size": size, "seed": seed, "note": "random weights; not a trained model"}, indent=2)
+        json.dumps({"size": size, "seed": seed, "note": "random weights; not a trained model",
+                    **({"outlier_channels": planted, "outlier_scale": OUTLIER_SCALE} if planted else {})}, indent=2)
     )
     return output
 
@@ -185,9 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(LLM_SIZES), default="tiny")
     parser.add_argument("--output", required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--outliers", action="store_true",
+                        help=f"plant {OUTLIER_CHANNELS} outlier hidden channels (RMSNorm weights x{OUTLIER_SCALE:g} in "
+                             "every layer), as trained models have them: for quantization fidelity checks")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    folder = build(args.size, args.output, args.seed)
+    folder = build(args.size, args.output, args.seed, outliers=args.outliers)
     print(f"built {args.size} random OmniVoice checkpoint in {folder} "
           f"({time.perf_counter() - started:.1f} s)")
     return 0

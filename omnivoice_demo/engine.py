@@ -221,10 +221,10 @@ class OmniVoiceEngine:
         target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
                                                 duration=config.duration)
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
-        if needs_chunking(target, config.chunk_threshold):
+        # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
+        chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
+        if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
-        else:  # one piece, or with sentence streaming a short first sentence and the rest
-            chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         self.limits.check("The number of chunks", len(chunks), "max_chunks")
         return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config)

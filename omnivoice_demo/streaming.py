@@ -14,7 +14,11 @@ audio sooner is to generate a short first piece on its own:
   later chunks, which take their speaking rate from the first, would be
   drawn out;
 * the rest of the text is grouped into chunks of the reference's chunk size
-  (``chunk_text_punctuation`` with the characters per ``chunk_duration``).
+  (``chunk_text_punctuation`` with the characters per ``chunk_duration``, and
+  ``split_oversized_chunks`` as the engine's unstreamed chunking), at any
+  length: past the reference's chunking threshold (30 s) too, where the first
+  sentence is still its own chunk, so first audio comes after one sentence
+  whatever the text's length.
 
 The engine then runs these chunks as the reference runs its own: without a
 voice, the first chunk's codes and text are the voice of the later ones, so
@@ -30,7 +34,7 @@ from typing import Optional
 import numpy as np
 
 from .constants import FRAME_RATE, SAMPLE_RATE
-from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration
+from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration, split_oversized_chunks
 from .text import CLOSING_MARKS, chunk_text_punctuation
 
 #: a first sentence estimated longer than this is cut at a clause boundary
@@ -85,7 +89,8 @@ def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
     first, rest = text[:end].strip(), text[end:].strip()
     if len(rest) < 3 or _frames(rest) < MIN_FIRST_FRAMES:  # too little left to be worth streaming
         return [text]
-    return [first] + chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3)
+    return [first] + split_oversized_chunks(chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3),
+                                            chunk_len)
 
 
 def _frames(text: str) -> float:

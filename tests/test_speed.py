@@ -80,6 +80,25 @@ def test_one_sentence_stays_one_chunk():
     assert sentence_chunks("Just one sentence, with a comma.", 40) == ["Just one sentence, with a comma."]
 
 
+def test_first_sentence_is_its_own_chunk_past_the_chunking_threshold_too(engine):
+    """Issue 18: a text over 30 s used to stream nothing until a 15 s chunk was done."""
+    from omnivoice_demo.duration import chunk_for_generation
+
+    text = " ".join([PARAGRAPH] * 4)  # about a minute of speech at the default rate
+    unstreamed = engine.prepare(text)
+    assert unstreamed.target_frames > 30 * 25 and len(unstreamed.chunks) >= 3  # the reference's chunking
+    assert unstreamed.chunks == chunk_for_generation(text, unstreamed.target_frames, 15.0)
+    streamed = engine.prepare(text, sentence_streaming=True)
+    assert streamed.chunks[0] == "The old lighthouse stood at the edge of the cliff."
+    assert " ".join(streamed.chunks).split() == text.split()
+    chunk_len = int(15.0 * 25 / (streamed.target_frames / len(text)))
+    assert all(len(chunk) <= chunk_len for chunk in streamed.chunks[1:])  # later chunks: the reference's sizes
+    assert len(streamed.chunks) >= len(unstreamed.chunks)
+    one_long_sentence = "and then " * 120 + "the end."  # no sentence to cut: chunked as the reference does
+    plan = engine.prepare(one_long_sentence, sentence_streaming=True)
+    assert plan.target_frames > 30 * 25 and len(plan.chunks) > 1
+
+
 def test_playback_pieces_join_as_the_reference_cross_fade():
     rng = np.random.default_rng(0)
     audios = [rng.uniform(-0.05, 0.05, n).astype(np.float32) for n in (9600, 4800, 7200)]
