@@ -24,7 +24,7 @@ import sys
 
 from .config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from .constants import BITS_PER_CODE, FRAME_RATE
-from .dequantize import add_backbone_argument
+from .backbone_choice import add_backbone_argument
 from .errors import InvalidInput, OmniVoiceError, one_line
 
 MAX_THREADS = 1024

@@ -35,7 +35,7 @@ from .asr.lazy import LazyRecognizer
 from .codec import AudioCodec
 from .config import GenerationConfig, Limits
 from .constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from .dequantize import choose_backbone
+from .backbone_choice import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from .errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work

@@ -369,32 +369,33 @@ def test_dequantized_weights_are_the_int4_weights_exactly():
 def test_fp32_backbone_of_an_int4_folder_computes_the_same_model(tiny_int4_folder):
     int4 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int4")
     fp32 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="fp32")
-    assert int4.backbone_choice["compute"] == "as built"
+    assert int4.backbone_choice["compute"] == "as built" and int4.backbone_choice["choice"] == "as built"
     assert fp32.backbone_choice["compute"].startswith("fp32") and fp32.backbone_choice["added_mb"] > 0
     embeds = np.random.default_rng(1).standard_normal((1, 24, int4.model.hidden_size)).astype(np.float32)
     a, b = int4.model.hidden_states(embeds, [24]), fp32.model.hidden_states(embeds, [24])
     # the int4 graph quantizes activations to int8 (accuracy level 4); the weights are the same
     assert np.abs(a - b).max() < 0.01 * np.abs(a).max()
     with pytest.raises(InvalidInput, match="backbone"):
-        OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int8")
+        OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int3")
 
 
 def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_folder, tmp_path, monkeypatch):
-    from omnivoice_demo import dequantize
+    from omnivoice_demo import backbone_choice
 
     monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
     probes = []
-    real_probe = dequantize.backbone_probe
-    monkeypatch.setattr(dequantize, "backbone_probe", lambda *a, **k: probes.append(1) or real_probe(*a, **k))
+    real_probe = backbone_choice.backbone_probe
+    monkeypatch.setattr(backbone_choice, "backbone_probe", lambda *a, **k: probes.append(1) or real_probe(*a, **k))
     first = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)          # auto is the default
     assert first.backbone_choice["mode"] == "auto" and not first.backbone_choice["remembered"]
-    assert set(first.backbone_choice["probe_s"]) == {"int4", "fp32"} and probes == [1]
+    gated = {c for c in backbone_choice.EIGHT_BIT + ("fp32",) if backbone_choice.passes_gate("int4", c)}
+    assert set(first.backbone_choice["probe_s"]) == {"int4"} | gated and probes == [1]
     stored = json.loads((tmp_path / "backbone-choice.json").read_text())
     (entry,) = stored.values()
-    assert entry["choice"] == ("fp32" if dequantize.prefers_fp32(entry["probe_s"]) else "int4")
+    assert entry["choice"] == backbone_choice.fastest(entry["probe_s"])
     again = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
     assert probes == [1] and again.backbone_choice["remembered"]
-    assert again.backbone_choice["compute"].split(":")[0].split(" ")[0] == entry["choice"]
+    assert again.backbone_choice["choice"] in (entry["choice"], "as built")
     # what is remembered decides: a stored fp32 outcome dequantizes without a new probe
     (key,) = stored
     stored[key]["choice"] = "fp32"
@@ -402,7 +403,7 @@ def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_
     remembered = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
     assert probes == [1] and remembered.backbone_choice["compute"].startswith("fp32")
     assert remembered.backbone_choice["added_mb"] > 0 and "rss_added_mb" in remembered.backbone_choice
-    # a damaged file only costs a new probe; a folder without int4 MatMuls is never probed
+    # a damaged file only costs a new probe; a folder built in fp32 is the exact model: auto keeps it
     (tmp_path / "backbone-choice.json").write_text("{not json")
     OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)
     assert probes == [1, 1]
@@ -410,12 +411,33 @@ def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_
     assert probes == [1, 1] and fp32_folder.backbone_choice["compute"] == "as built"
 
 
-def test_fp32_is_chosen_only_when_clearly_faster():
-    from omnivoice_demo.dequantize import FP32_MARGIN, prefers_fp32
+def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_folder, tmp_path, monkeypatch):
+    from omnivoice_demo import backbone_choice, fidelity
 
-    assert prefers_fp32({"int4": 1.0, "fp32": 0.8})
-    assert not prefers_fp32({"int4": 1.0, "fp32": 1.0 - FP32_MARGIN / 2})   # a near tie keeps int4's memory
-    assert not prefers_fp32({"int4": 1.0, "fp32": 1.2})
+    table = {"from_int4": {"int4": {"cosine": 0.9, "agreement": 0.8}, "fp32": {"cosine": 0.95, "agreement": 0.9}},
+             "from_fp32": {"int8-block": {"cosine": 0.99, "agreement": 0.95},
+                           "int8": {"cosine": 0.9, "agreement": 0.79},        # codes below int4's: fails
+                           "int8-tensor": {"cosine": 0.7, "agreement": 0.5}}}
+    monkeypatch.setattr(fidelity, "published_table", lambda: table)
+    assert [c for c in backbone_choice.EIGHT_BIT if fidelity.passes_gate("int4", c)] == ["int8-block"]
+    monkeypatch.setattr(backbone_choice, "backbone_probe", lambda model, sessions, **k: {
+        label: {"int4": 1.0, "fp32": 0.99, "int8-block": 0.5}[label] for label in sessions})
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
+    engine = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False)       # auto, nothing remembered
+    choice = engine.backbone_choice
+    assert set(choice["probe_s"]) == {"int4", "fp32", "int8-block"} and choice["choice"] == "int8-block"
+    assert choice["fidelity"] == fidelity.fidelity_of("int4", "int8-block", table)
+    assert "from the int4 weights" in choice["compute"]
+    # an unmeasured table admits nothing but the int4 graph's own weights
+    assert not fidelity.passes_gate("int4", "int8", {})
+
+
+def test_the_fastest_is_kept_only_when_clearly_faster_than_int4():
+    from omnivoice_demo.backbone_choice import KEEP_MARGIN, fastest
+
+    assert fastest({"int4": 1.0, "fp32": 0.8}) == "fp32"
+    assert fastest({"int4": 1.0, "fp32": 1.0 - KEEP_MARGIN / 2}) == "int4"   # a near tie keeps int4's memory
+    assert fastest({"int4": 1.0, "fp32": 1.2, "int8": 0.4, "int8-block": 0.6}) == "int8"
 
 
 # --- the app's speed controls (plain functions) ---------------------------------------------

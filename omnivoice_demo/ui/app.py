@@ -37,7 +37,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="shared mode (also on with SPACE_ID, --share or a non-loopback --host): visitors cannot "
                              "change models, their voices stay in their browsers, messages show no server path")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
-    from omnivoice_demo.dequantize import add_backbone_argument
+    from omnivoice_demo.backbone_choice import add_backbone_argument
 
     add_backbone_argument(parser)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
