@@ -49,7 +49,7 @@ def summarise(results: list[dict], gemm: dict) -> list[dict]:
             lengths = [r["prompt_positions"] + frames_per_chunk, frames_per_chunk]
             flops = backbone_flops(r["dims"], [int(x) for x in lengths]) * r["steps"] * r.get("chunks", 1)
             # int4 MatMulNBits at accuracy level 4 computes with int8 activations
-            precision = "int8" if r.get("backbone_precision") == "int4" else "fp32"
+            precision = "fp32" if r.get("backbone_precision") in ("fp32", "fp16", None) else "int8"
             row["backbone_gflops"] = flops / r["backbone"] / 1e9
             row["gemm_fraction"] = flops / r["backbone"] / gemm[precision]
             row["gemm_reference"] = precision

@@ -37,6 +37,7 @@ import subprocess
 import sys
 from typing import Optional
 
+from omnivoice_demo.backbone_choice import BACKBONE_MODES
 from omnivoice_demo.quick_bench import TEXTS, machine_info as describe_machine
 
 from .report import agreement_rows, format_markdown, format_table, summarise
@@ -77,8 +78,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--backbone", choices=["int4", "fp32", "auto"], default="auto",
-                        help="the engine's backbone= for int4 folders (default auto, what users get)")
+    parser.add_argument("--backbone", choices=list(BACKBONE_MODES), default="auto",
+                        help="the engine's backbone= (default auto, what users get)")
     parser.add_argument("--published-style", action="store_true",
                         help="also time the published export's per-step work on a causal copy of the first folder")
     parser.add_argument("--agreement", action="store_true",

@@ -39,19 +39,26 @@ def make_reference_clip(seconds: float) -> tuple[np.ndarray, int]:
 
 
 def engine_label(engine) -> str:
-    """engine:<profile>, with the int4 block size and accuracy level where they apply."""
+    """engine:<profile>, with the int4 block size and accuracy level where they apply, and the backbone
+    choice when it is not the graph as built."""
     precision = engine.manifest.get("precision", {})
     label = f"engine:{engine.profile}"
     if precision.get("backbone") == "int4":
         label += f" (int4 block {precision.get('int4_block_size')}, accuracy level {precision.get('int4_accuracy_level')})"
-    if dequantized(engine):
-        label += " run as fp32 (backbone auto)"
+    choice = backbone_run_as(engine)
+    if choice != "as built":
+        label += f" run as {choice} (backbone {engine.backbone_choice.get('mode', 'auto')})"
     return label
 
 
+def backbone_run_as(engine) -> str:
+    """What the backbone runs as: ``as built``, ``fp32`` (int4 dequantized) or an 8-bit choice."""
+    return engine.backbone_choice.get("choice", "as built")
+
+
 def dequantized(engine) -> bool:
-    """Whether ``backbone="auto"`` chose to run this folder's int4 backbone as fp32 MatMuls on this machine."""
-    return engine.backbone_choice["compute"].startswith("fp32")
+    """Whether this folder's int4 backbone runs as fp32 MatMuls (``backbone="fp32"`` or auto's choice)."""
+    return backbone_run_as(engine) == "fp32"
 
 
 def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int,
@@ -84,8 +91,8 @@ def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: in
     dims = engine.manifest.get("model", {})
     prompt = len(engine.tokenizer.encode(text).ids) + 12 + (voice.frames if voice else 0)
     return dict(system=engine_label(engine), folder=folder, load_seconds=load_seconds,
-                backbone_precision="fp32" if dequantized(engine) else engine.manifest.get("precision", {}).get(
-                    "backbone", "fp32"),
+                backbone_precision=(engine.manifest.get("precision", {}).get("backbone", "fp32")
+                                    if backbone_run_as(engine) == "as built" else backbone_run_as(engine)),
                 clone_seconds=clone_seconds, steps=steps, prompt_positions=prompt, dims=dims,
                 peak_rss_mb=peak_rss_mb(), runs=runs, **best)
 

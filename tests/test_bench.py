@@ -63,9 +63,10 @@ def test_a_dequantized_backbone_is_labelled_and_measured_against_the_fp32_rate()
 
     precision = {"backbone": "int4", "int4_block_size": 32, "int4_accuracy_level": 4}
     chosen = SimpleNamespace(profile="cpu", manifest={"precision": precision},
-                             backbone_choice={"compute": "fp32: int4 weights dequantized at load (measured faster)"})
+                             backbone_choice={"compute": "fp32: int4 weights dequantized at load (measured faster)",
+                                              "choice": "fp32", "mode": "auto"})
     kept = SimpleNamespace(profile="cpu", manifest={"precision": precision},
-                           backbone_choice={"compute": "int4 (measured: fp32 not faster)"})
+                           backbone_choice={"compute": "int4 (measured: fp32 not faster)", "choice": "as built"})
     assert engine_label(chosen).endswith("run as fp32 (backbone auto)") and dequantized(chosen)
     assert engine_label(kept) == "engine:cpu (int4 block 32, accuracy level 4)" and not dequantized(kept)
 

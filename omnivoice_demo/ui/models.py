@@ -95,7 +95,7 @@ class ModelManager:
                  offline: Optional[bool] = None, max_loaded: int = 3, limits: Optional[Limits] = None,
                  locked: bool = False, backbone: str = "auto"):
         self.limits = limits or Limits()
-        self.backbone = backbone  # OmniVoiceEngine's backbone= (int4 as built, fp32, or auto: the faster)
+        self.backbone = backbone  # OmniVoiceEngine's backbone= (backbone_choice.BACKBONE_MODES)
         self.locked = locked  # shared mode: only the operator (start-up flags) chooses models
         self.provider = provider
         self.threads = threads
@@ -168,7 +168,7 @@ class ModelManager:
                                          progress=self._on_progress, force_download=force_download)
             folder = resolved.path
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder} (the first time on this "
-                             "machine, int4 and fp32 backbones are timed: up to a minute)", fraction=None)
+                             "machine, the backbone choices that pass the fidelity gate are built and timed: a few minutes at full size)", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
                                      backbone=self.backbone)

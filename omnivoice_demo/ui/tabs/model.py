@@ -51,15 +51,23 @@ def model_bar(studio: Studio) -> str:
 
 
 def backbone_compute(choice: dict) -> str:
-    """How the backbone computes, what that costs in memory, and the measurement behind an ``auto`` choice."""
+    """How the backbone computes, what that costs in memory, its fidelity figures, and the measurement
+    behind an ``auto`` choice."""
     text = choice["compute"]
     if choice.get("added_mb"):
-        text += f", {choice['added_mb']:.0f} MB of fp32 weights"
+        kind = "fp32" if choice.get("choice", "fp32") == "fp32" else "8-bit"
+        text += f", {choice['added_mb']:.0f} MB of {kind} weights"
         if choice.get("rss_added_mb"):
             text += f" (memory grew by {choice['rss_added_mb']:.0f} MB at load)"
+    fidelity = choice.get("fidelity")
+    if fidelity:
+        text += (f"; against fp32 on the planted-outlier check: hidden-state cosine {fidelity['cosine']:.4f}, "
+                 f"greedy codes agreement {fidelity['agreement']:.3f}")
+    elif "fidelity" in choice:
+        text += "; fidelity not measured"
     if choice.get("probe_s"):
-        probe = choice["probe_s"]
-        text += f" (one forward: int4 {probe['int4']:.2f} s, fp32 {probe['fp32']:.2f} s)"
+        timed = ", ".join(f"{label} {seconds:.2f} s" for label, seconds in choice["probe_s"].items())
+        text += f" (one forward: {timed})"
     return text
 
 
