@@ -42,8 +42,8 @@ from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
 from omnivoice_demo.onnx_model import OmniVoiceOnnx, providers_for, session_options  # noqa: E402
 from omnivoice_demo.quick_bench import cpu_name, peak_rss_mb  # noqa: E402
 
-CHOICES = {"fp32": ("as built", "int8-block", "int8", "int8-tensor"),
-           "int4": ("as built", "fp32", "int8-block", "int8", "int8-tensor")}
+CHOICES = {"fp32": ("as built", "int8-block", "int8", "int8-row", "int8-tensor"),
+           "int4": ("as built", "fp32", "int8-block", "int8", "int8-row", "int8-tensor")}
 
 
 def cpu_flags() -> str:
@@ -107,7 +107,7 @@ def speed_rows(folders: dict, threads: int, cache: pathlib.Path, lengths: list[i
     fp32 = OmniVoiceOnnx(folders["fp32"], threads=threads)
     int4 = OmniVoiceOnnx(folders["int4"], threads=threads)
     sessions = {"fp32": (fp32, fp32.backbone), "int4": (int4, int4.backbone)}
-    for choice in ("int8-block", "int8", "int8-tensor"):
+    for choice in ("int8-block", "int8", "int8-row", "int8-tensor"):
         sessions[choice] = (fp32, session_of(fp32, "fp32", choice, folders["fp32"], threads, cache)[0])
     runs_torch = torch_backbone(checkpoint, threads) if checkpoint else None
     seconds = {}

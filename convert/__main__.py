@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="OmniVoice PyTorch checkpoint folder")
     parser.add_argument("--output", required=True, help="folder to write")
     parser.add_argument("--device", choices=list(PROFILES), default="cpu",
-                        help="precision profile: cpu = int4 backbone + int4 embeddings; cpu_fp16 = fp16 audio "
-                             "graphs + int4 backbone; gpu = fp16 for the CUDA provider; cpu_fp32 = reference-exact")
+                        help="precision profile: cpu = int4 backbone + int4 embeddings; cpu_int8 = 8-bit backbone (see "
+                             "--int8-form) + int4 embeddings; cpu_fp16 = fp16 audio graphs + int4 backbone; gpu = "
+                             "fp16 for the CUDA provider; cpu_fp32 = reference-exact")
     codec = parser.add_mutually_exclusive_group()
     codec.add_argument("--include-higgs", action="store_true", default=True,
                        help="include the audio codec graphs in audio_tokenizer/ (default)")
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="MatMulNBits accuracy level of the int4 backbone: 1 = fp32 activations, 4 = int8 (the CPU default)")
     parser.add_argument("--int4-block-size", type=int, choices=[16, 32, 64, 128], default=32,
                         help="int4 block size (default 32; 128 is smaller and loses quality)")
+    parser.add_argument("--int8-form", choices=["int8", "int8-row", "int8-block", "int8-tensor"], default="int8",
+                        help="the cpu_int8 profile's backbone: int8 = dense int8, outlier channels in fp32 (default); "
+                             "int8-row = the same with one activation scale per row; int8-block = 8-bit MatMulNBits; "
+                             "int8-tensor = dense int8, nothing kept apart (fastest; outlier channels break it)")
     parser.add_argument("--causal", action="store_true",
                         help="keep genai's causal attention (the published export's mistake; for tests only)")
     args = parser.parse_args(argv)
@@ -46,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         args.model, args.output, profile=args.device, include_codec=args.include_higgs,
         codec_only=args.higgs_only, codec_precision=args.higgs_precision,
         bidirectional=not args.causal, int4_accuracy_level=args.int4_accuracy_level,
-        int4_block_size=args.int4_block_size,
+        int4_block_size=args.int4_block_size, int8_form=args.int8_form,
     ))
 
 

@@ -40,7 +40,7 @@ class Profile:
 
     name: str
     audio_embeddings: str  # fp32 | fp16 | int4
-    backbone: str          # fp32 | fp16 | int4  (genai builder precision)
+    backbone: str          # fp32 | fp16 | int4 (genai builder precision) | int8 (genai fp32, then rebuilt in 8 bits)
     audio_heads: str       # fp32 | fp16 -- never int4: int4 heads destroy token agreement
     codec: str             # fp32 | fp16
     execution_provider: str  # cpu | cuda (what the backbone is built for)
@@ -49,6 +49,8 @@ class Profile:
 PROFILES = {
     "cpu_fp32": Profile("cpu_fp32", "fp32", "fp32", "fp32", "fp32", "cpu"),
     "cpu": Profile("cpu", "int4", "int4", "fp32", "fp32", "cpu"),
+    # the backbone built in fp32, then rebuilt in 8 bits (omnivoice_demo.backbone_precision; --int8-form)
+    "cpu_int8": Profile("cpu_int8", "int4", "int8", "fp32", "fp32", "cpu"),
     "cpu_fp16": Profile("cpu_fp16", "fp16", "int4", "fp16", "fp16", "cpu"),
     "gpu": Profile("gpu", "fp16", "fp16", "fp16", "fp16", "cuda"),
 }
@@ -195,6 +197,26 @@ def build_backbone(checkpoint_dir: pathlib.Path, output: pathlib.Path, precision
             "accuracy_level": levels.pop() if len(levels) == 1 else None}
 
 
+def rebuild_backbone_in_place(output: pathlib.Path, form: str, work: pathlib.Path) -> None:
+    """Replace the fp32 backbone of ``output`` by its 8-bit rebuild (the engine's own, so a folder built
+    this way computes what ``backbone=form`` computes from the fp32 folder)."""
+    from omnivoice_demo.backbone_choice import write_rebuilt
+    from omnivoice_demo.onnx_model import OmniVoiceOnnx, providers_for, session_options
+
+    from omnivoice_demo.backbone_choice import EIGHT_BIT
+
+    if form not in EIGHT_BIT:
+        raise ValueError(f"int8_form must be one of {', '.join(EIGHT_BIT)}, got {form!r}")
+    graph = output / BACKBONE_GRAPHS["backbone"]
+    staged = work / "int8"
+    staged.mkdir()
+    model = OmniVoiceOnnx(output)
+    write_rebuilt(graph, form, model, providers_for("cpu"), session_options, staged)
+    del model
+    for name in (graph.name, graph.name + ".data"):
+        shutil.move(str(staged / name), str(output / name))
+
+
 # --- the whole folder --------------------------------------------------------------------
 
 def model_constants(checkpoint_dir: pathlib.Path, llm_config: dict) -> dict:
@@ -222,11 +244,13 @@ def model_constants(checkpoint_dir: pathlib.Path, llm_config: dict) -> dict:
 def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", include_codec: bool = True,
                        codec_only: bool = False, codec_precision: str | None = None, bidirectional: bool = True,
                        int4_accuracy_level: int | None = None, int4_block_size: int = INT4_BLOCK_SIZE,
-                       progress: Callable[[str], None] | None = None) -> pathlib.Path:
+                       int8_form: str = "int8", progress: Callable[[str], None] | None = None) -> pathlib.Path:
     """Build the ONNX folder for ``profile`` from an OmniVoice PyTorch checkpoint folder.
 
     ``bidirectional=False`` leaves genai's backbone causal, as the published
     export ships it; it exists to test the repair and the engine's refusal.
+    ``int8_form`` is the 8-bit form of the ``cpu_int8`` profile's backbone
+    (``int8``, ``int8-block`` or ``int8-tensor``: ``omnivoice_demo.backbone_precision``).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
@@ -236,7 +260,8 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
         raise FileNotFoundError(f"{checkpoint_dir} is not an OmniVoice checkpoint folder (no config.json)")
     codec_precision = codec_precision or spec.codec
     include_codec = include_codec or codec_only
-    stages = (1 if codec_only else 5) + (1 if include_codec else 0)
+    eight_bit = spec.backbone == "int8"
+    stages = (1 if codec_only else 5 + eight_bit) + (1 if include_codec else 0)
     step = StageProgress(stages, progress)
     output.mkdir(parents=True, exist_ok=True)
 
@@ -250,9 +275,12 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
             step(f"audio heads ({spec.audio_heads}) with Olive")
             export_audio_heads(checkpoint_dir, output, spec.audio_heads, work)
             step(f"backbone ({spec.backbone}, {spec.execution_provider}) with onnxruntime-genai")
-            info = build_backbone(checkpoint_dir, output, spec.backbone, spec.execution_provider, work,
-                                  bidirectional=bidirectional, int4_accuracy_level=int4_accuracy_level,
-                                  int4_block_size=int4_block_size)
+            info = build_backbone(checkpoint_dir, output, "fp32" if eight_bit else spec.backbone,
+                                  spec.execution_provider, work, bidirectional=bidirectional,
+                                  int4_accuracy_level=int4_accuracy_level, int4_block_size=int4_block_size)
+            if eight_bit:
+                step(f"backbone rebuilt in 8 bits ({int8_form})")
+                rebuild_backbone_in_place(output, int8_form, work)
             step("tokenizer files")
             for name in ("tokenizer.json", "tokenizer_config.json"):
                 shutil.copy2(checkpoint_dir / name, output / name)
@@ -269,7 +297,7 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
         "profile": profile,
         "precision": {
             "audio_embeddings": spec.audio_embeddings,
-            "backbone": spec.backbone,
+            "backbone": int8_form if eight_bit else spec.backbone,
             "audio_heads": spec.audio_heads,
             "codec": codec_precision if include_codec else None,
             "int4_block_size": int4_block_size if "int4" in (spec.backbone, spec.audio_embeddings) else None,

@@ -27,12 +27,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .backbone_precision import PRECISIONS, outlier_channels, rebuild
-from .dequantize import alternated_best, dequantized_backbone, has_int4_matmuls, resident_mb
+from .backbone_precision import PRECISIONS, graph_precision, outlier_channels, rebuild
+from .dequantize import alternated_best, dequantized_backbone, resident_mb
 from .errors import InvalidInput
 from .fidelity import fidelity_of, passes_gate
 
-EIGHT_BIT = ("int8-block", "int8", "int8-tensor")
+EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
 BACKBONE_MODES = ("auto", "int4", "fp32") + EIGHT_BIT
 
 #: ``auto`` keeps the int4 graph unless another choice is faster by more than this share: int4 holds
@@ -44,7 +44,7 @@ KEEP_MARGIN = 0.05
 PROBE_POSITIONS = 384
 
 #: bump when the 8-bit graphs change, so cached builds of an older form are not reused
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 
 
 def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repeats: int = 5) -> dict[str, float]:
@@ -83,9 +83,16 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
     """
     if mode not in BACKBONE_MODES:
         raise InvalidInput(f"backbone must be one of {', '.join(BACKBONE_MODES)}, got {mode!r}.", param="backbone")
-    source = "int4" if has_int4_matmuls(path) else "fp32"
+    source = graph_precision(path)
     info = {"mode": mode, "choice": "as built", "compute": "as built", "source": source, "added_mb": 0.0,
             "probe_s": {}, "remembered": False, "fidelity": fidelity_of(source, source)}
+    if source in EIGHT_BIT:  # a folder built in 8 bits (convert's cpu_int8 profile) runs as built
+        if mode not in ("auto", "int4", source):
+            raise InvalidInput(f"This folder's backbone is built in {source} already; it runs as built "
+                               "(backbone='auto'). For another precision, use a folder built in fp32 or int4.",
+                               param="backbone")
+        info["compute"] = f"as built ({source})"
+        return info
     if mode == "int4" or (source == "fp32" and mode in ("fp32", "auto")):
         return info
     built = model.backbone
@@ -134,7 +141,8 @@ def _switch(model, info: dict, choice: str, built, measured: bool = False) -> di
     how = " (measured the fastest that passes the gate)" if measured else ""
     what = {"fp32": "fp32: int4 weights dequantized at load",
             "int8-block": "int8-block: 8-bit MatMulNBits (block 32, int8 activations per row and block)",
-            "int8": "int8: dense int8, activations per row, outlier channels in fp32",
+            "int8": "int8: dense int8, one activation scale per tensor, outlier channels in fp32",
+            "int8-row": "int8-row: dense int8, one activation scale per row, outlier channels in fp32",
             "int8-tensor": "int8-tensor: dense int8, one activation scale per tensor"}[choice]
     from_int4 = " from the int4 weights (never better than int4's weights)" if (
         info["source"] == "int4" and choice != "fp32") else ""
@@ -171,9 +179,6 @@ def cached_backbone(path: pathlib.Path, precision: str, model, providers, option
     Built in a staging folder and renamed into place (a killed build leaves
     nothing half-written), under an inter-process lock so two starts build once.
     """
-    import onnx
-    from onnx import numpy_helper
-
     from .hub.cache import default_cache_dir, folder_lock, staging_dir
 
     cache = pathlib.Path(cache_dir or default_cache_dir())
@@ -185,22 +190,33 @@ def cached_backbone(path: pathlib.Path, precision: str, model, providers, option
     with folder_lock(cache, target):
         if graph.is_file():
             return graph
-        started = time.perf_counter()
-        outliers = outlier_channels(path, model, providers, options_factory()) if precision == "int8" else {}
-        onnx_model = onnx.load(str(path))
-        constants = rebuild(onnx_model, precision, outliers)
-        onnx_model.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
-        del constants
         with staging_dir(cache) as stage:
             stage.mkdir(parents=True)
-            onnx.save_model(onnx_model, str(stage / path.name), save_as_external_data=True,
-                            all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
-            (stage / "build.json").write_text(json.dumps({
-                "precision": precision, "source": str(path.parent.name), "build_version": BUILD_VERSION,
-                "outlier_channels": {name: len(c) for name, c in outliers.items()},
-                "seconds": round(time.perf_counter() - started, 1)}, indent=1), encoding="utf-8")
+            write_rebuilt(path, precision, model, providers, options_factory, stage)
             os.replace(stage, target)
     return graph
+
+
+def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_factory,
+                  destination: pathlib.Path) -> pathlib.Path:
+    """Write the backbone at ``path`` rebuilt in ``precision`` into the folder ``destination`` (graph,
+    ``.data`` beside it, and ``build.json``: what was built, the outlier channels kept apart, how long)."""
+    import onnx
+    from onnx import numpy_helper
+
+    started = time.perf_counter()
+    outliers = outlier_channels(path, model, providers, options_factory()) if precision in ("int8", "int8-row") else {}
+    onnx_model = onnx.load(str(path))
+    constants = rebuild(onnx_model, precision, outliers)
+    onnx_model.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
+    del constants
+    onnx.save_model(onnx_model, str(destination / path.name), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
+    (destination / "build.json").write_text(json.dumps({
+        "precision": precision, "source": path.parent.name, "build_version": BUILD_VERSION,
+        "outlier_channels": {name: len(c) for name, c in outliers.items()},
+        "seconds": round(time.perf_counter() - started, 1)}, indent=1), encoding="utf-8")
+    return destination / path.name
 
 
 # --- the remembered choice -----------------------------------------------------------------------
@@ -269,4 +285,4 @@ def add_backbone_argument(parser) -> None:
                         help="the backbone's compute: auto (default: on an int4 folder, the fastest choice that "
                              "passes the fidelity gate on this machine, measured once and remembered; an fp32 folder "
                              "runs as built), int4 (as built), fp32 (int4 weights dequantized at load, ~1.7 GB more "
-                             "at full size), int8-block, int8 or int8-tensor (8-bit, built once into the cache)")
+                             "at full size), int8-block, int8, int8-row or int8-tensor (8-bit, built once into the cache)")

@@ -11,14 +11,17 @@ bidirectional check runs on the result as on any backbone):
                 scale per row and block of 32 channels, as the int4 graph computes).  From an
                 int4 folder the 4-bit weights are re-encoded without loss (8-bit code
                 ``16*(q-8)``, scale/16): the int4 model's arithmetic on a faster kernel.
-``int8``        dense int8 ``MatMulIntegerToFloat``: weights int8 with one scale per output
-                channel, activations uint8 with one scale per row (token), and the few input
+``int8``        dense int8 ``DynamicQuantizeMatMul`` (weights int8 with one scale per output
+                channel, activations uint8 with one scale per tensor), with the few input
                 channels that carry outliers (found on a calibration forward) kept apart in
                 fp32 (LLM.int8()'s decomposition), so one loud channel cannot flatten the
                 others' precision.
+``int8-row``    the same with one activation scale per row (token): ``MatMulIntegerToFloat`` on
+                codes made by a few elementwise nodes (ONNX has no per-row dynamic quantizer),
+                for outliers that come and go with the token.
 ``int8-tensor`` dense int8 as ``onnxruntime.quantization.quantize_dynamic`` makes it
-                (``DynamicQuantizeMatMul``: one activation scale per tensor); the fastest and
-                the one outlier channels break: measured, and never chosen by ``auto``.
+                (``DynamicQuantizeMatMul``: one activation scale per tensor, nothing kept apart);
+                the fastest, and the one outlier channels break: measured, never chosen by ``auto``.
 
 From an int4 folder every choice starts from the dequantized 4-bit weights,
 so none is better than the int4 model's weights (only its arithmetic can be).
@@ -41,7 +44,10 @@ from .dequantize import dequantize_weight
 from .errors import InvalidInput, ModelFolderError
 
 #: the precisions this module builds (``as built`` is the folder's own graph)
-PRECISIONS = ("fp32", "int8-block", "int8", "int8-tensor")
+PRECISIONS = ("fp32", "int8-block", "int8", "int8-row", "int8-tensor")
+
+#: the graph's metadata key that records what a rebuilt backbone computes in
+METADATA_KEY = "omnivoice_backbone_precision"
 
 #: block of the 8-bit ``MatMulNBits`` (the int4 graphs' block: re-encoding keeps their scales)
 BLOCK = 32
@@ -106,6 +112,20 @@ def weight_products(graph) -> list[WeightProduct]:
     return found
 
 
+def graph_precision(path: pathlib.Path) -> str:
+    """What the backbone graph at ``path`` computes in: ``int4``, ``fp32``, or one of the 8-bit forms
+    (as ``rebuild`` recorded it in the graph's metadata)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    recorded = {prop.key: prop.value for prop in model.metadata_props}.get(METADATA_KEY)
+    if recorded in PRECISIONS:
+        return recorded
+    four_bit = any(node.op_type == "MatMulNBits" and next((a.i for a in node.attribute if a.name == "bits"), 4) == 4
+                   for node in model.graph.node)
+    return "int4" if four_bit else "fp32"
+
+
 # --- the rewrite ---------------------------------------------------------------------------
 
 class Rewrite:
@@ -115,6 +135,7 @@ class Rewrite:
         self.nodes: list = []
         self.constants: dict[str, np.ndarray] = {}
         self._row_quantized: dict[str, tuple[str, str]] = {}
+        self._made: set[str] = set()
 
     def constant(self, name: str, value: np.ndarray) -> str:
         self.constants[name] = value
@@ -127,24 +148,31 @@ class Rewrite:
                                                 **attrs))
         return outputs[0]
 
-    def row_quantized(self, x: str, keep_apart: Sequence[int], k: int) -> tuple[str, str]:
+    def inliers(self, x: str, keep_apart: Sequence[int], k: int) -> str:
+        """``x`` with the channels ``keep_apart`` zeroed (made once per activation)."""
+        if not len(keep_apart):
+            return x
+        name = f"{x}_inliers"
+        if name not in self._made:
+            keep = np.ones(k, dtype=np.float32)
+            keep[list(keep_apart)] = 0.0
+            self.node("Mul", [x, self.constant(f"{x}_keep", keep)], [name], name)
+            self._made.add(name)
+        return name
+
+    def row_quantized(self, x: str) -> tuple[str, str]:
         """``(codes, row_scale)`` of activation ``x``: uint8 codes ``round(x/s)+128`` with ``s`` = the row's
-        largest magnitude / 127, after zeroing the channels ``keep_apart``; made once per activation."""
+        largest magnitude / 127 (made once per activation)."""
         if x not in self._row_quantized:
             base = f"{x}_q8"
-            source = x
-            if len(keep_apart):
-                keep = np.ones(k, dtype=np.float32)
-                keep[list(keep_apart)] = 0.0
-                source = self.node("Mul", [x, self.constant(f"{base}_keep", keep)], [f"{base}_inliers"], f"{base}_inliers")
-            magnitude = self.node("Abs", [source], [f"{base}_abs"], f"{base}_abs")
+            magnitude = self.node("Abs", [x], [f"{base}_abs"], f"{base}_abs")
             peak = self.node("ReduceMax", [magnitude, self.constant(f"{base}_axis", np.array([-1], np.int64))],
                              [f"{base}_peak"], f"{base}_peak", keepdims=1)
             floor = self.constant(f"{base}_floor", np.array(1e-12, np.float32))
             peak = self.node("Max", [peak, floor], [f"{base}_peak_floored"], f"{base}_peak_floored")
             scale = self.node("Div", [peak, self.constant(f"{base}_127", np.array(127.0, np.float32))],
                               [f"{base}_scale"], f"{base}_scale")
-            scaled = self.node("Div", [source, scale], [f"{base}_scaled"], f"{base}_scaled")
+            scaled = self.node("Div", [x, scale], [f"{base}_scaled"], f"{base}_scaled")
             rounded = self.node("Round", [scaled], [f"{base}_rounded"], f"{base}_rounded")
             shifted = self.node("Add", [rounded, self.constant(f"{base}_128", np.array(128.0, np.float32))],
                                 [f"{base}_shifted"], f"{base}_shifted")
@@ -193,25 +221,31 @@ def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Seq
         rewrite.node("DynamicQuantizeMatMul", [x, rewrite.constant(f"{name}_w_i8", codes),
                                                rewrite.constant(f"{name}_s_i8", scales)],
                      [out], f"{name}_i8t", domain="com.microsoft")
-    elif precision == "int8":
+    elif precision in ("int8", "int8-row"):
         weight = product.weight()
         codes, scales = int8_columns(weight)
-        x_codes, x_scale = rewrite.row_quantized(x, outliers, product.k)
-        unscaled = rewrite.node("MatMulIntegerToFloat",
-                                [x_codes, rewrite.constant(f"{name}_w_i8", codes),
-                                 rewrite.constant(f"{name}_one", np.array(1.0, np.float32)),
-                                 rewrite.constant(f"{name}_s_i8", scales),
-                                 rewrite.constant(f"{name}_zp", np.array(128, np.uint8))],
-                                [f"{name}_i8_unscaled"], f"{name}_i8", domain="com.microsoft")
-        inliers = out if not len(outliers) else f"{name}_i8_inliers"
-        rewrite.node("Mul", [unscaled, x_scale], [inliers], f"{name}_i8_rows")
+        inliers = rewrite.inliers(x, outliers, product.k)
+        main = out if not len(outliers) else f"{name}_i8_inliers"
+        if precision == "int8":
+            rewrite.node("DynamicQuantizeMatMul", [inliers, rewrite.constant(f"{name}_w_i8", codes),
+                                                   rewrite.constant(f"{name}_s_i8", scales)],
+                         [main], f"{name}_i8", domain="com.microsoft")
+        else:
+            x_codes, x_scale = rewrite.row_quantized(inliers)
+            unscaled = rewrite.node("MatMulIntegerToFloat",
+                                    [x_codes, rewrite.constant(f"{name}_w_i8", codes),
+                                     rewrite.constant(f"{name}_one", np.array(1.0, np.float32)),
+                                     rewrite.constant(f"{name}_s_i8", scales),
+                                     rewrite.constant(f"{name}_zp", np.array(128, np.uint8))],
+                                    [f"{name}_i8_unscaled"], f"{name}_i8r", domain="com.microsoft")
+            rewrite.node("Mul", [unscaled, x_scale], [main], f"{name}_i8_rows")
         if len(outliers):
             index = rewrite.constant(f"{name}_outlier_index", np.asarray(outliers, dtype=np.int64))
             apart = rewrite.node("Gather", [x, index], [f"{name}_outlier_x"], f"{name}_outlier_x", axis=-1)
             part = rewrite.node("MatMul", [apart, rewrite.constant(f"{name}_outlier_w",
                                                                    np.ascontiguousarray(weight[list(outliers)]))],
                                 [f"{name}_outlier_y"], f"{name}_outlier_y")
-            rewrite.node("Add", [inliers, part], [out], f"{name}_outlier_add")
+            rewrite.node("Add", [main, part], [out], f"{name}_outlier_add")
     else:
         raise InvalidInput(f"backbone precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.",
                            param="backbone")
@@ -225,7 +259,7 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     Returns the new constants (name -> array), which are not in the graph:
     the caller adds them as initializers (``store``) or hands them to
     ONNX Runtime in memory (``in_memory_session``).  ``outliers`` maps an
-    activation name to its input channels kept apart in fp32 (``int8`` only).
+    activation name to its input channels kept apart in fp32 (``int8`` and ``int8-row``).
     """
     graph = model.graph
     products = {id(p.node): p for p in weight_products(graph)}
@@ -249,6 +283,8 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     graph.initializer.extend(kept)
     if any(n.domain == "com.microsoft" for n in nodes) and not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.add(domain="com.microsoft", version=1)
+    del model.metadata_props[:]
+    model.metadata_props.add(key=METADATA_KEY, value=precision)
     return rewrite.constants
 
 

@@ -91,13 +91,6 @@ def in_memory_session(model, constants: dict, providers: Sequence[str], options)
     return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
 
 
-def has_int4_matmuls(path: pathlib.Path) -> bool:
-    import onnx
-
-    graph = onnx.load(str(path), load_external_data=False).graph
-    return any(node.op_type == "MatMulNBits" for node in graph.node)
-
-
 def alternated_best(runs: dict, repeats: int) -> dict:
     """Best seconds of each of ``runs`` (callables) over ``repeats`` rounds that take turns between them.
 

@@ -46,10 +46,13 @@ def published_table() -> dict:
 def fidelity_of(source: str, choice: str, table: Optional[dict] = None) -> Optional[dict]:
     """The check's figures of ``choice`` built from a ``source`` ("int4" or "fp32") folder, or None."""
     table = published_table() if table is None else table
-    if choice == source == "fp32":
-        return {"cosine": 1.0, "agreement": 1.0}
-    rows = table.get(f"from_{source}", {})
-    row = rows.get("int4" if choice in ("int4", "as built") and source == "int4" else choice)
+    if choice in ("as built", source):
+        if source == "fp32":
+            return {"cosine": 1.0, "agreement": 1.0}
+        # an int4 folder as built is the int4 row; a folder built in 8 bits is that form from fp32 weights
+        row = table.get("from_int4", {}).get("int4") if source == "int4" else table.get("from_fp32", {}).get(source)
+    else:
+        row = table.get(f"from_{source}", {}).get(choice)
     return row if isinstance(row, dict) else None
 
 

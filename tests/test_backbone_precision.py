@@ -51,7 +51,7 @@ def test_int8_graph_computes_exactly_its_quantization():
     weight = (0.05 * rng.standard_normal((k, n))).astype(np.float32)
     x = rng.standard_normal((1, rows, k)).astype(np.float32)
     x[..., [3, 30]] *= 60.0
-    got = run_rebuilt(weight, x, "int8", outliers=[3, 30])
+    got = run_rebuilt(weight, x, "int8-row", outliers=[3, 30])
     inliers = x.copy()
     inliers[..., [3, 30]] = 0.0
     scale = np.maximum(np.abs(inliers).max(-1, keepdims=True), 1e-12) / np.float32(127)
@@ -59,10 +59,18 @@ def test_int8_graph_computes_exactly_its_quantization():
     w_codes, w_scale = int8_columns(weight)
     expected = (codes @ w_codes.astype(np.float64)) * w_scale * scale + x[..., [3, 30]] @ weight[[3, 30]]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    # int8: one scale for the tensor's inliers (DynamicQuantizeLinear's uint8 rule), the same split
+    got = run_rebuilt(weight, x, "int8", outliers=[3, 30])
+    low, high = min(0.0, float(inliers.min())), max(0.0, float(inliers.max()))
+    step = np.float32((high - low) / 255)
+    zero = np.clip(np.rint(-low / step), 0, 255)
+    tensor_codes = np.clip(np.rint(inliers / step) + zero, 0, 255) - zero
+    expected = (tensor_codes @ w_codes.astype(np.float64)) * w_scale * step + x[..., [3, 30]] @ weight[[3, 30]]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
     # the channels kept apart are what holds precision: without them one scale per row flattens the rest
     exact = x @ weight
     err_split = np.abs(got - exact).max()
-    err_flat = np.abs(run_rebuilt(weight, x, "int8") - exact).max()
+    err_flat = np.abs(run_rebuilt(weight, x, "int8-row") - exact).max()
     assert err_split < err_flat / 5
 
 
@@ -71,7 +79,7 @@ def test_each_precision_computes_the_product_of_its_weights():
     weight = (0.05 * rng.standard_normal((96, 40))).astype(np.float32)
     x = rng.standard_normal((1, 7, 96)).astype(np.float32)
     exact = x @ weight
-    for precision, bound in (("fp32", 1e-5), ("int8-block", 0.02), ("int8", 0.02), ("int8-tensor", 0.03)):
+    for precision, bound in (("fp32", 1e-5), ("int8-block", 0.02), ("int8", 0.03), ("int8-row", 0.02), ("int8-tensor", 0.03)):
         got = run_rebuilt(weight, x, precision)
         assert np.abs(got - exact).max() < bound * np.abs(exact).max(), precision
     with pytest.raises(Exception, match="backbone precision"):
@@ -127,13 +135,14 @@ def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, 
     reference = OmniVoiceOnnx(planted_folder, threads=1)
     ids, mask = check_sequence(reference, 96)
     scores = {}
-    for precision in ("int8-block", "int8", "int8-tensor"):
+    for precision in ("int8-block", "int8", "int8-row", "int8-tensor"):
         session, _, _ = backbone_choice._build(model, precision, path, providers_for("cpu"),
                                                lambda: session_options(1), tmp_path)
         model.backbone = session
         scores[precision] = compare(reference, model, ids, mask)
     # one activation scale per tensor is what outlier channels break; rows + channels kept apart hold
-    assert 1 - scores["int8"]["cosine"] < (1 - scores["int8-tensor"]["cosine"]) / 3
+    for kept_apart in ("int8", "int8-row"):
+        assert 1 - scores[kept_apart]["cosine"] < (1 - scores["int8-tensor"]["cosine"]) / 3, scores
     assert scores["int8"]["cosine"] > 0.99 and scores["int8-block"]["cosine"] > 0.99
 
 
@@ -151,7 +160,7 @@ def test_eight_bit_backbones_are_bidirectional_cached_and_reused(tiny_fp32_folde
         assert compare(exact.model, engine.model, ids, mask)["cosine"] > 0.99
     assert builds == list(backbone_choice.EIGHT_BIT)
     built = sorted((tmp_path / "backbones").iterdir())
-    assert len(built) == 3 and not list((tmp_path / "tmp").glob("*"))      # staged, then renamed into place
+    assert len(built) == len(backbone_choice.EIGHT_BIT) and not list((tmp_path / "tmp").glob("*"))      # staged, then renamed into place
     for folder in built:
         graph = onnx.load(str(folder / BACKBONE_GRAPHS["backbone"]), load_external_data=False).graph
         causal = [a.i for node in graph.node if node.op_type == "GroupQueryAttention"
