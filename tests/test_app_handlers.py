@@ -25,7 +25,7 @@ from omnivoice_demo.ui.tabs import codec as codec_tab
 from omnivoice_demo.ui.tabs import model as model_tab
 from omnivoice_demo.ui.tabs import speak as speak_tab
 from omnivoice_demo.voice import Voice
-from omnivoice_demo.ui.metrics import log_mel_distance, snr_db
+from omnivoice_demo.audio_metrics import log_mel_distance, snr_db
 from omnivoice_demo.ui.models import ModelManager
 from omnivoice_demo.ui.voices import VoiceLibrary, clean_name, data_dir
 
