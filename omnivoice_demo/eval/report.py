@@ -40,6 +40,9 @@ class EvalReport:
         return {"summary": self.rows, "items": self.items, "notes": self.notes, "counts": self.counts,
                 "normalisation": NOTE}
 
+    def notes_markdown(self) -> str:
+        return "\n\n".join([NOTE] + [f"Note: {note}" for note in self.notes])
+
     def table(self) -> tuple[list[str], list[list]]:
         """(headers, rows of text) of the summary, for a data frame."""
         headers = ["configuration", "settings"] + [header for _, header in COLUMNS]
