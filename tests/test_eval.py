@@ -71,6 +71,21 @@ def test_planted_transcript_errors_are_the_hand_counted_edits():
     assert normalise_text("It costs 5 dollars") != normalise_text("It costs five dollars")  # numbers as written
 
 
+def test_without_jiwer_the_error_rates_say_what_to_install(monkeypatch, tmp_path):
+    from omnivoice_demo.errors import one_line
+    from omnivoice_demo.eval.scores import MissingEvalDependency
+
+    monkeypatch.setitem(__import__("sys").modules, "jiwer", None)
+    with pytest.raises(MissingEvalDependency) as error:
+        error_rates("a b", "a c")
+    assert "pip install 'omnivoice-onnx-studio[eval]'" in one_line(error.value)
+    with pytest.raises(MissingEvalDependency):  # refused before any work when a recogniser is to be used
+        run_eval(items_of(1), [parse_candidate("preset=fast")], tmp_path / "out",
+                 engines=lambda candidate: pytest.fail("no engine may be opened"),
+                 scorers=Scorers(recognizer=object()), progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_codes_agreement_counts_cells_and_codebooks():
     exact = np.arange(8 * 10).reshape(8, 10)
     other = exact.copy()

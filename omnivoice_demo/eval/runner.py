@@ -75,6 +75,10 @@ def run_eval(items: Sequence[EvalItem], candidates: Sequence[Candidate], output,
     configurations = _check(items, candidates, exact, seeds)
     engines = engines or EngineCache()
     scorers = scorers or Scorers()
+    if scorers.recognizer is not None:
+        from .scores import require_jiwer
+
+        require_jiwer()  # before any work: the error rates are counted at the end
     top = OutputFolder(output).create()
     counts = RunCounts()
     runs = [(item, seed) for item in items for seed in item.seeds(seeds)]

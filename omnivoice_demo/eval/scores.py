@@ -80,7 +80,7 @@ class ErrorRates:
         return dict(dataclasses.asdict(self), wer=self.wer, cer=self.cer)
 
 
-def _jiwer():
+def require_jiwer():
     try:
         import jiwer
     except ImportError:
@@ -90,7 +90,7 @@ def _jiwer():
 
 def error_rates(reference: str, transcript: str) -> ErrorRates:
     """Word and character edits (substitutions + deletions + insertions) counted by ``jiwer``."""
-    jiwer = _jiwer()
+    jiwer = require_jiwer()
     ref, hyp = normalise_text(reference), normalise_text(transcript)
     ref_chars, hyp_chars = ref.replace(" ", ""), hyp.replace(" ", "")
     return ErrorRates(_edits(jiwer.process_words, ref, hyp, len(ref.split()), len(hyp.split())), len(ref.split()),
