@@ -28,7 +28,7 @@ import pathlib
 from importlib import resources
 from typing import Optional
 
-from ..batch.items import ID_PATTERN, MAX_LISTED_PROBLEMS, BatchInputError, default_seed
+from ..batch.items import ID_PATTERN, default_seed, parse_json_row, read_rows
 from ..errors import InvalidInput
 
 BUILTIN = "builtin"
@@ -98,46 +98,17 @@ def _builtin(clone_clip: Optional[str], clone_text: Optional[str]) -> list[EvalI
 
 
 def _read_file(path: pathlib.Path, kind: str, audio_root: pathlib.Path) -> list[EvalItem]:
-    items, problems, seen = [], [], {}
-    with open(path, encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            if len(items) >= MAX_ITEMS:
-                problems.append((number, f"more than {MAX_ITEMS} items; split the file"))
-                break
-            try:
-                if kind == ".jsonl":
-                    item = _from_row(_json_row(line), number, path.parent)
-                elif kind == ".lst":
-                    item = _from_list_line(line.rstrip("\r\n"), number, path, audio_root)
-                else:
-                    item = EvalItem(id=f"{number:06d}", text=line.strip())
-            except InvalidInput as exc:
-                problems.append((number, str(exc)))
-                continue
-            if item.id in seen:
-                problems.append((number, f"id {item.id!r} is also the id of line {seen[item.id]}"))
-                continue
-            seen[item.id] = number
-            items.append(item)
-            if len(problems) > MAX_LISTED_PROBLEMS:
-                break
-    if problems:
-        raise BatchInputError(path.name, problems)
+    def item_of(line: str, number: int) -> EvalItem:
+        if kind == ".jsonl":
+            return _from_row(parse_json_row(line), number, path.parent)
+        if kind == ".lst":
+            return _from_list_line(line.rstrip("\r\n"), number, path, audio_root)
+        return EvalItem(id=f"{number:06d}", text=line.strip())
+
+    items = read_rows(path, item_of, MAX_ITEMS)
     if not items:
         raise InvalidInput(f"The eval items {path.name} hold no items.", param="items")
     return items
-
-
-def _json_row(line: str) -> dict:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(row, dict):
-        raise InvalidInput('a row must be a JSON object with at least "text"')
-    return row
 
 
 def _from_row(row: dict, line: int, base: pathlib.Path) -> EvalItem:
