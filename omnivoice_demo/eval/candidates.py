@@ -135,8 +135,9 @@ class EngineCache:
     """
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, offline: Optional[bool] = None,
-                 cache_dir=None, recognizer=None, progress=None):
+                 cache_dir=None, recognizer=None, progress=None, limits: Optional[Limits] = None):
         self.provider, self.threads, self.offline, self.cache_dir = provider, threads, offline, cache_dir
+        self.limits = limits or Limits.local()
         self.recognizer, self.progress = recognizer, progress
         self._key, self._engine = None, None
 
@@ -151,7 +152,7 @@ class EngineCache:
                                   offline=self.offline, progress=self.progress or (lambda *_: None))
             # the resolver has just checked every file: the engine checks sizes only
             self._engine = OmniVoiceEngine(ready.path, provider=self.provider, threads=self.threads, verify="size",
-                                           limits=Limits.local(), backbone=candidate.backbone,
+                                           limits=self.limits, backbone=candidate.backbone,
                                            recognizer=self.recognizer, calibrate=False)
             self._key = key
         return self._engine

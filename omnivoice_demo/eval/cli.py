@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import add_config_arguments, config_from_arguments
+from ..config import add_config_arguments, config_from_arguments, limits_from_arguments
 from ..errors import InvalidInput
 
 ASR_OFF = "none"
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if note:
         scorers.notes.append(note)
     engines = EngineCache(provider=args.provider, threads=args.threads, offline=offline, cache_dir=args.model_cache,
-                          recognizer=recognizer, progress=progress)
+                          recognizer=recognizer, progress=progress, limits=limits_from_arguments(args))
     report = run_eval(items, candidates, args.output, exact=exact, engines=engines, scorers=scorers,
                       seeds=args.seeds, progress=not args.no_progress)
     sys.stdout.write(report.markdown)

@@ -29,6 +29,7 @@ from ..batch.store import OutputFolder, file_sha256
 from ..errors import InvalidInput
 from .candidates import EXACT_NAME, Candidate, EngineSource, checked_name, exact_candidate
 from .items import EvalItem
+from .scores import cosine
 
 MAX_CANDIDATES = 16
 MAX_SEEDS = 10
@@ -200,8 +201,6 @@ def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts
                                                           max_bytes=limits.max_upload_bytes, what="reference audio")
                         references[item.id] = speaker.embed(clip.mean(axis=0), clip_rate)
                     audio, rate = read_run_audio(folder, configuration.name)
-                    from .scores import cosine
-
                     sidecar["similarity"] = {"by": speaker.identity,
                                              "value": cosine(speaker.embed(audio, rate), references[item.id])}
                     counts.embedded += 1
