@@ -317,6 +317,39 @@ def test_speaker_similarity_on_a_random_embedding_model(tiny_fp32_folder, engine
         resolve_speaker_model(models)
 
 
+def test_speaker_model_from_the_hub_stand_in_then_offline(tmp_path, monkeypatch):
+    """A repo with two graphs: the one named is downloaded (checked against the Hub's sha256), alone;
+    offline, the cached copy is used without asking the Hub."""
+    import huggingface_hub.constants
+
+    from omnivoice_demo.errors import ModelNotAvailable
+    from omnivoice_demo.eval.speaker import SpeakerEmbedder, resolve_speaker_model
+    from tests.support.hub_server import HubServer
+
+    repo = tmp_path / "repo"
+    (repo / "onnx").mkdir(parents=True)
+    random_embedding_model(repo / "onnx" / "speaker.onnx", seed=1)
+    random_embedding_model(repo / "other.onnx", seed=2)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    for name, value in (("HF_HOME", tmp_path / "hf"), ("HF_HUB_OFFLINE", "0"), ("OMNIVOICE_CACHE", tmp_path / "ours"),
+                        ("HF_HUB_DISABLE_TELEMETRY", "1")):
+        monkeypatch.setenv(name, str(value))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with HubServer() as hub:
+        hub.add_repo("someone/speaker-onnx", repo)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        with pytest.raises(ModelNotAvailable, match="several"):
+            resolve_speaker_model("someone/speaker-onnx")
+        path, identity = resolve_speaker_model("someone/speaker-onnx:onnx/speaker.onnx")
+        fetched = {r.path.rsplit("/", 1)[-1] for r in hub.downloads("someone/speaker-onnx") if r.status in (200, 206)}
+        assert fetched == {"speaker.onnx"} and identity.startswith("someone/speaker-onnx@")
+        assert SpeakerEmbedder(path, threads=1).embed(np.ones(16000, np.float32) * 0.1, 16000).shape == (EMBED_DIM,)
+        hub.reset_log()
+        again, _ = resolve_speaker_model("someone/speaker-onnx:onnx/speaker.onnx", offline=True)
+        assert again == path and not hub.requests
+
+
 def test_speaker_similarity_is_skipped_with_a_reason_without_a_model(tmp_path):
     from omnivoice_demo.eval.cli import open_speaker_model
 
