@@ -217,14 +217,15 @@ def test_an_interrupted_eval_redoes_nothing_finished(tiny_fp32_folder, engines, 
         if done == 4:
             raise KeyboardInterrupt
 
+    exact = exact_candidate(str(tiny_fp32_folder), config=GenerationConfig(num_step=8))  # as --num-step 8 below
     with pytest.raises(KeyboardInterrupt):
         run_eval(read_eval_items(items), [parse_candidate(c) for c in candidates], output,
-                 exact=exact_candidate(str(tiny_fp32_folder)), engines=engines, progress=False,
+                 exact=exact, engines=engines, progress=False,
                  on_progress=stop_after_four)
     finished = {p: p.read_bytes() for p in output.glob("*/*.json")}
     assert len(finished) == 4 and not (output / "report.md").exists()
     argv = ["eval", "--model", str(tiny_fp32_folder), "--output", str(output), "--items", str(items),
-            "--asr-model", "none", "--no-progress", "--threads", "2"]
+            "--asr-model", "none", "--no-progress", "--threads", "2", "--num-step", "8"]
     for spec in candidates:
         argv += ["--candidate", spec]
     assert main(argv) == 0
@@ -293,7 +294,7 @@ def test_speaker_similarity_on_a_random_embedding_model(tiny_fp32_folder, engine
     weight = random_embedding_model(models / "speaker.onnx")
     path, identity = resolve_speaker_model(models)
     speaker = SpeakerEmbedder(path, threads=1, identity=identity)
-    clip = write_speech_like(tmp_path / "ref.wav", 2.0, 16000, seed=4)
+    clip = write_speech_like(tmp_path / "ref.wav", 1.5, 16000, seed=4)
     audio = soundfile.read(clip, dtype="float32")[0]
     features = kaldi_fbank(audio * 32768.0)
     features -= features.mean(axis=0)
@@ -302,8 +303,9 @@ def test_speaker_similarity_on_a_random_embedding_model(tiny_fp32_folder, engine
 
     items = read_eval_items("builtin", clone_clip=clip, clone_text="The narrator's words.")
     cloned = [i for i in items if i.cloned][:1] + items[:1]
-    report = run_eval(cloned, [parse_candidate("name=same"), parse_candidate("name=two-step,num_step=2")],
-                      tmp_path / "out", exact=exact_candidate(str(tiny_fp32_folder)), engines=engines,
+    report = run_eval(cloned, [parse_candidate("name=same,num_step=4"), parse_candidate("name=two-step,num_step=2")],
+                      tmp_path / "out", exact=exact_candidate(str(tiny_fp32_folder), config=GenerationConfig(num_step=4)),
+                      engines=engines,
                       scorers=Scorers(speaker=speaker), progress=False)
     rows = [r for r in report.items if r["item"] == cloned[0].id]
     assert {r["configuration"] for r in rows if "similarity" in r} == {"exact", "same", "two-step"}
