@@ -5,6 +5,8 @@
     omnivoice codec --model DIR --input in.wav --output rt.wav
     omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
     omnivoice serve --model DIR [--port 8880] [--api-key KEY]   (the OpenAI-compatible HTTP API, no UI)
+    omnivoice eval --model DIR --output out/ --candidate preset=fast [--candidate backbone=int4 ...]
+        (quality of the fast paths against the exact model: omnivoice_demo.eval)
 
 Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
 ``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
@@ -195,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .batch.cli import add_batch_command
 
     add_batch_command(commands, add_model_arguments)
+    from .eval.cli import add_eval_command
+
+    add_eval_command(commands, add_model_arguments)
     from .api.server import add_serve_command
 
     add_serve_command(commands, add_model_arguments)

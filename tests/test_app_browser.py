@@ -2,7 +2,8 @@
 
 Runs Speak (the code-grid picture must change while the run goes on; a long
 text's chunks must be offered before the run ends), Stop, Clone with an
-uploaded reference, Codec with an uploaded clip, and a Benchmark; checks that
+uploaded reference, Codec with an uploaded clip, and a Benchmark (timing, and quality against
+the exact model); checks that
 audio appears, and keeps screenshots in test-artifacts/browser-*.png.
 
 Needs the ``playwright`` package and chromium (``bash scripts/setup_dev.sh``
@@ -210,6 +211,12 @@ def test_benchmark_and_model_tabs(page, artifacts_dir):
     assert "per_step_ms" in page.locator("#bench-table").inner_text()
     page.wait_for_timeout(500)  # the picture fades in
     _screenshot(page, artifacts_dir / "browser-benchmark.png")
+    # quality against the exact model: the same table as omnivoice eval
+    page.locator("#quality-go").click()
+    _until(page, "document.querySelector('#quality-table').innerText.includes('fast')", timeout=120)
+    table = page.locator("#quality-table").inner_text()
+    assert "codes agreement" in table and "exact" in table and "balanced" in table
+    _screenshot(page, artifacts_dir / "browser-benchmark-quality.png")
     _tab(page, "Model", "#model-details")
     assert "licence" in page.locator("#model-details").inner_text()
     # load the model again from the Model tab: the bar follows the background load to "ready"

@@ -25,7 +25,7 @@ from omnivoice_demo.ui.tabs import codec as codec_tab
 from omnivoice_demo.ui.tabs import model as model_tab
 from omnivoice_demo.ui.tabs import speak as speak_tab
 from omnivoice_demo.voice import Voice
-from omnivoice_demo.ui.metrics import log_mel_distance, snr_db
+from omnivoice_demo.audio_metrics import log_mel_distance, snr_db
 from omnivoice_demo.ui.models import ModelManager
 from omnivoice_demo.ui.voices import VoiceLibrary, clean_name, data_dir
 
@@ -346,6 +346,20 @@ def test_benchmark_table_chart_machine_csv(studio):
         benchmark_tab.benchmark(studio, ["not loaded"], "short", 2, 1)
     with pytest.raises(gr.Error):
         benchmark_tab.benchmark(studio, [], "huge", 2, 1)
+
+
+def test_benchmark_quality_against_the_exact_model(studio):
+    """The Benchmark tab's quality section: omnivoice eval's table for the active model and two presets."""
+    result = benchmark_tab.quality(studio, [], ["balanced", "fast"], 1, False)
+    headers, rows = result["table"]["headers"], result["table"]["data"]
+    assert [row[0] for row in rows] == ["exact", "balanced", "fast"]
+    agreement = headers.index("codes agreement ↑")
+    assert rows[0][agreement] == "exact" and all(0 <= float(row[agreement].split()[0]) <= 1 for row in rows[1:])
+    assert "WER/CER not measured" in result["notes"]
+    assert "| fast |" in pathlib.Path(result["report"]).read_text()
+    for bad in ((["fast"], 99), (["slowest"], 1), ([], 1)):
+        with pytest.raises(gr.Error):
+            benchmark_tab.quality(studio, [], *bad, False)
 
 
 def test_model_details_show_precision_and_licence(studio):

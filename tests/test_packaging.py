@@ -63,6 +63,7 @@ def test_wheel_holds_assets_and_scripts(tmp_path):
                     "--target", str(target), str(ROOT)], check=True, capture_output=True, timeout=600)
     assert (target / "omnivoice_demo" / "assets" / "studio.css").is_file()
     assert (target / "omnivoice_demo" / "data" / "languages.json").is_file()
+    assert (target / "omnivoice_demo" / "data" / "eval_items.jsonl").is_file()  # omnivoice eval's built-in set
     assert {"omnivoice", "omnivoice-studio", "omnivoice-convert"} <= {p.name for p in (target / "bin").iterdir()}
     # the installed app finds its assets without a checkout beside it
     probe = "from omnivoice_demo.ui import assets; print(assets.__file__); assert '.ov-progress' in assets.css()"

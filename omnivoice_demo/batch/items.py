@@ -81,20 +81,33 @@ def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -
         raise InvalidInput(f"The batch input {path.name} is neither .jsonl nor .txt.", param="input")
     base = base or GenerationConfig()
     voices = pathlib.Path(voices_dir) if voices_dir else path.parent
-    items: list[BatchItem] = []
+    jsonl = path.suffix.lower() == ".jsonl"
+
+    def item_of(line: str, number: int) -> BatchItem:
+        row = parse_json_row(line) if jsonl else {"text": line.strip()}
+        return _item_from_row(row, number, base, voices)
+
+    items = read_rows(path, item_of, MAX_ITEMS)
+    if not items:
+        raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
+    return items
+
+
+def read_rows(path: pathlib.Path, item_of, max_items: int) -> list:
+    """``item_of(line, number)`` of every non-empty line of ``path``, ids unique; a ``BatchInputError``
+    listing every bad row (with its line number) when any is wrong, so nothing starts on a bad file."""
+    items: list = []
     problems: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
-    jsonl = path.suffix.lower() == ".jsonl"
     with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            if len(items) + len(problems) >= MAX_ITEMS:
-                problems.append((number, f"more than {MAX_ITEMS} items; split the file"))
+            if len(items) + len(problems) >= max_items:
+                problems.append((number, f"more than {max_items} items; split the file"))
                 break
             try:
-                row = _parse_json_row(line) if jsonl else {"text": line.strip()}
-                item = _item_from_row(row, number, base, voices)
+                item = item_of(line, number)
             except InvalidInput as exc:
                 problems.append((number, str(exc)))
                 continue
@@ -105,12 +118,10 @@ def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -
             items.append(item)
     if problems:
         raise BatchInputError(str(path.name), problems)
-    if not items:
-        raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
     return items
 
 
-def _parse_json_row(line: str) -> dict:
+def parse_json_row(line: str) -> dict:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:

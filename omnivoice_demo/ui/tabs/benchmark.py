@@ -74,6 +74,56 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
             "chart": chart, "machine": machine_md, "csv": str(csv_path), "rows": rows}
 
 
+@ui_errors
+def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
+            intelligibility: bool = False, progress=None) -> dict:
+    """The active model (Reference) against the chosen candidates on a few built-in sentences (``omnivoice_demo.eval``)."""
+    from ...eval.quick import quality_run
+
+    sentences = _whole(sentences, 2, "sentences")
+    active = studio.models.get()
+    others = [label for label in (labels or []) if label and label != active.label]
+    chosen = [active] + [studio.models.get(label) for label in others]
+    with contextlib.ExitStack() as stack:
+        for model in chosen:
+            stack.enter_context(model.lock)
+        report = (lambda done, total, what: progress(done / total, desc=what)) if progress else None
+        result = quality_run({m.label: m.engine for m in chosen}, active.label, candidates or [], sentences,
+                             intelligibility, on_progress=report)
+    path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md")
+    path.write_text(result.markdown, encoding="utf-8")
+    headers, rows = result.table()
+    return {"table": {"headers": headers, "data": rows}, "notes": result.notes_markdown(), "report": str(path)}
+
+
+def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
+    """"Quality against the exact model": the same table as ``omnivoice eval``, for a few sentences."""
+    from ...eval.quick import CANDIDATE_CHOICES, MAX_SENTENCES
+
+    gr.Markdown("### Quality against the exact model\nThe active model (Reference preset) against each candidate "
+                "at the same seeds: codes agreement, log-mel distance, duration ratio, and with the recogniser "
+                "WER/CER. Random-weight test models say nothing about quality; on the real weights this is the "
+                "number to look at (`omnivoice eval` runs the full set).")
+    with gr.Row():
+        candidates = gr.CheckboxGroup(list(CANDIDATE_CHOICES), value=["balanced", "fast"], label="Candidates",
+                                      scale=3, elem_id="quality-candidates")
+        sentences = gr.Slider(1, MAX_SENTENCES, value=2, step=1, label="Sentences", elem_id="quality-sentences")
+        intelligibility = gr.Checkbox(False, label="WER/CER (loads the speech recogniser)",
+                                      elem_id="quality-asr")
+    go = gr.Button("Measure quality", elem_id="quality-go")
+    table = gr.Dataframe(interactive=False, elem_id="quality-table",
+                         label="Each cell: mean (worst item); the other loaded models ticked above are candidates too")
+    notes = gr.Markdown("", elem_id="quality-notes")
+    report = gr.File(label="report.md", interactive=False, elem_id="quality-report")
+
+    def run(labels, chosen, count, asr, progress=gr.Progress()):
+        result = quality(studio, labels, chosen, count, asr, progress=progress)
+        return result["table"], result["notes"], result["report"]
+
+    go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
+             concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+
+
 def build(studio: Studio) -> gr.CheckboxGroup:
     """The tab; returns its model list (the Model tab keeps it up to date)."""
     with gr.Tab("Benchmark", id="benchmark"):
@@ -91,6 +141,7 @@ def build(studio: Studio) -> gr.CheckboxGroup:
                              label="Results (seconds; per step in ms; RTF < 1 is faster than real time)")
         chart = gr.Image(label="Seconds per stage", type="pil", format="png", interactive=False, elem_id="bench-chart")
         csv = gr.File(label="CSV", interactive=False, elem_id="bench-csv")
+        build_quality(studio, models)
 
     def run(labels, length_value, steps_value, repeats_value, progress=gr.Progress()):
         result = benchmark(studio, labels, length_value, steps_value, repeats_value, progress=progress)

@@ -17,7 +17,7 @@ from ...errors import InvalidInput
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
-from ..metrics import log_mel_distance, snr_db
+from ...audio_metrics import log_mel_distance, snr_db
 from ..studio import Studio
 
 BITRATE_KBPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE / 1000

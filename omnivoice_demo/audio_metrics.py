@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..constants import SAMPLE_RATE
+from .constants import SAMPLE_RATE
 
 
 def _aligned(reference: np.ndarray, estimate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,21 @@
+"""Quality against the exact model: ``omnivoice eval`` and its Python API.
+
+    from omnivoice_demo.eval import exact_candidate, parse_candidate, read_eval_items, run_eval
+
+    report = run_eval(read_eval_items("builtin"), [parse_candidate("preset=fast")], "eval-out",
+                      exact=exact_candidate("path/to/model"))
+    print(report.markdown)
+
+Every candidate (a precision, backbone, preset, any generation setting, sentence
+streaming) speaks the same items at the same seeds as the exact configuration;
+``runner`` runs and scores them (resumably), ``report`` compares, ``scores`` holds
+the measures and the text normalisation, ``speaker`` the speaker-similarity model.
+"""
+
+from .candidates import Candidate, EngineCache, exact_candidate, parse_candidate
+from .items import EvalItem, read_eval_items
+from .report import EvalReport
+from .runner import Scorers, run_eval
+
+__all__ = ["Candidate", "EngineCache", "EvalItem", "EvalReport", "Scorers", "exact_candidate", "parse_candidate",
+           "read_eval_items", "run_eval"]
