@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from omnivoice_demo.manifest import MANIFEST_NAME, ModelFolderError, load_manifest, verify_files
+from omnivoice_demo.manifest import BACKBONE_GRAPHS, MANIFEST_NAME, ModelFolderError, load_manifest, verify_files
 from omnivoice_demo.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.repair import is_causal_graph, make_bidirectional
 
@@ -234,3 +234,30 @@ def test_gpu_profile_builds_bidirectional_fp16_for_cuda(tiny_checkpoint, tmp_pat
     assert embeds == onnx.TensorProto.FLOAT16
     with pytest.raises(ModelFolderError, match="built for the CUDA provider"):
         OmniVoiceEngine(folder)
+
+
+@pytest.mark.slow  # one more Olive build
+def test_int8_profile_builds_the_engines_8_bit_backbone(reference_model, tiny_checkpoint, tmp_path):
+    """convert's cpu_int8 profile: the backbone built in fp32, then rebuilt by the engine's own 8-bit code;
+    the folder says so, runs as built under auto, and refuses another backbone precision clearly."""
+    from convert.pipeline import convert_checkpoint
+    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo.backbone_precision import graph_precision
+    from omnivoice_demo.errors import InvalidInput
+
+    folder = convert_checkpoint(tiny_checkpoint, tmp_path / "int8", profile="cpu_int8", include_codec=False,
+                                progress=lambda line: None)
+    manifest = load_manifest(folder)
+    assert manifest["profile"] == "cpu_int8" and manifest["precision"]["backbone"] == "int8"
+    assert manifest["backbone_attention"] == "bidirectional"
+    assert graph_precision(folder / BACKBONE_GRAPHS["backbone"]) == "int8"
+    lengths = [11, 7]
+    ids, audio = random_batch(lengths, seed=5)
+    ref_embeds, ref_hidden, _ = reference_parts(reference_model, ids, audio, lengths)
+    hidden = OmniVoiceOnnx(folder).hidden_states(ref_embeds, lengths)
+    # 8-bit weights per column and 8-bit activations: about 1% relative error on random weights
+    assert relative_error(valid(hidden, lengths), valid(ref_hidden, lengths)) < 0.05
+    engine = OmniVoiceEngine(folder, verify="size", calibrate=False)
+    assert engine.backbone_choice["compute"] == "as built (int8)"
+    with pytest.raises(InvalidInput, match="built in int8 already"):
+        OmniVoiceEngine(folder, verify="size", calibrate=False, backbone="fp32")
