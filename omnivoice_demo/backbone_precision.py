@@ -161,22 +161,23 @@ class Rewrite:
         return name
 
     def row_quantized(self, x: str) -> tuple[str, str]:
-        """``(codes, row_scale)`` of activation ``x``: uint8 codes ``round(x/s)+128`` with ``s`` = the row's
-        largest magnitude / 127 (made once per activation)."""
+        """``(codes, row_scale)`` of activation ``x``: uint8 codes ``floor(x * 127/m + 128.5)`` (round half up,
+        zero point 128) with ``m`` the row's largest magnitude and ``row_scale = m / 127`` (made once per
+        activation; four passes over ``x``: ``Round`` and a full-size ``Div`` were a third of the forward)."""
         if x not in self._row_quantized:
             base = f"{x}_q8"
             magnitude = self.node("Abs", [x], [f"{base}_abs"], f"{base}_abs")
             peak = self.node("ReduceMax", [magnitude, self.constant(f"{base}_axis", np.array([-1], np.int64))],
                              [f"{base}_peak"], f"{base}_peak", keepdims=1)
-            floor = self.constant(f"{base}_floor", np.array(1e-12, np.float32))
-            peak = self.node("Max", [peak, floor], [f"{base}_peak_floored"], f"{base}_peak_floored")
-            scale = self.node("Div", [peak, self.constant(f"{base}_127", np.array(127.0, np.float32))],
-                              [f"{base}_scale"], f"{base}_scale")
-            scaled = self.node("Div", [x, scale], [f"{base}_scaled"], f"{base}_scaled")
-            rounded = self.node("Round", [scaled], [f"{base}_rounded"], f"{base}_rounded")
-            shifted = self.node("Add", [rounded, self.constant(f"{base}_128", np.array(128.0, np.float32))],
+            peak = self.node("Max", [peak, self.constant(f"{base}_floor", np.array(1e-12, np.float32))],
+                             [f"{base}_peak_floored"], f"{base}_peak_floored")
+            c127 = self.constant(f"{base}_127", np.array(127.0, np.float32))
+            scale = self.node("Div", [peak, c127], [f"{base}_scale"], f"{base}_scale")
+            inverse = self.node("Div", [c127, peak], [f"{base}_inverse"], f"{base}_inverse")
+            scaled = self.node("Mul", [x, inverse], [f"{base}_scaled"], f"{base}_scaled")
+            shifted = self.node("Add", [scaled, self.constant(f"{base}_half", np.array(128.5, np.float32))],
                                 [f"{base}_shifted"], f"{base}_shifted")
-            codes = self.node("Cast", [shifted], [f"{base}_codes"], f"{base}_codes", to=2)  # uint8
+            codes = self.node("Cast", [shifted], [f"{base}_codes"], f"{base}_codes", to=2)  # uint8: truncates
             self._row_quantized[x] = (codes, scale)
         return self._row_quantized[x]
 

@@ -44,7 +44,7 @@ def run_rebuilt(weight: np.ndarray, x: np.ndarray, precision: str, outliers=()) 
 
 
 def test_int8_graph_computes_exactly_its_quantization():
-    """Per-row uint8 activations (zero point 128), per-column int8 weights, outlier channels in fp32:
+    """Per-row uint8 activations (zero point 128), per-column int8 weights, outlier channels in fp32 (int8-row):
     the graph's output is this arithmetic done in NumPy."""
     rng = np.random.default_rng(0)
     k, n, rows = 64, 48, 10
@@ -54,8 +54,9 @@ def test_int8_graph_computes_exactly_its_quantization():
     got = run_rebuilt(weight, x, "int8-row", outliers=[3, 30])
     inliers = x.copy()
     inliers[..., [3, 30]] = 0.0
-    scale = np.maximum(np.abs(inliers).max(-1, keepdims=True), 1e-12) / np.float32(127)
-    codes = np.rint(inliers / scale)                              # -127..127 (stored +128 as uint8)
+    peak = np.maximum(np.abs(inliers).max(-1, keepdims=True), np.float32(1e-12))
+    scale, inverse = peak / np.float32(127), np.float32(127) / peak
+    codes = np.floor(inliers * inverse + np.float32(128.5)) - 128     # round half up, stored +128 as uint8
     w_codes, w_scale = int8_columns(weight)
     expected = (codes @ w_codes.astype(np.float64)) * w_scale * scale + x[..., [3, 30]] @ weight[[3, 30]]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
