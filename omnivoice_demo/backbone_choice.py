@@ -30,7 +30,7 @@ import numpy as np
 from .backbone_precision import PRECISIONS, graph_precision, outlier_channels, rebuild
 from .dequantize import alternated_best, dequantized_backbone, resident_mb
 from .errors import InvalidInput
-from .fidelity import fidelity_of, passes_gate
+from .fidelity import fidelity_of, passes_gate, published_table
 
 EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
 BACKBONE_MODES = ("auto", "int4", "fp32") + EIGHT_BIT
@@ -222,7 +222,8 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
 # --- the remembered choice -----------------------------------------------------------------------
 
 def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None) -> str:
-    """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads and the graph."""
+    """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads, the graph, the
+    builder's version and the fidelity table (a new table can admit other choices)."""
     import hashlib
 
     import onnxruntime as ort
@@ -238,8 +239,9 @@ def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None
     except OSError:
         pass
     sizes = "+".join(str(p.stat().st_size) for p in sorted(path.parent.glob(path.name + "*")))
+    gate = hashlib.sha256(json.dumps(published_table(), sort_keys=True).encode()).hexdigest()[:8]
     return (f"{cpu} flags {flags} | onnxruntime {ort.__version__} | {providers[0]} | "
-            f"threads {threads or os.cpu_count()} | {path.name} {sizes} | choices v{BUILD_VERSION}")
+            f"threads {threads or os.cpu_count()} | {path.name} {sizes} | choices v{BUILD_VERSION} gate {gate}")
 
 
 class ChoiceCache:
