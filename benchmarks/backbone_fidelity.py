@@ -150,6 +150,21 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fidelity_markdown(fidelity: dict) -> str:
+    """The fidelity figures as a table: each choice from the fp32 and from the int4 folder, and the gate."""
+    from omnivoice_demo.fidelity import passes_gate
+
+    lines = ["| choice | from the fp32 folder: cosine / codes agreement | from the int4 folder: cosine / codes "
+             "agreement | auto may choose it on an int4 folder |", "|---|---|---|---|"]
+    table = {"from_fp32": fidelity["from_fp32"], "from_int4": fidelity["from_int4"]}
+    for choice in ("fp32", "int4", "int8-block", "int8-row", "int8", "int8-tensor"):
+        a, b = table["from_fp32"].get(choice), table["from_int4"].get(choice)
+        cell = lambda row: f"{row['cosine']:.3f} / {row['agreement']:.3f}" if row else "-"  # noqa: E731
+        gate = "int4 itself" if choice == "int4" else ("yes" if passes_gate("int4", choice, table) else "no")
+        lines.append(f"| `{choice}` | {cell(a)} | {cell(b)} | {gate} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     import onnxruntime
 
@@ -192,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                  "command": "python benchmarks/backbone_fidelity.py --fp32 FP32_FOLDER --int4 INT4_FOLDER --write-table",
                  "onnxruntime": onnxruntime.__version__, "cpu": report["cpu"], **report["fidelity"]}
         TABLE.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        print(fidelity_markdown(report["fidelity"]))
         print(f"wrote {TABLE}")
     return 0
 
