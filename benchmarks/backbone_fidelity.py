@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fidelity-length", type=int, default=256)
     parser.add_argument("--cache", default=None, help="where the 8-bit builds go (default: our cache)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-fidelity", action="store_true",
+                        help="time only; the fidelity columns come from the published table")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     parser.add_argument("--write-table", action="store_true", help=f"store the fidelity figures as {TABLE.name}")
@@ -188,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = pathlib.Path(args.cache) if args.cache else default_cache_dir()
     report = {"cpu": cpu_name(), "cpu_flags": cpu_flags(), "threads": args.threads,
               "onnxruntime": onnxruntime.__version__,
-              "fidelity": fidelity_rows(folders, args.threads, cache, args.fidelity_length)}
+              "fidelity": (json.loads(TABLE.read_text(encoding="utf-8")) if args.skip_fidelity
+                           else fidelity_rows(folders, args.threads, cache, args.fidelity_length))}
     if not args.skip_speed:
         report["speed_s"] = speed_rows(folders, args.threads, cache, [int(n) for n in args.lengths.split(",")],
                                        args.repeats, args.checkpoint)
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             pathlib.Path(args.markdown).write_text(text, encoding="utf-8")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
-    if args.write_table:
+    if args.write_table and not args.skip_fidelity:
         source = json.loads((folders["fp32"] / "omnivoice_manifest.json").read_text()).get("source", {})
         table = {"check": "full-size random checkpoint with planted outlier channels "
                           f"({source.get('random_weights', {})}), {args.fidelity_length} positions; "
