@@ -93,3 +93,25 @@ def test_backbone_profile_compares_int4_and_fp32_per_operator(tiny_int4_folder, 
     with pytest.raises(SystemExit):  # a folder without 4-bit products is refused, with a message
         profile_backbone.main(["--model", str(tiny_fp32_folder)])
     assert "has no 4-bit MatMulNBits" in capsys.readouterr().err
+
+
+def test_backbone_fidelity_benchmark_times_and_scores_every_choice(tiny_fp32_folder, tiny_int4_folder,
+                                                                   tiny_checkpoint, tmp_path, capsys):
+    from benchmarks import backbone_fidelity
+    from omnivoice_demo.fidelity import TABLE
+
+    published = TABLE.read_bytes()
+    out = tmp_path / "report.json"
+    assert backbone_fidelity.main(["--fp32", str(tiny_fp32_folder), "--int4", str(tiny_int4_folder),
+                                   "--checkpoint", str(tiny_checkpoint), "--threads", "1", "--lengths", "16",
+                                   "--repeats", "1", "--fidelity-length", "48", "--cache", str(tmp_path / "cache"),
+                                   "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert set(report["fidelity"]["from_int4"]) == {"int4", "fp32", "int8-block", "int8", "int8-row", "int8-tensor"}
+    assert report["fidelity"]["from_fp32"]["fp32"]["cosine"] == 1.0
+    # the lossless re-encoding computes the int4 graph's products
+    assert report["fidelity"]["from_int4"]["int8-block"]["cosine"] > report["fidelity"]["from_int4"]["int4"]["cosine"] - 1e-4
+    assert set(report["speed_s"]["16"]) == {"fp32", "int4", "int8-block", "int8", "int8-row", "int8-tensor", "pytorch fp32"}
+    printed = capsys.readouterr().out
+    assert "| int8-row |" in printed and "x int4" in printed
+    assert TABLE.read_bytes() == published          # the published table changes only with --write-table
