@@ -12,8 +12,9 @@ Read next to ``omnivoice/models/omnivoice.py``:
                                     chunks when there is no voice) and ``_decode_and_post_process``
 Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
 ``guidance_every``; time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
-folder's backbone as built or its weights dequantized to fp32, whichever this machine runs faster
-(dequantize.py); ``"int4"`` or ``"fp32"`` pins it.
+folder's backbone as the fastest choice on this machine that passes the fidelity gate (as built,
+its weights dequantized to fp32, or an 8-bit rebuild: backbone_choice.py); a folder built in fp32
+runs as built (the exact model); any choice can be pinned by name.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
