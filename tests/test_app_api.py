@@ -200,7 +200,7 @@ def test_without_a_model_the_app_serves_and_says_what_to_do(tmp_path):
 
 
 def test_launch_flags(tmp_path):
-    from omnivoice_demo.ui import app as app_module
+    from omnivoice_demo import app as app_module
 
     args = app_module.parse_args([])
     assert (args.host, args.port, args.share, args.inbrowser, args.offline, args.provider, args.precision) == \

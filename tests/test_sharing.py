@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.ui.sharing import BrowserVoices, is_shared, redact_paths, refuse_model_changes, unique_name
+from omnivoice_demo.studio.sharing import BrowserVoices, is_shared, redact_paths, refuse_model_changes, unique_name
 from omnivoice_demo.voice import Voice
 
 
@@ -83,7 +83,7 @@ def test_messages_lose_server_paths(tmp_path):
 
 @pytest.fixture(scope="module")
 def manager(tiny_fp32_folder, tmp_path_factory):
-    from omnivoice_demo.ui.models import ModelManager
+    from omnivoice_demo.studio.models import ModelManager
 
     models = ModelManager(cache_dir=tmp_path_factory.mktemp("cache"), offline=True)
     models.load(str(tiny_fp32_folder), "fp32")
@@ -98,9 +98,9 @@ def reference(tmp_path_factory) -> str:
 
 
 def _studio(manager, root, shared):
-    from omnivoice_demo.ui.error_mapping import set_message_filter
-    from omnivoice_demo.ui.studio import Studio
-    from omnivoice_demo.ui.voices import VoiceLibrary
+    from omnivoice_demo.studio.messages import set_message_filter
+    from omnivoice_demo.studio.state import Studio
+    from omnivoice_demo.studio.voices import VoiceLibrary
 
     set_message_filter(None)
     manager.locked = False
@@ -168,7 +168,8 @@ def test_local_mode_keeps_both_voices_of_one_name(manager, tmp_path, reference):
 
 
 def test_shared_mode_messages_show_no_server_path(manager, tmp_path):
-    from omnivoice_demo.ui.error_mapping import set_message_filter, user_message
+    from omnivoice_demo.studio.messages import set_message_filter
+    from omnivoice_demo.ui.error_mapping import user_message
 
     studio = _studio(manager, tmp_path, shared=True)
     try:

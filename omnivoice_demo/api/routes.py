@@ -31,9 +31,10 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       one_line)
-from ..service import EngineService
+from ..studio.results import details
+from ..studio.service import EngineService
+from ..studio.vocabulary import choose_voice, voice_list
 from . import encoding, speech
-from .voices import choose_voice, voice_list
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ API_VOICE_SESSION = "api"
 class ApiContext:
     """What the routes work on: the app's models, saved voices and engine queue."""
 
-    models: object                        # ui.models.ModelManager
-    voices: object                        # ui.voices.VoiceLibrary
+    models: object                        # studio.ModelManager
+    voices: object                        # studio.VoiceLibrary
     service: EngineService
     api_key: Optional[str] = None         # Bearer key for /v1 (None: open)
     shared: bool = False                  # a shared server: creating voices needs an API key
@@ -213,7 +214,7 @@ def build_router(context: ApiContext):
         result = await _until_done_or_gone(job, request)
         if result is None:
             return Response(status_code=499)
-        info = speech.details(result, loaded.label)
+        info = details(result, loaded.label)
         data = await asyncio.to_thread(encoding.encode, result.audio, parsed.response_format, result.sample_rate)
         headers.update({"X-OmniVoice-Codes-SHA256": info["codes_sha256"],
                         "X-OmniVoice-Duration": str(info["duration_s"])})
@@ -231,7 +232,7 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
     from .. import audio as audio_ops
-    from ..ui.voices import clean_name
+    from ..studio.voices import clean_name
 
     name = clean_name(name)
     if name in context.voices.names(context.session()):

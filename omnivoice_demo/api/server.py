@@ -14,7 +14,8 @@ import argparse
 import logging
 from typing import Optional
 
-from ..service import EngineService
+from ..studio.service import EngineService, service_from_arguments
+from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
 
 
@@ -28,23 +29,9 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
                        help="generations computed at once (default 1: a CPU is not faster with two)")
 
 
-def is_shared(args: argparse.Namespace) -> bool:
-    """Shared mode as the app decides it (``ui.sharing.is_shared``); creating voices then needs --api-key."""
-    from ..ui.sharing import is_shared as shared_mode
-
-    return shared_mode(getattr(args, "host", None), share=getattr(args, "share", False),
-                       shared=getattr(args, "shared", False))
-
-
-def make_service(args: argparse.Namespace) -> EngineService:
-    if args.max_queue < 0 or args.max_running < 1:
-        raise SystemExit("error: --max-queue must be 0 or more and --max-running 1 or more")
-    return EngineService(max_running=args.max_running, max_waiting=args.max_queue)
-
-
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
-                      shared=is_shared(args), transcribe=find_transcriber(), redact=redact)
+                      shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact)
 
 
 def find_transcriber():
@@ -74,22 +61,21 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..config import limits_from_arguments
-    from ..ui.models import ModelManager
-    from ..ui.voices import VoiceLibrary
+    from ..studio import ModelManager, VoiceLibrary
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    shared = is_shared(args)
+    shared = shared_from_arguments(args)
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared)
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=shared)
 
     def redact(text: str) -> str:
-        from ..ui.sharing import redact_paths
+        from ..studio.sharing import redact_paths
 
         return redact_paths(text, [voices.root, models.cache_dir]) if shared else text
 
-    context = make_context(args, models, voices, make_service(args), redact)
+    context = make_context(args, models, voices, service_from_arguments(args), redact)
     app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
     mount(app, context)
     if shared and not context.api_key:
@@ -113,4 +99,4 @@ def add_serve_command(commands, add_model_arguments) -> None:
 
 def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:
     """The context of the Gradio app's API: the studio's models and voices, one queue for all."""
-    return make_context(args, studio.models, studio.voices, service or make_service(args), studio.message)
+    return make_context(args, studio.models, studio.voices, service or service_from_arguments(args), studio.message)

@@ -4,7 +4,7 @@ The request's fields (OpenAI's, then ours):
 
 * ``input`` (required), ``model`` (``omnivoice``, a loaded model's label, or
   OpenAI's ``tts-1``/``tts-1-hd``/``gpt-4o-mini-tts`` meaning the active model),
-  ``voice`` (see ``api.voices``), ``response_format`` (``api.encoding``),
+  ``voice`` (see ``studio.vocabulary``), ``response_format`` (``api.encoding``),
   ``speed`` (0.5-2.0), ``instructions`` (a voice design; it replaces the voice's own),
   ``stream_format`` (absent: one file; ``audio``: the file's bytes as each chunk is
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import json
 from typing import AsyncIterator, Optional
 
@@ -114,20 +113,6 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
                 raise
             chunk *= 2
     return plan
-
-
-def codes_digest(codes: list[np.ndarray]) -> str:
-    """SHA-256 of the generated codes (int64 [8, T] per chunk, joined): equal codes, equal digest."""
-    joined = np.concatenate([np.asarray(c, dtype=np.int64) for c in codes], axis=-1)
-    return hashlib.sha256(np.ascontiguousarray(joined).tobytes()).hexdigest()
-
-
-def details(result, model_label: str) -> dict:
-    """What a finished generation was: seed, settings, sizes, timings, codes digest (for headers and /speak)."""
-    return {"seed": int(result.seed), "model": model_label, "duration_s": round(result.duration, 3),
-            "frames": result.frames, "chunks": len(result.chunks), "rtf": round(result.rtf, 4),
-            "timings": {k: round(v, 4) for k, v in result.timings.items()},
-            "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes)}
 
 
 def chunk_output(audio: np.ndarray, rms: Optional[float], config: GenerationConfig) -> np.ndarray:

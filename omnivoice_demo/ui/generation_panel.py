@@ -8,7 +8,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import gradio as gr
 
-from ..api.gradio_endpoints import generation_concurrency
+from .gradio_api import generation_concurrency
 from ..errors import InvalidInput
 from ..text import NONVERBAL_TAGS
 from ..voice import Voice
@@ -18,7 +18,7 @@ from .design import DESIGN_CATEGORIES, check_instruct
 from .display import HISTORY_HEADERS, idle_progress, stopped_progress
 from .generation import text_info
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
-from .studio import Studio, session_of
+from ..studio import Studio, session_of
 
 #: generations share one concurrency group: a CPU model is not sped up by running two at once
 ENGINE_GROUP = "engine"

@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 import gradio as gr
 import numpy as np
 
-from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
+from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ... import audio as audio_ops
 from ...config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
@@ -26,9 +26,9 @@ from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
-from ..studio import Studio, session_of
-from ..sharing import unique_name
-from ..voices import clean_name
+from ...studio import Studio, session_of
+from ...studio.sharing import unique_name
+from ...studio.voices import clean_name
 
 #: references longer than this are cut at a pause to about TRIM_TO seconds
 TRIM_ABOVE_SECONDS = 20.0

@@ -9,8 +9,8 @@ import gradio as gr
 
 from ...hub import DEFAULT_REPO, PRECISIONS
 from ..error_mapping import ui_errors
-from ..models import ModelNotReady, available_providers
-from ..studio import Studio
+from ...studio.models import ModelNotReady, available_providers
+from ...studio import Studio
 
 
 def model_bar(studio: Studio) -> str:

@@ -1,4 +1,9 @@
-"""OmniVoice ONNX Studio: the Gradio app (also the ``app_file`` of a Hugging Face Space).
+"""OmniVoice ONNX Studio: the Gradio app and the HTTP API on one server (``python app.py``, a Space's app).
+
+The one place that puts the front ends together: it makes the studio core
+(``omnivoice_demo.studio``), builds the UI (``omnivoice_demo.ui``) on it and
+mounts the HTTP API (``omnivoice_demo.api``) beside it; neither front end
+imports the other.
 
     omnivoice-studio [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
                   [--host 127.0.0.1] [--port 7860] [--share] [--shared] [--inbrowser] [--offline]
@@ -50,20 +55,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def make_studio(args: argparse.Namespace):
     from omnivoice_demo.config import limits_from_arguments
-    from omnivoice_demo.ui import ModelManager, Studio, VoiceLibrary
-    from omnivoice_demo.ui.sharing import is_shared
+    from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
+    from omnivoice_demo.studio.service import service_from_arguments
+    from omnivoice_demo.studio.sharing import shared_from_arguments
 
-    shared = is_shared(args.host, share=args.share, shared=args.shared)
+    shared = shared_from_arguments(args)
     limits = limits_from_arguments(args)
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                            offline=args.offline, limits=limits, locked=shared,
                            backbone=args.backbone)
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
-    from omnivoice_demo.api.server import make_service
-
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
-                  service=make_service(args))
+                  service=service_from_arguments(args))
 
 
 def main(argv=None) -> None:

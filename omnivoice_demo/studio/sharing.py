@@ -28,7 +28,8 @@ from typing import Iterable, Mapping, Optional
 from ..errors import InvalidInput
 from ..voice import Voice
 
-__all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes", "unique_name"]
+__all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
+           "shared_from_arguments", "unique_name"]
 
 SECRET_ENV = "OMNIVOICE_BROWSER_SECRET"
 
@@ -49,6 +50,12 @@ def is_shared(host: Optional[str] = None, share: bool = False, shared: bool = Fa
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name other than localhost: reachable from elsewhere
         return True
+
+
+def shared_from_arguments(args) -> bool:
+    """``is_shared`` of a command line's ``--host``, ``--share`` and ``--shared`` (those it has)."""
+    return is_shared(getattr(args, "host", None), share=getattr(args, "share", False),
+                     shared=getattr(args, "shared", False))
 
 
 def refuse_model_changes(shared: bool) -> None:
