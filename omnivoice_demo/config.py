@@ -235,11 +235,12 @@ def _coerce(name: str, value):
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per ``GenerationConfig`` field (``--num-step``, ``--no-denoise``, ...), defaults from the class."""
-    from .presets import PRESETS
+    from .presets import ALIASES, PRESETS
 
     group = parser.add_argument_group("generation settings (defaults are the reference's)")
-    group.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                       help="a speed preset (default reference: 32 steps); the flags below override its values")
+    group.add_argument("--preset", choices=[*PRESETS, *ALIASES], default=None, type=str.lower,
+                       help="a speed preset (default reference: 32 steps; quality and hd are aliases of reference); "
+                            "the flags below override its values")
     for name in GenerationConfig.names():
         setting, kind = GenerationConfig.setting(name), GenerationConfig.kind(name)
         flags = ["--" + name.replace("_", "-"), *setting.flags]

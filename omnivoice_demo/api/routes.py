@@ -1,6 +1,6 @@
 """The OpenAI-compatible HTTP API: routes, Bearer auth and OpenAI-style errors.
 
-    POST /v1/audio/speech     text -> audio (whole, or streamed: stream_format audio|sse)
+    POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
     GET  /v1/models           the models that answer
@@ -33,7 +33,7 @@ from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, O
                       one_line)
 from ..studio.results import details
 from ..studio.service import EngineService
-from ..studio.vocabulary import choose_voice, voice_list
+from ..studio.vocabulary import resolve_voice, voice_list
 from . import encoding, speech
 
 log = logging.getLogger(__name__)
@@ -207,6 +207,8 @@ def build_router(context: ApiContext):
         job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                      lock=loaded.lock, label="http")
         headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks))}
+        if parsed.speed_note:
+            headers["X-OmniVoice-Speed"] = parsed.speed_note
         if parsed.stream_format:
             media = "text/event-stream" if parsed.stream_format == "sse" else encoding.media_type(parsed.response_format)
             body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format)
@@ -225,9 +227,9 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     max_frames = loaded.engine.limits.max_reference_frames
-    chosen = choose_voice(parsed.voice, names,
-                          lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
-    return speech.plan_for(loaded.engine, parsed, chosen.voice, parsed.instructions or chosen.instruct)
+    voice, instruct = resolve_voice(parsed.voice, names,
+                                    lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+    return speech.plan_for(loaded.engine, parsed, voice, parsed.instructions or instruct)
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):

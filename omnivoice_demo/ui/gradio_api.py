@@ -33,7 +33,8 @@ GENERATION_GROUP = "generation"
 #: the API's own parameters; the generation settings are described by their ``Setting``
 DESCRIPTIONS = {
     "text": "Required. The text to speak.",
-    "voice": "A saved voice's name (see /voices); empty: none (the model picks a voice, or follows instruct).",
+    "voice": "A saved voice's name, or a named design such as 'alloy' (see /voices); empty: none (the model picks "
+             "a voice, or follows instruct).",
     "language": "Language name or code, e.g. 'English' or 'en'; 'Auto' lets the model decide.",
     "instruct": "Voice design: comma-separated items, e.g. 'female, low pitch, british accent' (/voices lists "
                 "named designs); empty: none.",
