@@ -77,8 +77,9 @@ def main(argv=None) -> None:
     from omnivoice_demo.ui.assets import css
     from omnivoice_demo.ui.layout import build_app
 
-    from omnivoice_demo.api.server import api_routes, app_context
+    from omnivoice_demo.api.server import api_routes, app_context, gradio_auth
 
+    auth = gradio_auth(args)  # --api-key-scope all: the page and the Gradio API need the key too
     studio = make_studio(args)
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
@@ -87,7 +88,8 @@ def main(argv=None) -> None:
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
-                allowed_paths=[str(studio.out_dir)],
+                allowed_paths=[str(studio.out_dir)], auth=auth,
+                auth_message="This server needs its API key: any user name, the key as the password.",
                 # /v1/audio/speech etc. on the same server, there before the first request
                 app_kwargs={"routes": api_routes(app_context(args, studio, studio.service))})
 

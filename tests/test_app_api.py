@@ -110,7 +110,7 @@ def test_benchmark(client):
     ("/speak", dict(text="  "), "empty"),
     ("/speak", dict(text="Hi", language="Klingon"), "Unknown language"),
     ("/speak", dict(text="Hi", instruct="femal"), "did you mean 'female'"),
-    ("/speak", dict(text="Hi", voice="nobody"), "no saved voice named"),
+    ("/speak", dict(text="Hi", voice="nobody"), "No saved voice or named design is called 'nobody'"),
     ("/clone", dict(transcript="One two.", text="Hi"), "I have the right to use this voice"),
     ("/clone", dict(consent=True, text="Hi"), "transcript"),
     ("/clone", dict(consent=True, transcript="One two."), "text is required"),

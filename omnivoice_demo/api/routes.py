@@ -3,6 +3,8 @@
     POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
+    PATCH /v1/audio/voices/{id}   rename a saved voice ({"name": "new name"})
+    DELETE /v1/audio/voices/{id}  delete a saved voice
     GET  /v1/models           the models that answer
     GET  /health              model state and queue (no auth)
 
@@ -163,9 +165,7 @@ def build_router(context: ApiContext):
     @router.post("/v1/audio/voices")
     @answer
     async def create_voice(request: Request):
-        if context.shared and not context.api_key:
-            raise ApiError(403, "Creating voices on a shared server needs an API key: start it with --api-key "
-                                f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
+        check_may_change_voices()
         loaded = context.models.get()
         limit = loaded.engine.limits.max_upload_bytes
         length = request.headers.get("content-length")
@@ -192,6 +192,41 @@ def build_router(context: ApiContext):
                                         transcript, name)
         return JSONResponse({"id": voice.name, "name": voice.name, "object": "voice", "type": "saved",
                              "seconds": round(voice.seconds, 2), "transcript": voice.transcript}, status_code=201)
+
+    def check_may_change_voices() -> None:
+        if context.shared and not context.api_key:
+            raise ApiError(403, "Changing voices on a shared server needs an API key: start it with --api-key "
+                                f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
+
+    def saved_voice_id(request: Request) -> str:
+        voice_id = request.path_params["voice_id"]
+        if voice_id not in saved_names():
+            raise ApiError(404, f"There is no saved voice {voice_id!r}; GET /v1/audio/voices lists them (named "
+                                "designs cannot be changed).", param="voice_id", code="voice_not_found")
+        return voice_id
+
+    @router.patch("/v1/audio/voices/{voice_id}")
+    @answer
+    async def rename_voice(request: Request):
+        check_may_change_voices()
+        voice_id = saved_voice_id(request)
+        try:
+            body = await request.json()
+        except ValueError:
+            raise InvalidInput("The request body is not valid JSON; send {\"name\": \"new name\"}.") from None
+        new_name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(new_name, str) or not new_name.strip():
+            raise InvalidInput("Send the new name as {\"name\": \"new name\"}.", param="name")
+        name = context.voices.rename(voice_id, new_name, context.session())
+        return JSONResponse({"id": name, "name": name, "object": "voice", "type": "saved"})
+
+    @router.delete("/v1/audio/voices/{voice_id}")
+    @answer
+    async def delete_voice(request: Request):
+        check_may_change_voices()
+        voice_id = saved_voice_id(request)
+        context.voices.delete(voice_id, context.session())
+        return JSONResponse({"id": voice_id, "object": "voice", "deleted": True})
 
     @router.post("/v1/audio/speech")
     @answer

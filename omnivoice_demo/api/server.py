@@ -18,11 +18,18 @@ from ..studio.service import EngineService, service_from_arguments
 from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
 
+#: ``--api-key-scope``: the HTTP API only, or the Gradio page and API too
+API_KEY_SCOPES = ("v1", "all")
+
 
 def api_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HTTP API and queue")
     group.add_argument("--api-key", default=None,
                        help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV}; none: open)")
+    group.add_argument("--api-key-scope", choices=API_KEY_SCOPES, default="v1",
+                       help="what --api-key guards: v1 (the HTTP API only; the page and the Gradio API stay open) or "
+                            "all (also the page and the Gradio API: a login asks for the key as the password, "
+                            "gradio_client passes auth=('any name', KEY))")
     group.add_argument("--max-queue", type=int, default=8,
                        help="generations that may wait for the engine; one more is refused as busy (default 8)")
     group.add_argument("--max-running", type=int, default=1,
@@ -32,6 +39,19 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
                       shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact)
+
+
+def gradio_auth(args: argparse.Namespace):
+    """``demo.launch(auth=...)`` for ``--api-key-scope all``: any user name with the API key as the password
+    (None: the page stays open).  ``--api-key-scope all`` without a key is a start-up error."""
+    if getattr(args, "api_key_scope", "v1") != "all":
+        return None
+    key = api_key_from(args.api_key)
+    if not key:
+        raise SystemExit(f"error: --api-key-scope all needs an API key: give --api-key KEY (or set {API_KEY_ENV})")
+    import hmac
+
+    return lambda _user, password: hmac.compare_digest(str(password).encode(), key.encode())
 
 
 def find_transcriber():
