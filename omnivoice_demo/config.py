@@ -326,8 +326,9 @@ class Limits:
         limit = getattr(self, limit_name)
         if value > limit:
             raise ResourceLimitExceeded(
-                f"{what} is {value:g}{unit}; this server's limit is {limit:g}{unit} ({limit_name}). "
-                "Shorten the input, or run the app locally where the limits can be raised.", param=limit_name)
+                f"{what} is {value:g}{unit}; the limit is {limit:g}{unit} ({limit_name}). Shorten the input, or "
+                f"raise the limit where the program is started: --limits local, or --{limit_name.replace('_', '-')} "
+                "N (a shared server keeps its operator's limits).", param=limit_name)
 
     @property
     def max_reference_frames(self) -> int:

@@ -79,6 +79,23 @@ def test_messages_lose_server_paths(tmp_path):
     assert "model.onnx" in shown
 
 
+def test_redaction_keeps_addresses_and_routes_whole_and_never_doubles(tmp_path):
+    """Issue 19: the licence line ended at "model card (https:/", a cached model showed as
+    "<server><server>/tiny", and "GET /v1/audio/voices lists them" lost its route."""
+    from omnivoice_demo.studio.models import CODEC_CARD, MODEL_CARD
+
+    card = f"the OmniVoice model card ({MODEL_CARD}) and the Higgs audio codec's ({CODEC_CARD})"
+    assert redact_paths(card, [tmp_path]) == card
+    cache = tmp_path / "cache"
+    shown = redact_paths(f"{cache}/models--x/snapshots/abc/tiny and {tmp_path}/voices", [cache, tmp_path])
+    assert "<server><server>" not in shown and str(tmp_path) not in shown and shown.endswith("<server>/voices")
+    assert "tiny" in shown
+    for route in ("GET /v1/audio/voices lists them", "DELETE /v1/audio/voices/Anna"):
+        assert redact_paths(route, [tmp_path]) == route
+    assert redact_paths("see https://example.org/a/b and /srv/data/file.txt") == \
+        "see https://example.org/a/b and <server>/file.txt"
+
+
 # --- the handlers in shared and local mode (the tiny model) -------------------------------------------
 
 @pytest.fixture(scope="module")

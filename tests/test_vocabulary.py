@@ -154,3 +154,28 @@ def test_a_text_batch_skips_comment_lines(tmp_path):
     source = tmp_path / "items.txt"
     source.write_text("# chapter one\nFirst line.\n  # a note\nSecond line.\n")
     assert [item.text for item in read_items(source)] == ["First line.", "Second line."]
+
+
+def test_a_limit_message_names_the_flags_that_raise_it():
+    """Issue 19: the command line's limit messages spoke of "this server" and "run the app locally"."""
+    from omnivoice_demo.config import Limits
+    from omnivoice_demo.errors import ResourceLimitExceeded
+
+    with pytest.raises(ResourceLimitExceeded) as excinfo:
+        Limits().check("The text", 2500, "max_text_chars", " characters")
+    message = str(excinfo.value)
+    assert "--limits local" in message and "--max-text-chars N" in message
+    assert "this server" not in message and "run the app locally" not in message
+
+
+def test_messages_name_only_flags_that_exist_where_they_are_read():
+    """Issue 19: "--asr-model DIR" was offered to the app (which has no such flag), and serve's offline
+    error told its user to run ``python app.py``."""
+    from omnivoice_demo.asr.source import _how_to_get
+    from omnivoice_demo.hub.download import offline_help
+
+    asr = _how_to_get("onnx-community/whisper-base", "int8")
+    assert "$OMNIVOICE_ASR_MODEL=DIR for the app and serve" in asr and "synth's --asr-model DIR" in asr
+    offline = offline_help("k2-fsa/OmniVoice", "int4", "The model is not in the cache.")
+    assert "python app.py" not in offline and "run the same command once with network access" in offline
+    assert "--model k2-fsa/OmniVoice --precision int4" in offline

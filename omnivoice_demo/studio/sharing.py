@@ -135,11 +135,29 @@ def browser_secret(folder: pathlib.Path) -> str:
     return text
 
 
+#: a web address (kept whole: it names no server folder)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>\"']+")
+#: an absolute path of two or more parts, not inside a word, an address or a placeholder, and not a route
+#: of the HTTP API (our messages write those after their method: "GET /v1/audio/voices")
+_PATH = re.compile(r"(?<![\w<>/:.])(?<!GET )(?<!POST )(?<!PATCH )(?<!DELETE )/(?:[\w.\-]+/)+([\w.\-]+)")
+
+
 def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:
-    """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``."""
+    """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``.
+
+    Web addresses stay whole, and so do routes written after their method (``GET /v1/audio/voices``)."""
     folders = {str(pathlib.Path(r)) for r in roots if r}
     folders |= {tempfile.gettempdir(), os.path.expanduser("~")}
-    for folder in sorted((f for f in folders if len(f) > 1), key=len, reverse=True):
-        text = text.replace(folder, "<server>")
+    folders = sorted((f for f in folders if len(f) > 1), key=len, reverse=True)
+    pieces, start = [], 0
+    for url in _URL.finditer(text):
+        pieces += [_redact_part(text[start:url.start()], folders), url.group()]
+        start = url.end()
+    return "".join(pieces + [_redact_part(text[start:], folders)])
+
+
+def _redact_part(text: str, folders: list[str]) -> str:
+    for folder in folders:
+        text = re.sub(re.escape(folder) + r"(?=/|\b|$)", "<server>", text)
     # any absolute path left (a cache, a site-packages file) loses its folders
-    return re.sub(r"(?<![\w<])/(?:[\w.\-]+/)+([\w.\-]+)", r"<server>/\1", text)
+    return _PATH.sub(r"<server>/\1", text)
