@@ -74,6 +74,9 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
+    from omnivoice_demo.ports import exit_if_port_in_use
+
+    exit_if_port_in_use(args.host, args.port)  # before anything is loaded: one line, not a traceback
     from omnivoice_demo.ui.assets import css
     from omnivoice_demo.ui.layout import build_app
 

@@ -62,7 +62,7 @@ class GenerationConfig:
                            flags=("--steps",))
     guidance_scale: float = _field(2.0, low=0.0, high=20.0, ui_high=5.0, ui_step=0.1, label="Guidance scale",
                                    help="classifier-free guidance weight (0 runs the conditional row alone)")
-    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="t_shift",
+    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="Schedule shift",
                             help="time-step shift of the unmasking schedule (small = back-loaded)")
     layer_penalty_factor: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5, label="Layer penalty",
                                          help="confidence penalty per codebook index (decides low codebooks first)")

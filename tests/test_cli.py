@@ -106,3 +106,24 @@ def test_synth_reads_stdin_and_takes_a_voice_saved_in_the_app(tiny_fp32_folder, 
     unknown = run_cli_env("synth", "--model", str(tiny_fp32_folder), "--text", "Hi.", "--voice", "nobody",
                           "--output", str(out), data=tmp_path / "data")
     assert unknown.returncode == 2 and "Saved voices: Anna" in unknown.stderr and "omnivoice voices list" in unknown.stderr
+
+
+def test_a_port_in_use_is_one_line_not_a_traceback(tmp_path):
+    """Issue 19: starting the app (or serve) on a taken port printed the web server's traceback."""
+    import os
+    import socket
+
+    from tests.support.app_server import ROOT
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        env = dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path))
+        for command in ([str(ROOT / "app.py"), "--port", port],
+                        ["-m", "omnivoice_demo", "serve", "--port", port, "--model", str(tmp_path / "none")]):
+            done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=120,
+                                  cwd=ROOT, env=env)
+            assert done.returncode == 2, done.stderr[-2000:]
+            assert "Traceback" not in done.stderr
+            assert done.stderr.strip().splitlines()[-1].startswith(f"error: port {port} on 127.0.0.1 is in use")

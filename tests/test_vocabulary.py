@@ -179,3 +179,30 @@ def test_messages_name_only_flags_that_exist_where_they_are_read():
     offline = offline_help("k2-fsa/OmniVoice", "int4", "The model is not in the cache.")
     assert "python app.py" not in offline and "run the same command once with network access" in offline
     assert "--model k2-fsa/OmniVoice --precision int4" in offline
+
+
+def test_every_setting_has_a_label_a_person_reads():
+    """Issue 19: ``t_shift`` showed its code name as its label."""
+    for name in GenerationConfig.names():
+        label = GenerationConfig.setting(name).label
+        assert label and label != name and "_" not in label, name
+
+
+def test_a_fully_skipped_batch_says_so_instead_of_zero_workers():
+    from omnivoice_demo.batch.runner import Summary
+
+    lines = Summary(total=3, skipped=3).lines()
+    assert lines[1] == "nothing to synthesise: every item was done before; no worker was started"
+    assert not any("0 worker(s)" in line or "items/h" in line for line in lines)
+    assert "2 worker(s)" in Summary(total=3, done=3, workers=2, wall_seconds=1.0).lines()[1]
+
+
+def test_the_model_tab_offers_cuda_only_where_it_runs(monkeypatch):
+    """Issue 19: the Model tab offered the ``cuda`` precision on machines without CUDA."""
+    from omnivoice_demo.ui.tabs import model
+
+    monkeypatch.setattr(model, "available_providers", lambda: ["cpu"])
+    assert "cuda" not in model.precision_choices() and "int4" in model.precision_choices()
+    assert model.precision_choices("cuda")[-1] == "cuda"      # chosen with --precision: still shown
+    monkeypatch.setattr(model, "available_providers", lambda: ["cpu", "cuda"])
+    assert "cuda" in model.precision_choices()

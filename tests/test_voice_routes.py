@@ -66,3 +66,24 @@ def test_a_shared_server_changes_voices_only_with_its_key(library):
     assert library.names() == ["Anna", "Bob"]
     assert keyed.delete("/v1/audio/voices/Anna", headers={"Authorization": "Bearer k"}).status_code == 200
     assert library.names() == ["Bob"]
+
+
+def test_a_failed_load_is_explained_by_health_the_log_and_no_model_is_listed(tmp_path, caplog):
+    """Issue 19: ``--model no-such-folder`` printed nothing about the model, /health said "error" without a
+    reason and /v1/models still listed "omnivoice"."""
+    import logging
+
+    manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
+    with caplog.at_level(logging.WARNING, logger="omnivoice_demo.studio.models"):
+        manager.start_load(str(tmp_path / "no-such-folder"), by_operator=True)
+        manager.wait(60)
+    assert manager.status.state == "error"
+    assert any("the model was not loaded" in r.getMessage() and "no-such-folder" in r.getMessage()
+               for r in caplog.records)
+    app = FastAPI()
+    app.include_router(build_router(ApiContext(models=manager, voices=VoiceLibrary(tmp_path / "v"),
+                                               service=EngineService())))
+    client = TestClient(app)
+    health = client.get("/health").json()
+    assert health["status"] == "error" and "no-such-folder" in health["message"]
+    assert client.get("/v1/models").json()["data"] == []

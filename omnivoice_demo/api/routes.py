@@ -145,14 +145,18 @@ def build_router(context: ApiContext):
             active = context.models.get().label
         except Exception:  # noqa: BLE001 - no model is an answer here, not an error
             active = None
-        return JSONResponse({"status": "ok" if active else state, "model_loaded": active is not None,
-                             "model": active, "queue": context.service.stats(), "formats": encoding.formats()})
+        answer = {"status": "ok" if active else state, "model_loaded": active is not None, "model": active,
+                  "queue": context.service.stats(), "formats": encoding.formats()}
+        if active is None and state in ("error", "loading"):  # why there is no model, or how far the load is
+            answer["message"] = context.redact(context.models.status.message)
+        return JSONResponse(answer)
 
     @router.get("/v1/models")
     @answer
     async def models(request: Request):
         created = int(time.time())
-        ids = [speech.DEFAULT_MODEL] + context.models.labels()
+        labels = context.models.labels()
+        ids = ([speech.DEFAULT_MODEL] + labels) if labels else []  # "omnivoice" is the active model: none, none
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "omnivoice-onnx-studio"} for name in ids]})
 

@@ -83,6 +83,9 @@ def serve(args: argparse.Namespace) -> int:
     from ..config import limits_from_arguments
     from ..studio import ModelManager, VoiceLibrary
 
+    from ..ports import exit_if_port_in_use
+
+    exit_if_port_in_use(args.host, args.port)  # before the model is loaded
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     shared = shared_from_arguments(args)
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,

@@ -140,7 +140,8 @@ class ModelManager:
     def _load_quietly(self, *args) -> None:
         try:
             self.load(*args)
-        except Exception:  # load() has recorded the message in the status
+        except Exception:  # load() has recorded the message in the status; the console says it too
+            log.warning("the model was not loaded: %s", self.status.message)
             log.debug("model load failed", exc_info=True)
 
     def load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,

@@ -113,6 +113,13 @@ class BrowserVoices:
     def delete(self, stored, name: str) -> dict:
         return {k: v for k, v in self._entries(stored).items() if k != name}
 
+    def rename(self, stored, name: str, new_name: str) -> tuple[dict, str]:
+        """(the new stored value, ``new_name``): refused when another voice has that name."""
+        voice = self.load(stored, name)
+        if new_name != name and new_name.casefold() in {n.casefold() for n in self._entries(stored) if n != name}:
+            raise InvalidInput(f"A voice named {new_name!r} exists already; choose another name.", param="name")
+        return self.save(self.delete(stored, name), voice, new_name, replace=True)
+
 
 def browser_secret(folder: pathlib.Path) -> str:
     """The key ``gr.BrowserState`` encrypts the voices with: ``$OMNIVOICE_BROWSER_SECRET``, else one made once

@@ -114,13 +114,7 @@ class VoiceLibrary:
         folder = pathlib.Path(folder)
         if not folder.is_dir():
             raise InvalidInput(f"The folder {folder} does not exist; create it or choose another.", param="folder")
-        target = folder / f"{voice.name or clean_name(name)}.npz"
-        write_voice(voice, target)
-        info = {"name": voice.name, "transcript": voice.transcript, "seconds": round(voice.seconds, 2),
-                "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name}
-        about = target.with_suffix(".json")
-        write_atomically(about, json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8"))
-        return [target, about]
+        return export_voice(voice, folder / f"{voice.name or clean_name(name)}.npz")
 
     def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,
                     max_frames: Optional[int] = None) -> str:
@@ -130,6 +124,16 @@ class VoiceLibrary:
         name = clean_name(name or voice.name or pathlib.Path(path).stem)
         self.save(voice, name, session, overwrite=False)
         return name
+
+
+def export_voice(voice: Voice, target: pathlib.Path) -> list[pathlib.Path]:
+    """``voice`` as ``target`` (an ``.npz``) and, beside it, a ``.json`` saying what it is."""
+    write_voice(voice, target)
+    info = {"name": voice.name, "transcript": voice.transcript, "seconds": round(voice.seconds, 2),
+            "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name}
+    about = target.with_suffix(".json")
+    write_atomically(about, json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8"))
+    return [target, about]
 
 
 def write_atomically(path: pathlib.Path, data: bytes) -> pathlib.Path:

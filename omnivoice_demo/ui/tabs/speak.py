@@ -65,12 +65,13 @@ def build(studio: Studio, history: SessionHistory,
 
     ``browser_voices`` (shared mode): the visitor's voices, kept in their browser."""
     with gr.Tab("Speak", id="speak"):
-        with gr.Row():
-            with gr.Column(scale=3):
+        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
+            with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
                 go, stop = go_stop_buttons("speak", "Speak")
-                outputs = output_panel("speak")
-            with gr.Column(scale=2):
+                with gr.Column(elem_classes="ov-outputs"):
+                    outputs = output_panel("speak")
+            with gr.Column(scale=2, elem_classes="ov-controls"):
                 controls = generation_controls("speak", with_voice=True)
         rows = examples("speak")
         if rows:
