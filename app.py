@@ -1,12 +1,12 @@
 """OmniVoice ONNX Studio: ``python app.py`` (also the ``app_file`` of a Hugging Face Space).
 
-The app itself is ``omnivoice_demo.ui.app`` (installed as the ``omnivoice-studio``
+The app itself is ``omnivoice_demo.app`` (installed as the ``omnivoice-studio``
 command); ``python app.py --help`` lists its options.
 """
 
 import sys
 
-from omnivoice_demo.ui.app import main
+from omnivoice_demo.app import main
 
 if __name__ == "__main__":
     sys.exit(main())

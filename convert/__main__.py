@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from omnivoice_demo.hub.build import missing_extras_error
+from omnivoice_demo.extras import missing_extras_error
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -530,7 +530,7 @@ def export_codec(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnivoice_demo.hub.build import missing_extras_error
+    from omnivoice_demo.extras import missing_extras_error
 
     problem = missing_extras_error("python -m convert.codec",
                                    {"torch": "torch", "transformers": "transformers", "olive": "olive-ai"})

@@ -204,7 +204,7 @@ def build(size: str, output: str | pathlib.Path, seed: int = 0, outliers: bool =
 
 
 def main(argv: list[str] | None = None) -> int:
-    from omnivoice_demo.hub.build import missing_extras_error
+    from omnivoice_demo.extras import missing_extras_error
 
     problem = missing_extras_error("python -m convert.random_checkpoint",
                                    {"torch": "torch", "transformers": "transformers", "omnivoice": "omnivoice"})

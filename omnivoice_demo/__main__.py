@@ -7,6 +7,12 @@
     omnivoice serve --model DIR [--port 8880] [--api-key KEY]   (the OpenAI-compatible HTTP API, no UI)
     omnivoice eval --model DIR --output out/ --candidate preset=fast [--candidate backbone=int4 ...]
         (quality of the fast paths against the exact model: omnivoice_demo.eval)
+    omnivoice voices list|delete NAME|rename NAME NEW|export NAME DIR|import FILE.npz   (the app's saved voices)
+    omnivoice languages
+
+``--voice`` (synth) and a batch row's ``voice`` are read as everywhere (``studio.vocabulary``): a
+voice saved in the app, then a named design (``alloy``, ``whisper``, ...), then a ``.npz`` path;
+``--text -`` reads the text from standard input.
 
 Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
 ``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
@@ -103,19 +109,18 @@ def synth(args) -> int:
 
     output = check_output(args.output)
     config = config_from_arguments(args)
+    text = read_text(args.text)
+    voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
     engine = open_engine(args)
-    voice = None
     if args.ref_audio:
         voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
         if voice.transcript_source == "recognised":
             print(f"recognised transcript ({voice.language or 'language unknown'}): {voice.transcript}",
                   file=sys.stderr)
-    elif args.voice:
-        voice = args.voice
     language = args.language
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
-    stream = engine.stream(args.text, language=language, instruct=args.instruct, voice=voice,
+    stream = engine.stream(text, language=language, instruct=args.instruct or design, voice=voice,
                            config=config)
     bar = None
     result = first_audio = None
@@ -138,6 +143,27 @@ def synth(args) -> int:
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
     return 0
+
+
+def read_text(value: str) -> str:
+    """``--text``: the text, or ``-`` for standard input (a pipe or a file: ``< story.txt``)."""
+    if value != "-":
+        return value
+    text = sys.stdin.read()
+    if not text.strip():
+        raise InvalidInput("--text - read no text from standard input; pipe the text in, or give it as --text.",
+                           param="text")
+    return text
+
+
+def cli_voice(name: str):
+    """(voice, design) of ``--voice``: a voice saved in the app, a named design, or a .npz path."""
+    from .studio import VoiceLibrary
+    from .studio.vocabulary import resolve_voice
+
+    library = VoiceLibrary()
+    return resolve_voice(name, library.names(), library.load, listed_by="omnivoice voices list",
+                         path_base=pathlib.Path.cwd())
 
 
 def offered_language(whisper_code: str):
@@ -171,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
-    speak.add_argument("--text", required=True)
+    speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
     speak.add_argument("--language", default=None,
                        help="language name or code (default: none, or the language recognised in --ref-audio)")
     speak.add_argument("--instruct", default=None, help='voice design, e.g. "female, low pitch, british accent"')
@@ -183,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: $OMNIVOICE_ASR_MODEL or onnx-community/whisper-base)")
     speak.add_argument("--asr-precision", default=None, choices=["fp32", "int8", "q8", "fp16"],
                        help="precision of the recogniser's graphs (default int8)")
-    speak.add_argument("--voice", default=None, help="a saved voice (.npz)")
+    speak.add_argument("--voice", default=None,
+                       help="a voice saved in the app (omnivoice voices list), a named design (alloy, echo, ..., "
+                            "whisper) or a voice file (.npz)")
     speak.add_argument("--output", default="out.wav")
     add_config_arguments(speak)
     speak.set_defaults(run=synth)
@@ -203,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .api.server import add_serve_command
 
     add_serve_command(commands, add_model_arguments)
+    from .library_cli import add_library_commands
+
+    add_library_commands(commands)
     return parser
 
 

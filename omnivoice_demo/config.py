@@ -62,7 +62,7 @@ class GenerationConfig:
                            flags=("--steps",))
     guidance_scale: float = _field(2.0, low=0.0, high=20.0, ui_high=5.0, ui_step=0.1, label="Guidance scale",
                                    help="classifier-free guidance weight (0 runs the conditional row alone)")
-    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="t_shift",
+    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="Schedule shift",
                             help="time-step shift of the unmasking schedule (small = back-loaded)")
     layer_penalty_factor: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5, label="Layer penalty",
                                          help="confidence penalty per codebook index (decides low codebooks first)")
@@ -235,11 +235,12 @@ def _coerce(name: str, value):
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per ``GenerationConfig`` field (``--num-step``, ``--no-denoise``, ...), defaults from the class."""
-    from .presets import PRESETS
+    from .presets import ALIASES, PRESETS
 
     group = parser.add_argument_group("generation settings (defaults are the reference's)")
-    group.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                       help="a speed preset (default reference: 32 steps); the flags below override its values")
+    group.add_argument("--preset", choices=[*PRESETS, *ALIASES], default=None, type=str.lower,
+                       help="a speed preset (default reference: 32 steps; quality and hd are aliases of reference); "
+                            "the flags below override its values")
     for name in GenerationConfig.names():
         setting, kind = GenerationConfig.setting(name), GenerationConfig.kind(name)
         flags = ["--" + name.replace("_", "-"), *setting.flags]
@@ -325,8 +326,9 @@ class Limits:
         limit = getattr(self, limit_name)
         if value > limit:
             raise ResourceLimitExceeded(
-                f"{what} is {value:g}{unit}; this server's limit is {limit:g}{unit} ({limit_name}). "
-                "Shorten the input, or run the app locally where the limits can be raised.", param=limit_name)
+                f"{what} is {value:g}{unit}; the limit is {limit:g}{unit} ({limit_name}). Shorten the input, or "
+                f"raise the limit where the program is started: --limits local, or --{limit_name.replace('_', '-')} "
+                "N (a shared server keeps its operator's limits).", param=limit_name)
 
     @property
     def max_reference_frames(self) -> int:

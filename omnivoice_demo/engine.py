@@ -250,7 +250,7 @@ class OmniVoiceEngine:
         return self.run(self.prepare(text, **kwargs))
 
     def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
-        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.service``)."""
+        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.studio.service``)."""
         self._require_codec()
         return self._run(plan)
 

@@ -33,13 +33,24 @@ DESCRIPTIONS = MappingProxyType({
 
 DEFAULT_PRESET = "reference"
 
+#: other names of presets, as other TTS APIs call them (OpenAI's ``tts-1-hd``, "quality"): accepted everywhere
+ALIASES = MappingProxyType({"quality": "reference", "hd": "reference"})
+
+
+def canonical_preset(name: str) -> str:
+    """The preset ``name`` means (case-insensitive; an alias gives its preset); an unknown name lists the known."""
+    key = str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in PRESETS:
+        aliases = ", ".join(f"{alias} = {target}" for alias, target in ALIASES.items())
+        raise InvalidInput(f"Unknown preset {name!r}; the presets are: {', '.join(PRESETS)} ({aliases}).",
+                           param="preset")
+    return key
+
 
 def preset_values(name: str) -> dict:
-    """The settings of preset ``name`` (case-insensitive); an unknown name lists the known ones."""
-    key = str(name).strip().lower()
-    if key not in PRESETS:
-        raise InvalidInput(f"Unknown preset {name!r}; the presets are: {', '.join(PRESETS)}.", param="preset")
-    return dict(PRESETS[key])
+    """The settings of preset ``name`` (or an alias's)."""
+    return dict(PRESETS[canonical_preset(name)])
 
 
 def matching_preset(config) -> str | None:

@@ -110,7 +110,7 @@ def test_benchmark(client):
     ("/speak", dict(text="  "), "empty"),
     ("/speak", dict(text="Hi", language="Klingon"), "Unknown language"),
     ("/speak", dict(text="Hi", instruct="femal"), "did you mean 'female'"),
-    ("/speak", dict(text="Hi", voice="nobody"), "no saved voice named"),
+    ("/speak", dict(text="Hi", voice="nobody"), "No saved voice or named design is called 'nobody'"),
     ("/clone", dict(transcript="One two.", text="Hi"), "I have the right to use this voice"),
     ("/clone", dict(consent=True, text="Hi"), "transcript"),
     ("/clone", dict(consent=True, transcript="One two."), "text is required"),
@@ -200,7 +200,7 @@ def test_without_a_model_the_app_serves_and_says_what_to_do(tmp_path):
 
 
 def test_launch_flags(tmp_path):
-    from omnivoice_demo.ui import app as app_module
+    from omnivoice_demo import app as app_module
 
     args = app_module.parse_args([])
     assert (args.host, args.port, args.share, args.inbrowser, args.offline, args.provider, args.precision) == \

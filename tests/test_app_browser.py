@@ -187,6 +187,24 @@ def test_clone_from_an_uploaded_reference(page, reference, artifacts_dir):
     _screenshot(page, artifacts_dir / "browser-clone.png")
 
 
+def test_the_saved_voice_panel_renames_and_exports(page, artifacts_dir):
+    """Issue 19: saved voices can be renamed, deleted, exported and imported in the Clone tab."""
+    _tab(page, "Clone", "#voices-panel")
+    page.locator("#voices-panel").get_by_text("Saved voices").first.click()   # opening it lists the voices
+    page.locator("#voices-new-name textarea, #voices-new-name input").fill("Browser voice renamed")
+    _until(page, "document.querySelector('#voices-pick input')?.value === 'Browser voice'", timeout=20)
+    page.locator("#voices-rename").click()
+    _until(page, "document.querySelector('#voices-status').innerText.includes('Renamed')", timeout=20)
+    page.locator("#voices-export").click()
+    _until(page, "document.querySelector('#voices-exported').innerText.includes('.npz')", timeout=20)
+    _screenshot(page, artifacts_dir / "browser-voices.png")
+    page.locator("#voices-delete").click()
+    _until(page, "document.querySelector('#voices-status').innerText.includes('Deleted the voice')", timeout=20)
+    page.locator("#voices-delete").click()   # nothing picked any more: a message, and the lists stay usable
+    _until(page, "document.querySelector('#voices-status').innerText.includes('Not done')", timeout=20)
+    assert "Error" not in page.locator("#speak-voice").inner_text()
+
+
 def test_codec_round_trip_of_an_upload(page, reference, artifacts_dir):
     _tab(page, "Codec", "#codec-in input[type=file]")
     page.locator("#codec-in input[type=file]").set_input_files(reference)
@@ -226,3 +244,69 @@ def test_benchmark_and_model_tabs(page, artifacts_dir):
     _until(page, "window.__ovBar.length > 0 && window.__ovBar[window.__ovBar.length - 1].includes('ready') && "
                  "!window.__ovBar[window.__ovBar.length - 1].includes('loading')", timeout=60)
     _screenshot(page, artifacts_dir / "browser-model.png")
+
+
+def test_the_model_tab_button_appears_once_after_clicks(page):
+    """Issue 19: a gr.Timer made directly in gr.Tabs added a second "Model" tab button on each click."""
+    for _ in range(3):
+        _tab(page, "Model", "#model-details")
+        _tab(page, "Speak", "#speak-text")
+    assert page.get_by_role("tab", name="Model", exact=True).count() == 1
+    # Gradio keeps one hidden copy of every tab's button (for its overflow menu): as many for Model as for Clone
+    count = "(name) => [...document.querySelectorAll('button')].filter(b => b.innerText.trim() === name).length"
+    assert page.evaluate(count, "Model") == page.evaluate(count, "Clone") == 2
+
+
+def test_a_phone_shows_the_inputs_before_the_result(page, artifacts_dir):
+    """Issue 19: on a 390 px screen the language, voice and preset controls came after the result player and
+    the downloads box."""
+    from tests.support.browser import VIEWPORT
+
+    _tab(page, "Speak", "#speak-text")
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.wait_for_timeout(500)
+        top = {name: page.locator(f"#{name}").bounding_box()["y"]
+               for name in ("speak-text", "speak-language", "speak-voice", "speak-preset", "speak-audio",
+                            "speak-files")}
+        _screenshot(page, artifacts_dir / "browser-phone.png")
+    finally:
+        page.set_viewport_size(VIEWPORT)
+    assert top["speak-text"] < top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
+    assert top["speak-preset"] < top["speak-audio"] < top["speak-files"], top
+
+
+def test_a_tag_button_inserts_the_tag_as_a_word(page):
+    """Issue 19: the tag buttons inserted without a space ("funny[laughter]")."""
+    _tab(page, "Speak", "#speak-text")
+    box = page.locator("#speak-text textarea")
+    box.fill("That was funny")
+    box.evaluate("b => { b.focus(); b.setSelectionRange(b.value.length, b.value.length); }")
+    page.locator("#speak-text").locator("xpath=ancestor::div[contains(@class,'column')][1]") \
+        .get_by_role("button", name="[laughter]", exact=True).first.click()
+    _until(page, "document.querySelector('#speak-text textarea').value.includes('[laughter]')", timeout=10)
+    assert box.input_value() == "That was funny [laughter]"
+    box.evaluate("b => { b.focus(); b.setSelectionRange(4, 4); }")   # "That| was": a word on each side
+    page.locator("#speak-text").locator("xpath=ancestor::div[contains(@class,'column')][1]") \
+        .get_by_role("button", name="[sigh]", exact=True).first.click()
+    _until(page, "document.querySelector('#speak-text textarea').value.includes('[sigh]')", timeout=10)
+    assert box.input_value() == "That [sigh] was funny [laughter]"
+
+
+def test_stop_after_a_finished_run_and_a_failed_run_say_what_happened(page):
+    """Issue 19: Stop after a finished run said "The generation was cancelled", and a failed run left the
+    previous "Done" and its audio on screen."""
+    _tab(page, "Speak", "#speak-text")
+    page.locator("#speak-text textarea").fill("A short finished run.")
+    page.locator("#speak-go").click()
+    _until(page, "document.querySelector('#speak-info').innerText.includes('RTF')", timeout=60)
+    done = page.locator("#speak-progress").inner_text()
+    page.locator("#speak-stop").click()
+    page.wait_for_timeout(1500)
+    assert "Stopped" not in page.locator("#speak-progress").inner_text() and \
+        page.locator("#speak-progress").inner_text() == done
+    page.locator("#speak-text textarea").fill("   ")                 # an empty text: the run is refused
+    page.locator("#speak-go").click()
+    _until(page, "document.querySelector('#speak-progress').innerText.includes('Not run')", timeout=30)
+    assert "RTF" not in page.locator("#speak-info").inner_text()
+    assert page.locator("#speak-audio audio").count() == 0

@@ -18,7 +18,7 @@ from omnivoice_demo.codes_file import load_codes, save_codes
 from omnivoice_demo.config import GenerationConfig
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
 from omnivoice_demo.ui import assets, controls, design, generation, pictures
-from omnivoice_demo.ui.studio import Studio
+from omnivoice_demo.studio.state import Studio
 from omnivoice_demo.ui.tabs import benchmark as benchmark_tab
 from omnivoice_demo.ui.tabs import clone as clone_tab
 from omnivoice_demo.ui.tabs import codec as codec_tab
@@ -26,8 +26,8 @@ from omnivoice_demo.ui.tabs import model as model_tab
 from omnivoice_demo.ui.tabs import speak as speak_tab
 from omnivoice_demo.voice import Voice
 from omnivoice_demo.audio_metrics import log_mel_distance, snr_db
-from omnivoice_demo.ui.models import ModelManager
-from omnivoice_demo.ui.voices import VoiceLibrary, clean_name, data_dir
+from omnivoice_demo.studio.models import ModelManager
+from omnivoice_demo.studio.voices import VoiceLibrary, clean_name, data_dir
 
 from tests.support.signals import speech_like
 

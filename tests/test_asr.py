@@ -310,9 +310,9 @@ def test_cli_synth_clones_without_ref_text(tiny_fp32_folder, recognizer_folder, 
 
 @pytest.fixture(scope="module")
 def clone_studio(tiny_fp32_folder, recognizer_folder, tmp_path_factory):
-    from omnivoice_demo.ui.models import ModelManager
-    from omnivoice_demo.ui.studio import Studio
-    from omnivoice_demo.ui.voices import VoiceLibrary
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.studio.state import Studio
+    from omnivoice_demo.studio.voices import VoiceLibrary
 
     root = tmp_path_factory.mktemp("studio")
     manager = ModelManager(cache_dir=root / "cache", offline=True)

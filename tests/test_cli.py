@@ -51,3 +51,79 @@ def test_bad_input_is_one_clear_line(tiny_fp32_folder, tmp_path):
     assert "Traceback" not in done.stderr
     done = run_cli("synth", "--model", str(tmp_path / "missing"), "--text", "Hi.")
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def run_cli_env(*args, data, stdin=None):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "omnivoice_demo", *args], capture_output=True, text=True,
+                          input=stdin, timeout=300, env=dict(os.environ, OMNIVOICE_DATA=str(data), HF_HUB_OFFLINE="1"))
+
+
+def test_voices_are_listed_imported_renamed_exported_and_deleted(tmp_path):
+    from omnivoice_demo.studio import VoiceLibrary
+    from tests.test_vocabulary import a_voice
+
+    data = tmp_path / "data"
+    a_voice(transcript="What Anna says.").save(tmp_path / "anna.npz")
+    done = run_cli_env("voices", "list", data=data)
+    assert done.returncode == 0 and "no saved voices" in done.stdout
+    assert run_cli_env("voices", "import", str(tmp_path / "anna.npz"), "--name", "Anna", data=data).returncode == 0
+    assert run_cli_env("voices", "rename", "Anna", "Anne", data=data).returncode == 0
+    listed = run_cli_env("voices", "list", data=data).stdout.splitlines()
+    assert len(listed) == 1 and listed[0].startswith("Anne\t") and "What Anna says." in listed[0]
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_cli_env("voices", "export", "Anne", str(out), data=data).returncode == 0
+    assert (out / "Anne.npz").is_file() and (out / "Anne.json").is_file()
+    assert run_cli_env("voices", "delete", "Anne", data=data).returncode == 0
+    assert VoiceLibrary(data / "voices").names() == []
+    missing = run_cli_env("voices", "delete", "Anne", data=data)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: There is no saved voice named 'Anne'")
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_languages_are_listed(tmp_path):
+    done = run_cli_env("languages", data=tmp_path)
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert "en\tEnglish" in lines and len(lines) > 600
+
+
+def test_synth_reads_stdin_and_takes_a_voice_saved_in_the_app(tiny_fp32_folder, tmp_path):
+    from omnivoice_demo.studio import VoiceLibrary
+    from tests.test_vocabulary import a_voice
+
+    VoiceLibrary(tmp_path / "data" / "voices").save(a_voice(20), "Anna")
+    out = tmp_path / "out.wav"
+    done = run_cli_env("synth", "--model", str(tiny_fp32_folder), "--text", "-", "--voice", "anna", "--steps", "2",
+                       "--seed", "3", "--output", str(out), data=tmp_path / "data", stdin="Read from the pipe.\n")
+    assert done.returncode == 0, done.stderr
+    assert out.is_file()
+    empty = run_cli_env("synth", "--model", str(tiny_fp32_folder), "--text", "-", "--output", str(out),
+                        data=tmp_path / "data", stdin="")
+    assert empty.returncode == 2 and "read no text from standard input" in empty.stderr
+    unknown = run_cli_env("synth", "--model", str(tiny_fp32_folder), "--text", "Hi.", "--voice", "nobody",
+                          "--output", str(out), data=tmp_path / "data")
+    assert unknown.returncode == 2 and "Saved voices: Anna" in unknown.stderr and "omnivoice voices list" in unknown.stderr
+
+
+def test_a_port_in_use_is_one_line_not_a_traceback(tmp_path):
+    """Issue 19: starting the app (or serve) on a taken port printed the web server's traceback."""
+    import os
+    import socket
+
+    from tests.support.app_server import ROOT
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        env = dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path))
+        for command in ([str(ROOT / "app.py"), "--port", port],
+                        ["-m", "omnivoice_demo", "serve", "--port", port, "--model", str(tmp_path / "none")]):
+            done = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=120,
+                                  cwd=ROOT, env=env)
+            assert done.returncode == 2, done.stderr[-2000:]
+            assert "Traceback" not in done.stderr
+            assert done.stderr.strip().splitlines()[-1].startswith(f"error: port {port} on 127.0.0.1 is in use")

@@ -86,11 +86,12 @@ def test_health_and_models(app, client):
 def test_speech_in_every_format_decodes_back(app, client, response_format):
     if response_format not in health(app)["formats"]:
         pytest.skip(f"this libsndfile cannot write {response_format}")
+    whole = dict(FAST, stream=False)  # one whole file per format (streamed FLAC says "length unknown")
     response = client.audio.speech.create(model="omnivoice", voice="alloy", input=TEXT,
-                                          response_format=response_format, extra_body=FAST)
+                                          response_format=response_format, extra_body=whole)
     audio, rate = decode(response.read(), response_format)
     reference, _ = decode(client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav",
-                                                     extra_body=FAST).read(), "wav")
+                                                     extra_body=whole).read(), "wav")
     assert rate == 24000
     # lossy codecs add their encoder delay and padding: at most a few hundred ms
     assert abs(len(audio) - len(reference)) <= (0 if response_format in ("wav", "flac", "pcm") else 0.2 * rate)
@@ -118,6 +119,30 @@ def test_streamed_audio_arrives_before_the_generation_ends(app, client):
     assert chunks_at_first["running"] == 1
     audio, _ = decode(bytes(data), "pcm")
     assert len(audio) > 24000 and np.sqrt(np.mean(audio ** 2)) > 1e-3
+
+
+def test_openais_documented_streaming_example_gets_audio_before_the_generation_ends(app, client):
+    """OpenAI's own example: pcm through ``with_streaming_response``, no ``stream_format`` (streaming is the
+    default, as on OpenAI's server), on a three-sentence text."""
+    three = "The first sentence is here. The second sentence follows it. The third sentence ends it."
+    with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=three, response_format="pcm",
+            extra_body={"steps": 8, "seed": 2}) as response:
+        planned_chunks = int(response.headers["x-omnivoice-chunks"])
+        pieces = response.iter_bytes()
+        first = next(pieces)
+        queue_at_first = health(app)["queue"]          # asked the moment the first bytes are here
+        rest = b"".join(pieces)
+    assert planned_chunks >= 2 and first
+    assert queue_at_first["running"] == 1, queue_at_first   # the generation had not ended
+    audio, _ = decode(first + rest, "pcm")
+    assert len(audio) > 24000 and np.sqrt(np.mean(audio ** 2)) > 1e-3
+
+
+def test_a_speed_outside_the_models_range_is_clamped_and_says_so(client):
+    raw = client.audio.speech.with_raw_response.create(model="omnivoice", voice="alloy", input=TEXT, speed=4.0,
+                                                       response_format="wav", extra_body=FAST)
+    assert raw.headers["x-omnivoice-speed"].startswith("2; asked 4, clamped")
 
 
 def test_sse_stream_carries_base64_deltas_then_done(client):
@@ -172,7 +197,7 @@ def test_a_bad_key_is_refused(app):
 
 @pytest.mark.parametrize("overrides, error, status, param", [
     (dict(input="a. " * 1000), openai.APIStatusError, 413, "max_text_chars"),
-    (dict(speed=3.0), openai.BadRequestError, 400, "speed"),
+    (dict(speed=5.0), openai.BadRequestError, 400, "speed"),
     (dict(response_format="aac"), openai.BadRequestError, 400, "response_format"),
     (dict(voice="nobody-here"), openai.BadRequestError, 400, "voice"),
     (dict(model="no-such-model"), openai.NotFoundError, 404, "model"),
@@ -235,8 +260,10 @@ def test_busy_is_a_429_json_error_and_a_disconnect_stops_the_engine(app, client)
 
 def test_same_request_same_codes_through_v1_and_gradio_speak(app):
     client = openai.OpenAI(base_url=app.url + "v1", api_key=KEY, max_retries=0)
+    # stream=false: one whole file, the exact output of the text's one plan (with its codes digest)
     raw = client.audio.speech.with_raw_response.create(model="omnivoice", voice="auto", input=TEXT,
-                                                       response_format="wav", extra_body={"steps": 8, "seed": 11})
+                                                       response_format="wav",
+                                                       extra_body={"steps": 8, "seed": 11, "stream": False})
     http_digest = raw.headers["x-omnivoice-codes-sha256"]
     assert raw.headers["x-omnivoice-seed"] == "11"
     gradio = Client(app.url, verbose=False)
@@ -244,6 +271,30 @@ def test_same_request_same_codes_through_v1_and_gradio_speak(app):
     assert seed == 11 and details["seed"] == 11 and details["codes_sha256"] == http_digest
     http_audio, _ = sf.read(io.BytesIO(raw.content))
     np.testing.assert_array_equal(sf.read(path)[0], http_audio)
+
+
+def test_gradio_speak_takes_the_voice_names_gradio_voices_lists(app):
+    gradio = Client(app.url, verbose=False)
+    listed = [item["id"] for item in gradio.predict(api_name="/voices")]
+    assert "alloy" in listed
+    _, seed, details = gradio.predict(text=TEXT, voice="alloy", num_step=2, seed=5, api_name="/speak")
+    assert seed == 5 and details["seed"] == 5
+
+
+def test_api_key_scope_all_guards_the_page_and_the_gradio_api(tiny_fp32_folder, tmp_path):
+    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--api-key", KEY,
+                         "--api-key-scope", "all"], tmp_path)
+    try:
+        wait_model_loaded(server)
+        with pytest.raises(Exception):
+            Client(server.url, verbose=False).predict(api_name="/models")
+        with pytest.raises(Exception):
+            Client(server.url, verbose=False, auth=("anyone", "wrong")).predict(api_name="/models")
+        models = Client(server.url, verbose=False, auth=("anyone", KEY)).predict(api_name="/models")
+        assert models["state"] == "ready"
+        assert httpx.get(server.url + "v1/models").status_code == 401   # /v1 still wants the Bearer key
+    finally:
+        server.stop()
 
 
 def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
@@ -273,7 +324,8 @@ def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
         assert state["model_loaded"] and state["queue"]["max_waiting"] == 2
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
         audio, rate = decode(client.audio.speech.create(model="omnivoice", voice="auto", input=TEXT,
-                                                        response_format="flac", extra_body=FAST).read(), "flac")
+                                                        response_format="flac",
+                                                        extra_body=dict(FAST, stream=False)).read(), "flac")
         assert rate == 24000 and len(audio) > 0
         assert httpx.get(base + "/").status_code == 404  # no UI here
     finally:

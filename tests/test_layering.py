@@ -97,3 +97,113 @@ def test_command_line_build_without_its_extra_is_one_error_line(tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and INSTALL_LINE in line and "leave out --build" in line
+
+
+# --- the front ends over one studio core ----------------------------------------------------------------------------
+
+PACKAGES = ("omnivoice_demo", "convert")
+
+
+def module_name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: pathlib.Path = ROOT, packages=PACKAGES, module_level_only: bool = False) -> dict[str, set[str]]:
+    """module -> the modules of ``packages`` it imports (relative imports resolved; ``from pkg import name``
+    counts as ``pkg.name`` when that is a module).  ``module_level_only``: leave out imports inside functions."""
+    files = {module_name(p, root): p for package in packages for p in (root / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        stack = list(ast.parse(path.read_text(encoding="utf-8")).body)
+        while stack:
+            node = stack.pop()
+            if module_level_only and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if is_package else name.split(".")[:-1]
+                    base = base[:len(base) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module
+                for alias in node.names:
+                    targets.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in files else module)
+        graph[name] = {t for t in targets if t in files and t != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]):
+    """One import circle of ``graph`` as a list of modules, or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def imports_between(graph, importer: str, imported: str) -> list[str]:
+    def inside(module, package):
+        return module == package or module.startswith(package + ".")
+    return sorted(f"{source} -> {target}" for source, targets in graph.items() if inside(source, importer)
+                  for target in targets if inside(target, imported))
+
+
+def test_the_import_walker_sees_a_circle_and_a_forbidden_import(tmp_path):
+    """The checks below can fail: a planted circle (through a relative import inside a function) and a
+    planted ui -> api import are found."""
+    package = tmp_path / "pkg"
+    for folder in (package, package / "ui", package / "api"):
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+    (package / "ui" / "page.py").write_text("def f():\n    from ..api import routes\n")
+    (package / "api" / "routes.py").write_text("from ..ui.page import f\n")
+    graph = import_graph(tmp_path, ("pkg",))
+    assert imports_between(graph, "pkg.ui", "pkg.api") == ["pkg.ui.page -> pkg.api.routes"]
+    assert find_cycle(graph) in (["pkg.api.routes", "pkg.ui.page", "pkg.api.routes"],
+                                 ["pkg.ui.page", "pkg.api.routes", "pkg.ui.page"])
+    assert find_cycle(import_graph(tmp_path, ("pkg",), module_level_only=True)) is None
+
+
+def test_the_front_ends_never_import_each_other():
+    """ui/ (the Gradio app and its API) and api/ (the HTTP API) use the studio core and never each other,
+    not even inside a function; the core imports no front end."""
+    graph = import_graph()
+    assert imports_between(graph, "omnivoice_demo.ui", "omnivoice_demo.api") == []
+    assert imports_between(graph, "omnivoice_demo.api", "omnivoice_demo.ui") == []
+    for front_end in ("omnivoice_demo.ui", "omnivoice_demo.api", "omnivoice_demo.app", "omnivoice_demo.batch"):
+        assert imports_between(graph, "omnivoice_demo.studio", front_end) == []
+    # the state every front end shares lives in the core
+    assert imports_between(graph, "omnivoice_demo.api", "omnivoice_demo.studio")
+    assert imports_between(graph, "omnivoice_demo.ui", "omnivoice_demo.studio")
+
+
+def test_no_import_circle():
+    """No circle of imports among the modules, counting the imports inside functions too (the runtime
+    imports ``convert`` only inside the build route; ``convert`` imports the extras line from
+    ``omnivoice_demo.extras``, which imports nothing of the package)."""
+    assert find_cycle(import_graph()) is None
+    assert imports_between(import_graph(), "convert", "omnivoice_demo.hub") == []

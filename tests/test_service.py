@@ -9,7 +9,7 @@ import time
 import pytest
 
 from omnivoice_demo.errors import Busy
-from omnivoice_demo.service import EngineService, QueueEvent
+from omnivoice_demo.studio.service import EngineService, QueueEvent
 
 
 class Step:

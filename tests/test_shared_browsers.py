@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from omnivoice_demo.studio.models import CODEC_CARD, MODEL_CARD
 from tests.support.browser import FLAGS, find_chromium, missing
 from tests.support.signals import write_speech_like
 
@@ -85,6 +86,10 @@ def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server
             # neither can change the model: the controls are not offered, and the model stays
             for page in (alice, bob):
                 page.get_by_role("tab", name="Model", exact=True).click()
+                # redaction keeps web addresses whole and never doubles its placeholder (issue 19)
+                details = page.locator("#model-details").inner_text()
+                assert MODEL_CARD in details and CODEC_CARD in details, details
+                assert "<server><server>" not in details + page.locator("#model-bar").inner_text()
                 assert page.locator("#model-load button, button#model-load").first.is_disabled()
                 assert page.locator("#model-unload button, button#model-unload").first.is_disabled()
             assert _model_bar(bob) == bar

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.ui.sharing import BrowserVoices, is_shared, redact_paths, refuse_model_changes, unique_name
+from omnivoice_demo.studio.sharing import BrowserVoices, is_shared, redact_paths, refuse_model_changes, unique_name
 from omnivoice_demo.voice import Voice
 
 
@@ -79,11 +79,28 @@ def test_messages_lose_server_paths(tmp_path):
     assert "model.onnx" in shown
 
 
+def test_redaction_keeps_addresses_and_routes_whole_and_never_doubles(tmp_path):
+    """Issue 19: the licence line ended at "model card (https:/", a cached model showed as
+    "<server><server>/tiny", and "GET /v1/audio/voices lists them" lost its route."""
+    from omnivoice_demo.studio.models import CODEC_CARD, MODEL_CARD
+
+    card = f"the OmniVoice model card ({MODEL_CARD}) and the Higgs audio codec's ({CODEC_CARD})"
+    assert redact_paths(card, [tmp_path]) == card
+    cache = tmp_path / "cache"
+    shown = redact_paths(f"{cache}/models--x/snapshots/abc/tiny and {tmp_path}/voices", [cache, tmp_path])
+    assert "<server><server>" not in shown and str(tmp_path) not in shown and shown.endswith("<server>/voices")
+    assert "tiny" in shown
+    for route in ("GET /v1/audio/voices lists them", "DELETE /v1/audio/voices/Anna"):
+        assert redact_paths(route, [tmp_path]) == route
+    assert redact_paths("see https://example.org/a/b and /srv/data/file.txt") == \
+        "see https://example.org/a/b and <server>/file.txt"
+
+
 # --- the handlers in shared and local mode (the tiny model) -------------------------------------------
 
 @pytest.fixture(scope="module")
 def manager(tiny_fp32_folder, tmp_path_factory):
-    from omnivoice_demo.ui.models import ModelManager
+    from omnivoice_demo.studio.models import ModelManager
 
     models = ModelManager(cache_dir=tmp_path_factory.mktemp("cache"), offline=True)
     models.load(str(tiny_fp32_folder), "fp32")
@@ -98,9 +115,9 @@ def reference(tmp_path_factory) -> str:
 
 
 def _studio(manager, root, shared):
-    from omnivoice_demo.ui.error_mapping import set_message_filter
-    from omnivoice_demo.ui.studio import Studio
-    from omnivoice_demo.ui.voices import VoiceLibrary
+    from omnivoice_demo.studio.messages import set_message_filter
+    from omnivoice_demo.studio.state import Studio
+    from omnivoice_demo.studio.voices import VoiceLibrary
 
     set_message_filter(None)
     manager.locked = False
@@ -150,7 +167,7 @@ def test_shared_mode_keeps_voices_in_each_browser(manager, tmp_path, reference):
         assert voice.frames > 0
         import gradio as gr
 
-        with pytest.raises(gr.Error, match="no saved voice named 'Mine'"):
+        with pytest.raises(gr.Error, match="No saved voice or named design is called 'Mine'. Saved voices: none"):
             list(speak_tab.speak(studio, "Hello.", {"voice": "Mine", "num_step": 2}, [], "session-c", {}))
     finally:
         manager.locked = False
@@ -168,7 +185,8 @@ def test_local_mode_keeps_both_voices_of_one_name(manager, tmp_path, reference):
 
 
 def test_shared_mode_messages_show_no_server_path(manager, tmp_path):
-    from omnivoice_demo.ui.error_mapping import set_message_filter, user_message
+    from omnivoice_demo.studio.messages import set_message_filter
+    from omnivoice_demo.ui.error_mapping import user_message
 
     studio = _studio(manager, tmp_path, shared=True)
     try:

@@ -465,10 +465,10 @@ def test_clone_tab_length_estimate_counts_the_reference(engine, tmp_path):
     import soundfile
     from tests.support.signals import speech_like
 
-    from omnivoice_demo.ui.models import ModelManager
-    from omnivoice_demo.ui.studio import Studio
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.studio.state import Studio
     from omnivoice_demo.ui.tabs.clone import reference_for_estimate
-    from omnivoice_demo.ui.voices import VoiceLibrary
+    from omnivoice_demo.studio.voices import VoiceLibrary
 
     clip = tmp_path / "ref.wav"
     soundfile.write(str(clip), np.asarray(speech_like(4.0, 16000, seed=5), dtype=np.float32).reshape(-1), 16000)

@@ -1,8 +1,10 @@
 """The OpenAI-compatible HTTP API: routes, Bearer auth and OpenAI-style errors.
 
-    POST /v1/audio/speech     text -> audio (whole, or streamed: stream_format audio|sse)
+    POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
+    PATCH /v1/audio/voices/{id}   rename a saved voice ({"name": "new name"})
+    DELETE /v1/audio/voices/{id}  delete a saved voice
     GET  /v1/models           the models that answer
     GET  /health              model state and queue (no auth)
 
@@ -31,9 +33,10 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       one_line)
-from ..service import EngineService
+from ..studio.results import details
+from ..studio.service import EngineService
+from ..studio.vocabulary import resolve_voice, voice_list
 from . import encoding, speech
-from .voices import choose_voice, voice_list
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,8 @@ API_VOICE_SESSION = "api"
 class ApiContext:
     """What the routes work on: the app's models, saved voices and engine queue."""
 
-    models: object                        # ui.models.ModelManager
-    voices: object                        # ui.voices.VoiceLibrary
+    models: object                        # studio.ModelManager
+    voices: object                        # studio.VoiceLibrary
     service: EngineService
     api_key: Optional[str] = None         # Bearer key for /v1 (None: open)
     shared: bool = False                  # a shared server: creating voices needs an API key
@@ -142,14 +145,18 @@ def build_router(context: ApiContext):
             active = context.models.get().label
         except Exception:  # noqa: BLE001 - no model is an answer here, not an error
             active = None
-        return JSONResponse({"status": "ok" if active else state, "model_loaded": active is not None,
-                             "model": active, "queue": context.service.stats(), "formats": encoding.formats()})
+        answer = {"status": "ok" if active else state, "model_loaded": active is not None, "model": active,
+                  "queue": context.service.stats(), "formats": encoding.formats()}
+        if active is None and state in ("error", "loading"):  # why there is no model, or how far the load is
+            answer["message"] = context.redact(context.models.status.message)
+        return JSONResponse(answer)
 
     @router.get("/v1/models")
     @answer
     async def models(request: Request):
         created = int(time.time())
-        ids = [speech.DEFAULT_MODEL] + context.models.labels()
+        labels = context.models.labels()
+        ids = ([speech.DEFAULT_MODEL] + labels) if labels else []  # "omnivoice" is the active model: none, none
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "omnivoice-onnx-studio"} for name in ids]})
 
@@ -162,9 +169,7 @@ def build_router(context: ApiContext):
     @router.post("/v1/audio/voices")
     @answer
     async def create_voice(request: Request):
-        if context.shared and not context.api_key:
-            raise ApiError(403, "Creating voices on a shared server needs an API key: start it with --api-key "
-                                f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
+        check_may_change_voices()
         loaded = context.models.get()
         limit = loaded.engine.limits.max_upload_bytes
         length = request.headers.get("content-length")
@@ -192,6 +197,41 @@ def build_router(context: ApiContext):
         return JSONResponse({"id": voice.name, "name": voice.name, "object": "voice", "type": "saved",
                              "seconds": round(voice.seconds, 2), "transcript": voice.transcript}, status_code=201)
 
+    def check_may_change_voices() -> None:
+        if context.shared and not context.api_key:
+            raise ApiError(403, "Changing voices on a shared server needs an API key: start it with --api-key "
+                                f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
+
+    def saved_voice_id(request: Request) -> str:
+        voice_id = request.path_params["voice_id"]
+        if voice_id not in saved_names():
+            raise ApiError(404, f"There is no saved voice {voice_id!r}; GET /v1/audio/voices lists them (named "
+                                "designs cannot be changed).", param="voice_id", code="voice_not_found")
+        return voice_id
+
+    @router.patch("/v1/audio/voices/{voice_id}")
+    @answer
+    async def rename_voice(request: Request):
+        check_may_change_voices()
+        voice_id = saved_voice_id(request)
+        try:
+            body = await request.json()
+        except ValueError:
+            raise InvalidInput("The request body is not valid JSON; send {\"name\": \"new name\"}.") from None
+        new_name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(new_name, str) or not new_name.strip():
+            raise InvalidInput("Send the new name as {\"name\": \"new name\"}.", param="name")
+        name = context.voices.rename(voice_id, new_name, context.session())
+        return JSONResponse({"id": name, "name": name, "object": "voice", "type": "saved"})
+
+    @router.delete("/v1/audio/voices/{voice_id}")
+    @answer
+    async def delete_voice(request: Request):
+        check_may_change_voices()
+        voice_id = saved_voice_id(request)
+        context.voices.delete(voice_id, context.session())
+        return JSONResponse({"id": voice_id, "object": "voice", "deleted": True})
+
     @router.post("/v1/audio/speech")
     @answer
     async def create_speech(request: Request):
@@ -206,6 +246,8 @@ def build_router(context: ApiContext):
         job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                      lock=loaded.lock, label="http")
         headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks))}
+        if parsed.speed_note:
+            headers["X-OmniVoice-Speed"] = parsed.speed_note
         if parsed.stream_format:
             media = "text/event-stream" if parsed.stream_format == "sse" else encoding.media_type(parsed.response_format)
             body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format)
@@ -213,7 +255,7 @@ def build_router(context: ApiContext):
         result = await _until_done_or_gone(job, request)
         if result is None:
             return Response(status_code=499)
-        info = speech.details(result, loaded.label)
+        info = details(result, loaded.label)
         data = await asyncio.to_thread(encoding.encode, result.audio, parsed.response_format, result.sample_rate)
         headers.update({"X-OmniVoice-Codes-SHA256": info["codes_sha256"],
                         "X-OmniVoice-Duration": str(info["duration_s"])})
@@ -224,14 +266,14 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     max_frames = loaded.engine.limits.max_reference_frames
-    chosen = choose_voice(parsed.voice, names,
-                          lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
-    return speech.plan_for(loaded.engine, parsed, chosen.voice, parsed.instructions or chosen.instruct)
+    voice, instruct = resolve_voice(parsed.voice, names,
+                                    lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+    return speech.plan_for(loaded.engine, parsed, voice, parsed.instructions or instruct)
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
     from .. import audio as audio_ops
-    from ..ui.voices import clean_name
+    from ..studio.voices import clean_name
 
     name = clean_name(name)
     if name in context.voices.names(context.session()):

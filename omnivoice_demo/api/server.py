@@ -14,37 +14,44 @@ import argparse
 import logging
 from typing import Optional
 
-from ..service import EngineService
+from ..studio.service import EngineService, service_from_arguments
+from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
+
+#: ``--api-key-scope``: the HTTP API only, or the Gradio page and API too
+API_KEY_SCOPES = ("v1", "all")
 
 
 def api_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HTTP API and queue")
     group.add_argument("--api-key", default=None,
                        help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV}; none: open)")
+    group.add_argument("--api-key-scope", choices=API_KEY_SCOPES, default="v1",
+                       help="what --api-key guards: v1 (the HTTP API only; the page and the Gradio API stay open) or "
+                            "all (also the page and the Gradio API: a login asks for the key as the password, "
+                            "gradio_client passes auth=('any name', KEY))")
     group.add_argument("--max-queue", type=int, default=8,
                        help="generations that may wait for the engine; one more is refused as busy (default 8)")
     group.add_argument("--max-running", type=int, default=1,
                        help="generations computed at once (default 1: a CPU is not faster with two)")
 
 
-def is_shared(args: argparse.Namespace) -> bool:
-    """Shared mode as the app decides it (``ui.sharing.is_shared``); creating voices then needs --api-key."""
-    from ..ui.sharing import is_shared as shared_mode
-
-    return shared_mode(getattr(args, "host", None), share=getattr(args, "share", False),
-                       shared=getattr(args, "shared", False))
-
-
-def make_service(args: argparse.Namespace) -> EngineService:
-    if args.max_queue < 0 or args.max_running < 1:
-        raise SystemExit("error: --max-queue must be 0 or more and --max-running 1 or more")
-    return EngineService(max_running=args.max_running, max_waiting=args.max_queue)
-
-
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
-                      shared=is_shared(args), transcribe=find_transcriber(), redact=redact)
+                      shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact)
+
+
+def gradio_auth(args: argparse.Namespace):
+    """``demo.launch(auth=...)`` for ``--api-key-scope all``: any user name with the API key as the password
+    (None: the page stays open).  ``--api-key-scope all`` without a key is a start-up error."""
+    if getattr(args, "api_key_scope", "v1") != "all":
+        return None
+    key = api_key_from(args.api_key)
+    if not key:
+        raise SystemExit(f"error: --api-key-scope all needs an API key: give --api-key KEY (or set {API_KEY_ENV})")
+    import hmac
+
+    return lambda _user, password: hmac.compare_digest(str(password).encode(), key.encode())
 
 
 def find_transcriber():
@@ -74,22 +81,24 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..config import limits_from_arguments
-    from ..ui.models import ModelManager
-    from ..ui.voices import VoiceLibrary
+    from ..studio import ModelManager, VoiceLibrary
 
+    from ..ports import exit_if_port_in_use
+
+    exit_if_port_in_use(args.host, args.port)  # before the model is loaded
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    shared = is_shared(args)
+    shared = shared_from_arguments(args)
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared)
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=shared)
 
     def redact(text: str) -> str:
-        from ..ui.sharing import redact_paths
+        from ..studio.sharing import redact_paths
 
         return redact_paths(text, [voices.root, models.cache_dir]) if shared else text
 
-    context = make_context(args, models, voices, make_service(args), redact)
+    context = make_context(args, models, voices, service_from_arguments(args), redact)
     app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
     mount(app, context)
     if shared and not context.api_key:
@@ -113,4 +122,4 @@ def add_serve_command(commands, add_model_arguments) -> None:
 
 def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:
     """The context of the Gradio app's API: the studio's models and voices, one queue for all."""
-    return make_context(args, studio.models, studio.voices, service or make_service(args), studio.message)
+    return make_context(args, studio.models, studio.voices, service or service_from_arguments(args), studio.message)

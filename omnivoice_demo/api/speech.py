@@ -4,12 +4,16 @@ The request's fields (OpenAI's, then ours):
 
 * ``input`` (required), ``model`` (``omnivoice``, a loaded model's label, or
   OpenAI's ``tts-1``/``tts-1-hd``/``gpt-4o-mini-tts`` meaning the active model),
-  ``voice`` (see ``api.voices``), ``response_format`` (``api.encoding``),
-  ``speed`` (0.5-2.0), ``instructions`` (a voice design; it replaces the voice's own),
-  ``stream_format`` (absent: one file; ``audio``: the file's bytes as each chunk is
+  ``voice`` (see ``studio.vocabulary``), ``response_format`` (``api.encoding``),
+  ``speed`` (OpenAI's 0.25-4.0, clamped to the model's 0.5-2.0; the ``X-OmniVoice-Speed``
+  header says what was used), ``instructions`` (a voice design; it replaces the voice's own),
+  ``stream_format`` (as OpenAI: ``audio`` by default, the file's bytes as each chunk is
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
-* ``language``, ``seed``, ``steps`` or ``preset`` (``fast``/``balanced``/``quality``)
-  and any ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
+* ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
+  codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
+* ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
+  ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
+  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -20,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import json
 from typing import AsyncIterator, Optional
 
@@ -30,16 +33,17 @@ from .. import audio as audio_ops
 from ..config import GenerationConfig
 from ..constants import SAMPLE_RATE
 from ..errors import InvalidInput, ResourceLimitExceeded
+from ..presets import preset_values
 from . import encoding
 
-#: presets of the unmasking schedule (the reference's own is 32 steps)
-PRESETS = {"fast": {"num_step": 8}, "balanced": {"num_step": 16}, "quality": {"num_step": 32}}
 #: model names OpenAI clients send: they mean the active model
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 DEFAULT_MODEL = "omnivoice"
 #: when streaming, texts are split at about this many seconds of speech so the first audio comes early
 STREAM_CHUNK_SECONDS = 4.0
 STREAM_FORMATS = ("audio", "sse")
+#: the ``speed`` OpenAI accepts; values outside the model's range are clamped to it
+OPENAI_SPEED = (0.25, 4.0)
 
 
 @dataclasses.dataclass
@@ -52,6 +56,7 @@ class SpeechRequest:
     language: Optional[str]
     instructions: Optional[str]
     settings: dict
+    speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -73,22 +78,47 @@ def parse(body) -> SpeechRequest:
     model = _text_field(body, "model") or DEFAULT_MODEL
     default_format = "mp3" if "mp3" in encoding.formats() else "wav"
     response_format = encoding.check_format(body.get("response_format") or default_format)
-    stream_format = body.get("stream_format")
-    if stream_format is None and body.get("stream") is True:
-        stream_format = "sse"
-    if stream_format is not None and stream_format not in STREAM_FORMATS:
-        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {stream_format!r}.", param="stream_format")
+    stream_format = _stream_format(body)
     settings = {name: body[name] for name in GenerationConfig.names() if name in body}
+    speed_note = None
+    if body.get("speed") is not None:
+        settings["speed"], speed_note = _openai_speed(body["speed"])
     preset = body.get("preset")
     if preset is not None:
-        if preset not in PRESETS:
-            raise InvalidInput(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}.", param="preset")
-        settings = dict(PRESETS[preset], **settings)
+        settings = dict(preset_values(preset), **settings)
     if body.get("steps") is not None:
         settings["num_step"] = body["steps"]
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
-                         instructions=_text_field(body, "instructions"), settings=settings)
+                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note)
+
+
+def _stream_format(body: dict) -> Optional[str]:
+    """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file."""
+    stream, stream_format = body.get("stream"), body.get("stream_format")
+    if stream is not None and not isinstance(stream, bool):
+        raise InvalidInput(f"stream must be true or false, got {stream!r}.", param="stream")
+    if stream_format is None:
+        return None if stream is False else ("sse" if stream is True else "audio")
+    if stream_format not in STREAM_FORMATS:
+        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {stream_format!r} (send \"stream\": false "
+                           "for one whole file).", param="stream_format")
+    if stream is False:
+        raise InvalidInput("stream is false but stream_format is given; send one of them.", param="stream")
+    return stream_format
+
+
+def _openai_speed(value) -> tuple[float, Optional[str]]:
+    """OpenAI's ``speed`` (0.25-4.0) -> the model's (clamped to its range) and the header saying so, if clamped."""
+    low, high = OPENAI_SPEED
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise InvalidInput(f"speed must be a number from {low:g} to {high:g} (OpenAI's range), got {value!r}.",
+                           param="speed")
+    setting = GenerationConfig.setting("speed")
+    used = min(max(float(value), setting.low), setting.high)
+    if used == value:
+        return used, None
+    return used, f"{used:g}; asked {value:g}, clamped to the model's {setting.low:g}-{setting.high:g}"
 
 
 def config_for(request: SpeechRequest) -> GenerationConfig:
@@ -114,20 +144,6 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
                 raise
             chunk *= 2
     return plan
-
-
-def codes_digest(codes: list[np.ndarray]) -> str:
-    """SHA-256 of the generated codes (int64 [8, T] per chunk, joined): equal codes, equal digest."""
-    joined = np.concatenate([np.asarray(c, dtype=np.int64) for c in codes], axis=-1)
-    return hashlib.sha256(np.ascontiguousarray(joined).tobytes()).hexdigest()
-
-
-def details(result, model_label: str) -> dict:
-    """What a finished generation was: seed, settings, sizes, timings, codes digest (for headers and /speak)."""
-    return {"seed": int(result.seed), "model": model_label, "duration_s": round(result.duration, 3),
-            "frames": result.frames, "chunks": len(result.chunks), "rtf": round(result.rtf, 4),
-            "timings": {k: round(v, 4) for k, v in result.timings.items()},
-            "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes)}
 
 
 def chunk_output(audio: np.ndarray, rms: Optional[float], config: GenerationConfig) -> np.ndarray:

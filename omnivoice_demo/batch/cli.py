@@ -31,7 +31,9 @@ def add_batch_command(commands, add_model_arguments) -> None:
     batch.add_argument("--book", action="store_true",
                        help="the items are the parts of one book: also write book.<format> and its subtitles")
     batch.add_argument("--voices", default=None, metavar="DIR",
-                       help="where voice names of the rows are looked up (default: the input's folder)")
+                       help="where voice names of the rows are looked up (default: the app's saved voices, "
+                            "as omnivoice voices list shows them); a row's voice may also be a named design "
+                            "(alloy, ...) or a .npz path relative to the input's folder")
     batch.add_argument("--retry-failed", action="store_true", help="run the items that failed before again")
     batch.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_arguments(batch)

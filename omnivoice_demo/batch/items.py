@@ -1,9 +1,11 @@
 """The items of a batch: read from JSONL or plain text, every row checked before any work.
 
-A JSONL row is an object with ``text`` and any of ``id``, ``voice`` (a saved
-voice file, or a name looked up in the voices folder), ``language``,
+A JSONL row is an object with ``text`` and any of ``id``, ``voice`` (read as every
+front end reads it: a voice saved in the app, or in ``--voices DIR``; a named design
+such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
 ``instruct`` and the ``GenerationConfig`` fields (``seed``, ``num_step``,
-``speed``, ...).  A ``.txt`` file is one item per non-empty line.  Items
+``speed``, ...).  A ``.txt`` file is one item per non-empty line; a line starting
+with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
 the row or the batch's settings) get one from their id and text.  Every bad row is
 collected (with its line number) and reported together in one
@@ -80,28 +82,31 @@ def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -
     if path.suffix.lower() not in (".jsonl", ".txt"):
         raise InvalidInput(f"The batch input {path.name} is neither .jsonl nor .txt.", param="input")
     base = base or GenerationConfig()
-    voices = pathlib.Path(voices_dir) if voices_dir else path.parent
+    from ..studio import VoiceLibrary
+
+    voices = VoiceLibrary(voices_dir)  # default: the app's saved voices
     jsonl = path.suffix.lower() == ".jsonl"
 
     def item_of(line: str, number: int) -> BatchItem:
         row = parse_json_row(line) if jsonl else {"text": line.strip()}
-        return _item_from_row(row, number, base, voices)
+        return _item_from_row(row, number, base, voices, path.parent)
 
-    items = read_rows(path, item_of, MAX_ITEMS)
+    items = read_rows(path, item_of, MAX_ITEMS, comments=not jsonl)
     if not items:
         raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
     return items
 
 
-def read_rows(path: pathlib.Path, item_of, max_items: int) -> list:
-    """``item_of(line, number)`` of every non-empty line of ``path``, ids unique; a ``BatchInputError``
-    listing every bad row (with its line number) when any is wrong, so nothing starts on a bad file."""
+def read_rows(path: pathlib.Path, item_of, max_items: int, comments: bool = False) -> list:
+    """``item_of(line, number)`` of every non-empty line of ``path`` (and, with ``comments``, not a ``#``
+    line), ids unique; a ``BatchInputError`` listing every bad row (with its line number) when any is
+    wrong, so nothing starts on a bad file."""
     items: list = []
     problems: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
-            if not line.strip():
+            if not line.strip() or (comments and line.lstrip().startswith("#")):
                 continue
             if len(items) + len(problems) >= max_items:
                 problems.append((number, f"more than {max_items} items; split the file"))
@@ -131,7 +136,7 @@ def parse_json_row(line: str) -> dict:
     return row
 
 
-def _item_from_row(row: dict, line: int, base: GenerationConfig, voices: pathlib.Path) -> BatchItem:
+def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder: pathlib.Path) -> BatchItem:
     unknown = sorted(set(row) - set(ITEM_KEYS) - set(GenerationConfig.names()))
     if unknown:
         raise InvalidInput(f"unknown key {unknown[0]!r}; a row may have {', '.join(ITEM_KEYS)} and the "
@@ -153,9 +158,9 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices: pathlib
     config = GenerationConfig.from_mapping(settings, base=base).validate()
     if config.seed is None:
         config = config.replace(seed=default_seed(item_id, text.strip()))
+    voice, design = _voice_of(row.get("voice"), voices, folder)
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
-                     instruct=row.get("instruct") or None, voice=_voice_path(row.get("voice"), voices),
-                     config=config)
+                     instruct=row.get("instruct") or design, voice=voice, config=config)
 
 
 def default_seed(item_id: str, text: str) -> int:
@@ -165,16 +170,18 @@ def default_seed(item_id: str, text: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def _voice_path(voice: Optional[str], voices: pathlib.Path) -> Optional[str]:
-    """A saved voice: a path (relative to the voices folder), or a name ``NAME`` for ``NAME.npz`` there."""
-    if not voice:
-        return None
-    candidates = [pathlib.Path(voice)]
-    if not candidates[0].is_absolute():
-        candidates = [voices / voice, voices / f"{voice}.npz"]
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate.resolve())
-    raise InvalidInput(f"voice {voice!r} is neither a saved voice file nor a name in {voices.name}/ "
-                       "(save voices as .npz from the Clone tab or with Voice.save())")
+def _voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Optional[str], Optional[str]]:
+    """(the voice file's absolute path, None) or (None, a named design) of a row's ``voice``, read as every
+    front end reads it (``studio.vocabulary``): a saved voice in ``voices``, a named design, a ``.npz`` path
+    (relative to the input's ``folder``)."""
+    from ..studio.vocabulary import choose_voice
 
+    if not voice:
+        return None, None
+    chosen = choose_voice(voice, voices.names(), listed_by=f"omnivoice voices list --folder {voices.root}",
+                          path_base=folder)
+    if chosen.kind == "saved":
+        return str(voices.path(chosen.name).resolve()), None
+    if chosen.kind == "path":
+        return str(chosen.path), None
+    return None, chosen.instruct

@@ -42,9 +42,14 @@ class Summary:
         return self.audio_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
     def lines(self) -> list[str]:
-        lines = [f"{self.total} items: {self.done} done, {self.skipped} skipped (done before), {self.failed} failed",
-                 f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s (+{self.startup_seconds:.1f} s "
-                 f"start-up) with {self.workers} worker(s): {self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour"]
+        lines = [f"{self.total} items: {self.done} done, {self.skipped} skipped (done before), {self.failed} failed"]
+        if self.workers:
+            lines.append(f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s "
+                         f"(+{self.startup_seconds:.1f} s start-up) with {self.workers} worker(s): "
+                         f"{self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour")
+        else:
+            lines.append("nothing to synthesise: no worker was started (--retry-failed runs the failed items again)"
+                         if self.failed else "nothing to synthesise: every item was done before; no worker was started")
         lines += [f"failed {item_id}: {error}" for item_id, error in list(self.errors.items())[:20]]
         if self.book:
             lines.append(f"book: {self.book}")

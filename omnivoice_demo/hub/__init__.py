@@ -19,7 +19,8 @@ Hugging Face settings are read from the environment at call time and passed to e
 huggingface_hub call: HF_ENDPOINT, HF_HOME / HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFLINE.
 """
 
-from .build import BUILD_MODULES, BuildExtrasMissingError, extras_message, missing_build_modules
+from ..extras import BUILD_MODULES, extras_message, missing_build_modules
+from .build import BuildExtrasMissingError
 from .cache import CACHE_ENV, default_cache_dir, hf_cache_dir
 from .choose import (DEFAULT_PRECISION, FOLDER_ALIASES, PRECISION_PROFILES, PRECISIONS, backbone_folders,
                      choose_backbone_folder, codec_base, needed_files, precision_of_manifest, precision_of_name)

@@ -10,12 +10,12 @@ to install.  ``convert``'s own command lines print the same line.
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import pathlib
 import shutil
 import uuid
 
 from ..errors import ModelFolderError, ModelNotAvailable
+from ..extras import extras_message, missing_build_modules
 from .assemble import ready_manifest
 from .cache import RepoCache, folder_lock, local_build_dir
 from .choose import PRECISION_PROFILES, is_checkpoint
@@ -23,36 +23,11 @@ from .download import HubRepo, HubSettings
 from .progress import Reporter
 from .resolved import ResolvedModel, finish
 
-#: import name -> pip name of what ``convert`` needs beyond the runtime
-BUILD_MODULES = {"torch": "torch", "omnivoice": "omnivoice", "onnxruntime_genai": "onnxruntime-genai",
-                 "olive": "olive-ai"}
-#: how to install them: the package's extra, or the checkout's development requirements
-INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[convert]' "
-                "(in a checkout: .venv/bin/pip install -r requirements-dev.txt)")
 CHECKPOINT_IGNORE = ["*.md", "*.png", "*.jpg", "*.jpeg", "*.gif", "*.webp", ".gitattributes"]
 
 
 class BuildExtrasMissingError(ModelNotAvailable):
     """The build route needs the convert extra (torch, omnivoice, onnxruntime-genai, olive)."""
-
-
-def missing_build_modules(modules: dict[str, str] | None = None) -> list[str]:
-    """pip names of the convert extra's packages that are not importable."""
-    modules = BUILD_MODULES if modules is None else modules
-    return [pip for module, pip in modules.items() if importlib.util.find_spec(module) is None]
-
-
-def extras_message(missing: list[str], purpose: str, instead: str = "") -> str:
-    """One line: what ``purpose`` needs, and the command that installs it."""
-    verb = "is" if len(missing) == 1 else "are"
-    return (f"{purpose} needs {', '.join(missing)} (the convert extra), which {verb} not installed: "
-            f"{INSTALL_HINT}{'; or ' + instead if instead else ''}.")
-
-
-def missing_extras_error(command: str, modules: dict[str, str] | None = None) -> str | None:
-    """The ``error: ...`` line for a command line of ``convert`` whose extra is missing, else None."""
-    missing = missing_build_modules(modules)
-    return f"error: {extras_message(missing, command)}" if missing else None
 
 
 def _require_build_extras() -> None:

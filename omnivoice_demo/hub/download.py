@@ -92,8 +92,8 @@ def check_against_listing(path: pathlib.Path, entry: RepoFile, where: str) -> st
 
 def offline_help(repo_id: str, precision: str, what: str) -> str:
     return (
-        f"{what} To get it, run once with network access (without --offline / HF_HUB_OFFLINE=1), "
-        f"e.g. `python app.py --model {repo_id} --precision {precision}`, and it is cached for offline use; "
+        f"{what} To get it, run the same command once with network access (without --offline / "
+        f"HF_HUB_OFFLINE=1; --model {repo_id} --precision {precision}), and it is cached for offline use; "
         "or pass a local model folder with --model DIR (build one with `python -m convert`)."
     )
 

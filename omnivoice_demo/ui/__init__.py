@@ -1,7 +1,5 @@
-"""The Gradio app over the engine: ``layout.build_app(Studio(...))`` assembles the tabs (``tabs/``)."""
+"""The Gradio app over the studio core: ``layout.build_app(Studio(...))`` assembles the tabs (``tabs/``).
 
-from .models import ModelManager
-from .studio import Studio
-from .voices import VoiceLibrary, data_dir
-
-__all__ = ["ModelManager", "Studio", "VoiceLibrary", "data_dir"]
+The state it works on (models, voices, sharing, the queue) is ``omnivoice_demo.studio``'s;
+the UI never imports the HTTP API (``omnivoice_demo.api``).
+"""

@@ -38,8 +38,17 @@ def idle_progress(text: str = "Ready.") -> str:
     return progress_html(0.0, text, state="idle")
 
 
-def stopped_progress() -> str:
+def stopped_progress(current: Optional[str] = None):
+    """The progress bar after Stop: "Stopped." while a run was starting, queued or running; otherwise (a
+    finished, failed or no run) the bar as it was, which must not claim a cancel."""
+    if current is not None and not any(f'ov-progress ov-{state}"' in current for state in ("running", "queued")):
+        return current
     return progress_html(0.0, "Stopped.", "The generation was cancelled.", state="idle")
+
+
+def failed_progress() -> str:
+    """The progress bar after a run that failed (its message is shown beside): not the last run's "Done"."""
+    return progress_html(0.0, "Not run.", "See the message; the previous result was cleared.", state="idle")
 
 
 def wav_bytes(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> bytes:

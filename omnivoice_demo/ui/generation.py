@@ -20,15 +20,15 @@ import numpy as np
 from ..codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine import ChunkEvent, GenerationResult, StepEvent
-from ..service import QueueEvent
+from ..studio.service import QueueEvent
 from ..errors import InvalidInput
 from ..voice import Voice
 from . import pictures
 from .controls import generation_request
 from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
-from .models import ModelNotReady
+from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
-from .studio import Studio
+from ..studio import Studio
 
 log = logging.getLogger(__name__)
 

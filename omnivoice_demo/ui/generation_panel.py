@@ -8,17 +8,17 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import gradio as gr
 
-from ..api.gradio_endpoints import generation_concurrency
+from .gradio_api import generation_concurrency
 from ..errors import InvalidInput
 from ..text import NONVERBAL_TAGS
 from ..voice import Voice
 from .assets import chunk_player_js
 from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
-from .display import HISTORY_HEADERS, idle_progress, stopped_progress
+from .display import HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
 from .generation import text_info
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
-from .studio import Studio, session_of
+from ..studio import Studio, session_of
 
 #: generations share one concurrency group: a CPU model is not sped up by running two at once
 ENGINE_GROUP = "engine"
@@ -26,16 +26,17 @@ ENGINE_GROUP = "engine"
 
 def _insert_tag_js(elem_id: str, tag: str) -> str:
     """JS that inserts ``[tag]`` at the text box's caret (a textarea keeps it after losing focus), or at the
-    end when the caret was never placed."""
+    end when the caret was never placed, with a space on each side where a word touches it."""
     return f"""(value) => {{
         const box = document.querySelector('#{elem_id} textarea');
         const text = value || '';
         const tag = '[{tag}]';
         const at = box ? box.selectionStart : null;
-        if (at === null || at === undefined || at === 0 || at > text.length) {{
-            return text + (text && !text.endsWith(' ') ? ' ' : '') + tag;
-        }}
-        return text.slice(0, at) + tag + text.slice(at);
+        const cut = (at === null || at === undefined || at === 0 || at > text.length) ? text.length : at;
+        const before = text.slice(0, cut), after = text.slice(cut);
+        // a tag is a word of its own: "funny [laughter]", not "funny[laughter]"
+        return before + (before && !/\s$/.test(before) ? ' ' : '') + tag +
+               (after && !/^\s/.test(after) ? ' ' : '') + after;
     }}"""
 
 
@@ -99,6 +100,11 @@ class SessionHistory:
         self.table.select(play, inputs=self.state, outputs=self.player, api_visibility="private")
 
 
+def failed_outputs() -> dict:
+    """What the output panel shows after a failed run: no progress, audio, files or info of an earlier run."""
+    return {"progress": failed_progress(), "chunks": "", "audio": None, "files": None, "info": ""}
+
+
 @dataclasses.dataclass
 class GenerationPanel:
     """One tab's generation widgets: ``text`` (text_block), ``controls``, ``outputs`` (output_panel), Go and Stop."""
@@ -151,10 +157,15 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
 
     def generate(data, request: gr.Request):
         values = values_of(controls, data)
-        for update in run(data[text_box], values, data[history.state], data, session_of(request)):
-            if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
-                update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
-            yield {names[name]: value for name, value in update.items() if name in names}
+        try:
+            for update in run(data[text_box], values, data[history.state], data, session_of(request)):
+                if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
+                    update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
+                yield {names[name]: value for name, value in update.items() if name in names}
+        except gr.Error:
+            # a failed run does not leave the previous run's "Done" and audio on screen
+            yield {names[name]: value for name, value in failed_outputs().items() if name in names}
+            raise
 
     event = panel.go.click(generate, inputs=info_inputs | set(extra_inputs) | {history.state},
                            outputs=list(names.values()), **generation_concurrency(studio),
@@ -164,5 +175,6 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
     # once the cancelled run can send nothing more
     panel.stop.click(None, js=STOP_PLAYBACK_JS, cancels=[event], api_visibility="private", queue=False).then(
-        stopped_progress, outputs=panel.outputs["progress"], api_visibility="private", queue=False,
+        stopped_progress, inputs=panel.outputs["progress"], outputs=panel.outputs["progress"],
+        api_visibility="private", queue=False,
         show_progress="hidden")

@@ -12,12 +12,12 @@ from typing import Optional
 
 import gradio as gr
 
-from ..api.gradio_endpoints import add_listing_endpoints
+from .gradio_api import add_listing_endpoints
 from .assets import css
 from .controls import NO_VOICE
 from .generation_panel import SessionHistory
-from .sharing import browser_secret
-from .studio import Studio, session_of
+from ..studio.sharing import browser_secret
+from ..studio import Studio, session_of
 from .tabs import benchmark, clone, codec, model, speak
 
 TITLE = "OmniVoice ONNX Studio"

@@ -9,7 +9,7 @@ from typing import Optional
 
 import gradio as gr
 
-from ...api.gradio_endpoints import api_errors, describe
+from ..gradio_api import api_errors, describe
 from ...config import GenerationConfig
 from ...constants import STAGES
 from ...errors import InvalidInput
@@ -17,7 +17,7 @@ from ...quick_bench import TEXTS, machine_info, rows_to_csv, run_benchmark
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
-from ..studio import Studio
+from ...studio import Studio
 
 BENCH_COLUMNS = (["model", "profile", "num_step", "frames", "audio_s"] + [f"{stage}_s" for stage in STAGES]
                  + ["total_s", "per_step_ms", "rtf", "peak_rss_mb"])

@@ -9,12 +9,14 @@ import dataclasses
 import hashlib
 import html
 import inspect
+import pathlib
+import secrets
 from typing import Iterator, Optional
 
 import gradio as gr
 import numpy as np
 
-from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
+from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ... import audio as audio_ops
 from ...config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
@@ -26,9 +28,10 @@ from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
-from ..studio import Studio, session_of
-from ..sharing import unique_name
-from ..voices import clean_name
+from ...studio import Studio, session_of
+from ...studio.sharing import unique_name
+from ...studio.voices import clean_name, export_voice
+from .speak import voice_names
 
 #: references longer than this are cut at a pause to about TRIM_TO seconds
 TRIM_ABOVE_SECONDS = 20.0
@@ -217,6 +220,7 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                     name = gr.Textbox(label="Voice name", placeholder="e.g. my voice", scale=3, elem_id="clone-name")
                     save = gr.Button("Save voice", scale=1, elem_id="clone-save")
                 saved = gr.Markdown("", elem_id="clone-saved")
+                voices_panel = saved_voices_panel()  # inside the tab: a component made in gr.Tabs becomes a tab
                 text = text_block("clone", "Text to say in this voice")
                 go, stop = go_stop_buttons("clone", "Clone and speak")
                 outputs = output_panel("clone")
@@ -243,14 +247,123 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
 
     def save_fn(ref_path, transcript_text, consent_given, voice_name, preprocess, browser=None,
                 request: gr.Request = None):
-        result = save_voice(studio, ref_path, transcript_text, consent_given, voice_name, preprocess,
-                            session_of(request), browser)
-        listed = gr.update(choices=[NO_VOICE] + result["voices"], value=result["selected"])
-        return (result["message"], listed) + ((result["store"],) if stored else ())
+        result = kept_on_error(save_voice, studio, ref_path, transcript_text, consent_given, voice_name, preprocess,
+                               session_of(request), browser)
+        return (result["message"], voice_list_update(result)) + ((store_update(result),) if stored else ())
 
     save.click(save_fn, inputs=[ref, transcript, consent, name, pre] + stored, outputs=[saved, speak_voice] + stored,
                concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    manage, pick, new_name, buttons, upload, exported, status = voices_panel
+    managed = [status, pick, speak_voice, exported] + stored
+
+    def act(action):
+        def handler(chosen, new, path, browser=None, request: gr.Request = None):
+            result = kept_on_error(manage_voice, studio, action, chosen, new, path, session_of(request), browser)
+            return (result["message"], gr.update(choices=result["voices"], value=result["selected"])
+                    if "voices" in result else gr.update(), voice_list_update(result),
+                    result.get("files", gr.update())) + ((store_update(result),) if stored else ())
+        return handler
+
+    for action, button in buttons.items():
+        button.click(act(action), inputs=[pick, new_name, upload] + stored, outputs=managed,
+                     api_visibility="private", queue=False)
+    upload.upload(act("import"), inputs=[pick, new_name, upload] + stored, outputs=managed,
+                  api_visibility="private", queue=False)
+
+    def listing(browser=None, request: gr.Request = None):
+        names = voice_names(studio, session_of(request), browser)[1:]
+        return gr.update(choices=names, value=names[0] if names else None)
+
+    manage.expand(listing, inputs=stored, outputs=pick, api_visibility="private", queue=False)
     return panel
+
+
+def saved_voices_panel() -> tuple:
+    """The "Saved voices" accordion: (accordion, voice list, new name, {action: button}, import, exported, status)."""
+    with gr.Accordion("Saved voices: rename, delete, export, import", open=False, elem_id="voices-panel") as manage:
+        with gr.Row():
+            pick = gr.Dropdown([], label="Saved voice", scale=2, elem_id="voices-pick")
+            new_name = gr.Textbox(label="New name (for Rename)", scale=2, elem_id="voices-new-name")
+        with gr.Row():
+            buttons = {action: gr.Button(action.capitalize(), size="sm", elem_id=f"voices-{action}",
+                                         variant="stop" if action == "delete" else "secondary")
+                       for action in ("rename", "delete", "export")}
+        with gr.Row():
+            upload = gr.File(label="Import a voice (.npz)", file_types=[".npz"], type="filepath",
+                             elem_id="voices-import")
+            exported = gr.File(label="Exported (.npz and .json)", file_count="multiple", interactive=False,
+                               elem_id="voices-exported")
+        status = gr.Markdown("", elem_id="voices-status")
+    return manage, pick, new_name, buttons, upload, exported, status
+
+
+def kept_on_error(action, *args) -> dict:
+    """``action(*args)``; a mistake (``OmniVoiceError``) becomes the answer's message and leaves every list as it
+    was (raised, it would mark the Speak tab's voice list as a red "Error")."""
+    try:
+        return action(*args)
+    except OmniVoiceError as exc:
+        return {"message": f"**Not done:** {user_message(one_line(exc))}"}
+    except gr.Error as exc:  # a handler wrapped in ui_errors: its message is the page's already
+        return {"message": f"**Not done:** {exc.message}"}
+
+
+def voice_list_update(result: dict):
+    """The Speak tab's voice list after ``result``: unchanged when nothing was saved or changed."""
+    if "voices" not in result:
+        return gr.update()
+    return gr.update(choices=[NO_VOICE] + result["voices"], value=result.get("speak_selected", result["selected"]))
+
+
+def store_update(result: dict):
+    return result["store"] if result.get("store") is not None else gr.update()
+
+
+def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Optional[str] = None,
+                 upload: Optional[str] = None, session: Optional[str] = None, browser=None) -> dict:
+    """Rename, delete, export or import a saved voice (in the visitor's browser in shared mode, else the voice
+    folder): ``{"message", "voices", "selected", "store", "files"}``."""
+    if action != "import" and not name:
+        raise InvalidInput("Pick a saved voice first (the list shows the voices saved in the Clone tab).")
+    shared, store, files = studio.shared, None, None
+    if action == "rename":
+        new_name = clean_name(new_name or "")
+        if shared:
+            store, new_name = studio.browser_voices.rename(browser, name, new_name)
+        else:
+            new_name = studio.voices.rename(name, new_name, session)
+        message, selected = f"Renamed **{html.escape(name)}** to **{html.escape(new_name)}**.", new_name
+    elif action == "delete":
+        if shared:
+            studio.browser_voices.load(browser, name)  # says so when there is none
+            store = studio.browser_voices.delete(browser, name)
+        else:
+            studio.voices.delete(name, session)
+        message, selected = f"Deleted the voice **{html.escape(name)}**.", None
+    elif action == "export":
+        voice = studio.browser_voices.load(browser, name) if shared else studio.voices.load(name, session)
+        target = studio.output_path(f"{clean_name(name).replace(' ', '_')}-{secrets.token_hex(4)}", ".npz")
+        studio.output_path(target.stem, ".json")  # the .json beside it is an output file too (removed at exit)
+        files = [str(path) for path in export_voice(voice, target)]
+        message, selected = f"Exported **{html.escape(name)}**: download the .npz (the voice) and the .json.", name
+    elif action == "import":
+        if not upload:
+            raise InvalidInput("Choose a voice file (.npz) to import.")
+        studio.check_upload(upload, "voice file")
+        voice = Voice.load(upload, max_frames=studio.limits.max_reference_frames)
+        asked = clean_name(new_name or voice.name or pathlib.Path(upload).stem)
+        if shared:
+            store, selected = studio.browser_voices.save(browser, voice, asked)
+        else:
+            selected = unique_name(asked, studio.voices.names(session))
+            studio.voices.save(voice, selected, session)
+        message = f"Imported the voice as **{html.escape(selected)}**; pick it in the Speak tab's voice list."
+    else:
+        raise InvalidInput(f"Unknown action {action!r}.")
+    names = studio.browser_voices.names(store if store is not None else browser) if shared \
+        else studio.voices.names(session)
+    return {"message": message, "voices": names, "selected": selected, "store": store, "files": files,
+            "speak_selected": selected or NO_VOICE}
 
 
 def build_api(studio: Studio) -> None:

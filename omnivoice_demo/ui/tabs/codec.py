@@ -9,7 +9,7 @@ from typing import Optional
 import gradio as gr
 import numpy as np
 
-from ...api.gradio_endpoints import api_errors, describe
+from ..gradio_api import api_errors, describe
 from ... import audio as audio_ops
 from ...codes_file import load_codes, save_codes
 from ...constants import BITS_PER_CODE, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
@@ -18,7 +18,7 @@ from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
 from ...audio_metrics import log_mel_distance, snr_db
-from ..studio import Studio
+from ...studio import Studio
 
 BITRATE_KBPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE / 1000
 

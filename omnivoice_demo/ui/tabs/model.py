@@ -9,8 +9,8 @@ import gradio as gr
 
 from ...hub import DEFAULT_REPO, PRECISIONS
 from ..error_mapping import ui_errors
-from ..models import ModelNotReady, available_providers
-from ..studio import Studio
+from ...studio.models import ModelNotReady, available_providers
+from ...studio import Studio
 
 
 def model_bar(studio: Studio) -> str:
@@ -96,15 +96,22 @@ def model_details(studio: Studio) -> str:
     return studio.message("\n\n".join(blocks))
 
 
+def precision_choices(chosen: Optional[str] = None) -> list[str]:
+    """The precisions this machine can run (the ``cuda`` folder only with a CUDA provider), and the one chosen."""
+    usable = [p for p in PRECISIONS if p != "cuda" or "cuda" in available_providers()]
+    return ["auto"] + list(dict.fromkeys(usable + ([chosen] if chosen and chosen != "auto" else [])))
+
+
 class ModelTab:
     """The Model tab's widgets and events; ``view()`` refreshes the bar, the details and every model list."""
 
     def __init__(self, studio: Studio, bar: gr.HTML, bench_models: gr.CheckboxGroup, model_spec: Optional[str],
                  precision: Optional[str], provider: str):
         self.studio = studio
-        self.timer = gr.Timer(1.0, active=False)
         editable = not studio.shared
         with gr.Tab("Model", id="model"):
+            # inside the tab: a Timer made directly in gr.Tabs became a second "Model" tab button on each click
+            self.timer = gr.Timer(1.0, active=False)
             if studio.shared:
                 gr.Markdown("This is a shared server: its operator chooses the models (with `--model`), so they "
                             "cannot be changed here. Run the app on your own machine to choose another model.")
@@ -115,10 +122,10 @@ class ModelTab:
             with gr.Row():
                 spec = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo", scale=3,
                                   interactive=editable, elem_id="model-spec")
-                precision_choice = gr.Radio(["auto"] + list(PRECISIONS), value=precision or "auto", label="Precision",
+                precision_choice = gr.Radio(precision_choices(precision), value=precision or "auto", label="Precision",
                                             info="auto: a model folder's own, else int4 from the Hub",
                                             interactive=editable, elem_id="model-precision")
-                provider_choice = gr.Radio(["cpu", "cuda"], value=provider, label="Provider", interactive=editable, elem_id="model-provider",
+                provider_choice = gr.Radio(list(dict.fromkeys(available_providers() + [provider])), value=provider, label="Provider", interactive=editable, elem_id="model-provider",
                                            info=f"available here: {', '.join(available_providers())}")
             with gr.Row():
                 offline = gr.Checkbox(False, label="Offline (use the cache only)", interactive=editable, elem_id="model-offline")

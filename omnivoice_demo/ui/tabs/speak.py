@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 
 import gradio as gr
 
-from ...api.gradio_endpoints import api_errors, describe, generation_concurrency, result_outputs, run_job
+from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...voice import Voice
 from ..assets import examples
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
@@ -15,17 +15,35 @@ from ..error_mapping import ui_errors
 from ..generation import run_generation
 from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
-from ..studio import Studio, session_of
+from ...studio import Studio, session_of
+from ...studio.vocabulary import resolve_voice
+from ..design import compose_instruct
 
 
 def saved_voice(studio: Studio, name: Optional[str], session: Optional[str], browser=None) -> Optional[Voice]:
-    """The saved voice ``name``: from the visitor's browser (``browser``, its stored voices) in shared mode,
-    else from the server's voice folder."""
+    """The voice ``name`` means (``chosen_voice``) when it is a saved one, else None."""
+    return chosen_voice(studio, name, session, browser)[0]
+
+
+def chosen_voice(studio: Studio, name: Optional[str], session: Optional[str],
+                 browser=None) -> tuple[Optional[Voice], Optional[str]]:
+    """(voice, design) of ``name`` as every front end reads it (``studio.vocabulary``): a saved voice (from the
+    visitor's browser, ``browser``, in shared mode, else the server's voice folder), then a named design."""
     if not name or name == NO_VOICE:
-        return None
+        return None, None
     if studio.shared:
-        return studio.browser_voices.load(browser, name)
-    return studio.voices.load(name, session, max_frames=studio.limits.max_reference_frames)
+        return resolve_voice(name, studio.browser_voices.names(browser),
+                             lambda saved: studio.browser_voices.load(browser, saved), listed_by="/voices")
+    return resolve_voice(name, studio.voices.names(session), listed_by="/voices",
+                         load_saved=lambda saved: studio.voices.load(saved, session,
+                                                                     max_frames=studio.limits.max_reference_frames))
+
+
+def with_design(values: dict, design: Optional[str]) -> dict:
+    """``values`` with a named voice's design as the instruct, unless the request designs a voice itself."""
+    if not design or compose_instruct(values):
+        return values
+    return dict(values, instruct=design)
 
 
 def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> list[str]:
@@ -37,8 +55,8 @@ def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> 
 def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
           session: Optional[str] = None, browser=None) -> Iterator[dict]:
     """Text (and voice design, or a saved voice) -> speech, with live progress."""
-    voice = saved_voice(studio, values.get("voice"), session, browser)
-    yield from run_generation(studio, text, values, voice, history, "Speak")
+    voice, design = chosen_voice(studio, values.get("voice"), session, browser)
+    yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak")
 
 
 def build(studio: Studio, history: SessionHistory,
@@ -47,12 +65,13 @@ def build(studio: Studio, history: SessionHistory,
 
     ``browser_voices`` (shared mode): the visitor's voices, kept in their browser."""
     with gr.Tab("Speak", id="speak"):
-        with gr.Row():
-            with gr.Column(scale=3):
+        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
+            with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
                 go, stop = go_stop_buttons("speak", "Speak")
-                outputs = output_panel("speak")
-            with gr.Column(scale=2):
+                with gr.Column(elem_classes="ov-outputs"):
+                    outputs = output_panel("speak")
+            with gr.Column(scale=2, elem_classes="ov-controls"):
                 controls = generation_controls("speak", with_voice=True)
         rows = examples("speak")
         if rows:
@@ -81,8 +100,8 @@ def build_api(studio: Studio) -> None:
     """/speak (inside the app's hidden column): async through the studio's service, so a cancel stops the engine."""
     @api_errors
     async def handle(values: dict, session: Optional[str]):
-        voice = saved_voice(studio, values.pop("voice", "") or NO_VOICE, session)
-        return await run_job(studio, values.pop("text"), values, voice, "speak")
+        voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
+        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak")
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",

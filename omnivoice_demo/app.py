@@ -1,4 +1,9 @@
-"""OmniVoice ONNX Studio: the Gradio app (also the ``app_file`` of a Hugging Face Space).
+"""OmniVoice ONNX Studio: the Gradio app and the HTTP API on one server (``python app.py``, a Space's app).
+
+The one place that puts the front ends together: it makes the studio core
+(``omnivoice_demo.studio``), builds the UI (``omnivoice_demo.ui``) on it and
+mounts the HTTP API (``omnivoice_demo.api``) beside it; neither front end
+imports the other.
 
     omnivoice-studio [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
                   [--host 127.0.0.1] [--port 7860] [--share] [--shared] [--inbrowser] [--offline]
@@ -50,31 +55,34 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def make_studio(args: argparse.Namespace):
     from omnivoice_demo.config import limits_from_arguments
-    from omnivoice_demo.ui import ModelManager, Studio, VoiceLibrary
-    from omnivoice_demo.ui.sharing import is_shared
+    from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
+    from omnivoice_demo.studio.service import service_from_arguments
+    from omnivoice_demo.studio.sharing import shared_from_arguments
 
-    shared = is_shared(args.host, share=args.share, shared=args.shared)
+    shared = shared_from_arguments(args)
     limits = limits_from_arguments(args)
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                            offline=args.offline, limits=limits, locked=shared,
                            backbone=args.backbone)
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
-    from omnivoice_demo.api.server import make_service
-
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
-                  service=make_service(args))
+                  service=service_from_arguments(args))
 
 
 def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
+    from omnivoice_demo.ports import exit_if_port_in_use
+
+    exit_if_port_in_use(args.host, args.port)  # before anything is loaded: one line, not a traceback
     from omnivoice_demo.ui.assets import css
     from omnivoice_demo.ui.layout import build_app
 
-    from omnivoice_demo.api.server import api_routes, app_context
+    from omnivoice_demo.api.server import api_routes, app_context, gradio_auth
 
+    auth = gradio_auth(args)  # --api-key-scope all: the page and the Gradio API need the key too
     studio = make_studio(args)
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
@@ -83,7 +91,8 @@ def main(argv=None) -> None:
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
-                allowed_paths=[str(studio.out_dir)],
+                allowed_paths=[str(studio.out_dir)], auth=auth,
+                auth_message="This server needs its API key: any user name, the key as the password.",
                 # /v1/audio/speech etc. on the same server, there before the first request
                 app_kwargs={"routes": api_routes(app_context(args, studio, studio.service))})
 

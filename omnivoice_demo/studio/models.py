@@ -140,7 +140,8 @@ class ModelManager:
     def _load_quietly(self, *args) -> None:
         try:
             self.load(*args)
-        except Exception:  # load() has recorded the message in the status
+        except Exception:  # load() has recorded the message in the status; the console says it too
+            log.warning("the model was not loaded: %s", self.status.message)
             log.debug("model load failed", exc_info=True)
 
     def load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
@@ -168,7 +169,8 @@ class ModelManager:
                                          progress=self._on_progress, force_download=force_download)
             folder = resolved.path
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder} (the first time on this "
-                             "machine, the backbone choices that pass the fidelity gate are built and timed: a few minutes at full size)", fraction=None)
+                             "machine, the backbone choices that pass the fidelity gate are built and timed: a few "
+                             "minutes at full size)", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
                                      backbone=self.backbone)

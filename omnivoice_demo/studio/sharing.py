@@ -28,7 +28,8 @@ from typing import Iterable, Mapping, Optional
 from ..errors import InvalidInput
 from ..voice import Voice
 
-__all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes", "unique_name"]
+__all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
+           "shared_from_arguments", "unique_name"]
 
 SECRET_ENV = "OMNIVOICE_BROWSER_SECRET"
 
@@ -49,6 +50,12 @@ def is_shared(host: Optional[str] = None, share: bool = False, shared: bool = Fa
         return not ipaddress.ip_address(host).is_loopback
     except ValueError:  # a host name other than localhost: reachable from elsewhere
         return True
+
+
+def shared_from_arguments(args) -> bool:
+    """``is_shared`` of a command line's ``--host``, ``--share`` and ``--shared`` (those it has)."""
+    return is_shared(getattr(args, "host", None), share=getattr(args, "share", False),
+                     shared=getattr(args, "shared", False))
 
 
 def refuse_model_changes(shared: bool) -> None:
@@ -106,6 +113,13 @@ class BrowserVoices:
     def delete(self, stored, name: str) -> dict:
         return {k: v for k, v in self._entries(stored).items() if k != name}
 
+    def rename(self, stored, name: str, new_name: str) -> tuple[dict, str]:
+        """(the new stored value, ``new_name``): refused when another voice has that name."""
+        voice = self.load(stored, name)
+        if new_name != name and new_name.casefold() in {n.casefold() for n in self._entries(stored) if n != name}:
+            raise InvalidInput(f"A voice named {new_name!r} exists already; choose another name.", param="name")
+        return self.save(self.delete(stored, name), voice, new_name, replace=True)
+
 
 def browser_secret(folder: pathlib.Path) -> str:
     """The key ``gr.BrowserState`` encrypts the voices with: ``$OMNIVOICE_BROWSER_SECRET``, else one made once
@@ -128,11 +142,29 @@ def browser_secret(folder: pathlib.Path) -> str:
     return text
 
 
+#: a web address (kept whole: it names no server folder)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>\"']+")
+#: an absolute path of two or more parts, not inside a word, an address or a placeholder, and not a route
+#: of the HTTP API (our messages write those after their method: "GET /v1/audio/voices")
+_PATH = re.compile(r"(?<![\w<>/:.])(?<!GET )(?<!POST )(?<!PATCH )(?<!DELETE )/(?:[\w.\-]+/)+([\w.\-]+)")
+
+
 def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:
-    """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``."""
+    """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``.
+
+    Web addresses stay whole, and so do routes written after their method (``GET /v1/audio/voices``)."""
     folders = {str(pathlib.Path(r)) for r in roots if r}
     folders |= {tempfile.gettempdir(), os.path.expanduser("~")}
-    for folder in sorted((f for f in folders if len(f) > 1), key=len, reverse=True):
-        text = text.replace(folder, "<server>")
+    folders = sorted((f for f in folders if len(f) > 1), key=len, reverse=True)
+    pieces, start = [], 0
+    for url in _URL.finditer(text):
+        pieces += [_redact_part(text[start:url.start()], folders), url.group()]
+        start = url.end()
+    return "".join(pieces + [_redact_part(text[start:], folders)])
+
+
+def _redact_part(text: str, folders: list[str]) -> str:
+    for folder in folders:
+        text = re.sub(re.escape(folder) + r"(?=/|\b|$)", "<server>", text)
     # any absolute path left (a cache, a site-packages file) loses its folders
-    return re.sub(r"(?<![\w<])/(?:[\w.\-]+/)+([\w.\-]+)", r"<server>/\1", text)
+    return _PATH.sub(r"<server>/\1", text)

@@ -12,7 +12,7 @@ from typing import Callable, Hashable, Optional
 from ..config import Limits
 from ..errors import ResourceLimitExceeded
 from ..outputs import DEFAULT_MAX_BYTES, OutputFolder
-from ..service import EngineService
+from .service import EngineService
 from ..voice import Voice
 from .models import ModelManager
 from .sharing import BrowserVoices
@@ -76,7 +76,7 @@ class Studio:
                                     max_age_seconds=self.keep_outputs_seconds)
         self.browser_voices = BrowserVoices(max_frames=self.limits.max_reference_frames)
         if self.shared:
-            from .error_mapping import set_message_filter
+            from .messages import set_message_filter
 
             self.models.locked = True
             set_message_filter(self.message)

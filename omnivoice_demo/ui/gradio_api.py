@@ -20,9 +20,10 @@ from typing import Optional
 import gradio as gr
 
 from ..config import GenerationConfig
-from ..errors import OmniVoiceError, one_line
-from . import speech
-from .voices import voice_list
+from ..studio.messages import error_text, errors_as
+from ..studio.results import details
+from ..studio.state import session_of
+from ..studio.vocabulary import voice_list
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,8 @@ GENERATION_GROUP = "generation"
 #: the API's own parameters; the generation settings are described by their ``Setting``
 DESCRIPTIONS = {
     "text": "Required. The text to speak.",
-    "voice": "A saved voice's name (see /voices); empty: none (the model picks a voice, or follows instruct).",
+    "voice": "A saved voice's name, or a named design such as 'alloy' (see /voices); empty: none (the model picks "
+             "a voice, or follows instruct).",
     "language": "Language name or code, e.g. 'English' or 'en'; 'Auto' lets the model decide.",
     "instruct": "Voice design: comma-separated items, e.g. 'female, low pitch, british accent' (/voices lists "
                 "named designs); empty: none.",
@@ -77,20 +79,13 @@ def describe(inputs: list, names: Optional[list[str]] = None) -> list:
 
 def plain_error(exc: BaseException) -> gr.Error:
     """An error for API clients: our message as plain text; anything else logged and shown as internal."""
-    from ..ui.error_mapping import filtered
-
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, OmniVoiceError) or type(exc).__name__ == "ModelNotReady":
-        return gr.Error(filtered(str(exc).strip() or one_line(exc)), print_exception=False)
-    log.error("internal error in a Gradio API endpoint", exc_info=exc)
-    return gr.Error("Internal error; the details are in the server log.", print_exception=False)
+    return gr.Error(error_text(exc, "a Gradio API endpoint"), print_exception=False)
 
 
 def api_errors(fn):
     """Raise every exception of ``fn`` (plain or async) as ``plain_error``; reaches past ``ui_errors``'s HTML."""
-    from ..ui.error_mapping import errors_as
-
     return errors_as(plain_error)(getattr(fn, "__wrapped__", fn))
 
 
@@ -108,7 +103,7 @@ async def run_job(studio, text: str, values: dict, voice, tab: str) -> tuple[str
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details)."""
     import soundfile as sf
 
-    from ..ui.controls import generation_request
+    from .controls import generation_request
 
     loaded = studio.models.get()
     arguments = generation_request(values).engine_arguments()
@@ -123,13 +118,11 @@ async def run_job(studio, text: str, values: dict, voice, tab: str) -> tuple[str
         raise gr.Error("The generation was stopped before it finished.", print_exception=False)
     path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav")
     await asyncio.to_thread(sf.write, path, result.audio, result.sample_rate, subtype="PCM_16")
-    return str(path), int(result.seed), speech.details(result, loaded.label)
+    return str(path), int(result.seed), details(result, loaded.label)
 
 
 def add_listing_endpoints(studio) -> None:
     """/voices and /models (call inside the app's hidden column)."""
-    from ..ui.studio import session_of
-
     def voices(request: gr.Request = None):
         """The saved voices (for /speak's voice) and the named voice designs (their instruct text)."""
         return voice_list(studio.voices.names(session_of(request)))

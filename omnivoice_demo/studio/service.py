@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
 
-from .errors import Busy
+from ..errors import Busy
 
 log = logging.getLogger(__name__)
 
@@ -393,3 +393,10 @@ class EngineService:
 
 def _rounded(seconds: Optional[float]) -> Optional[int]:
     return None if seconds is None else int(round(seconds))
+
+
+def service_from_arguments(args) -> EngineService:
+    """The service of a command line's ``--max-queue`` and ``--max-running``."""
+    if args.max_queue < 0 or args.max_running < 1:
+        raise SystemExit("error: --max-queue must be 0 or more and --max-running 1 or more")
+    return EngineService(max_running=args.max_running, max_waiting=args.max_queue)

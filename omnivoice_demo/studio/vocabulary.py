@@ -1,0 +1,129 @@
+"""The names every front end accepts, in one place: presets, voices and languages.
+
+* Presets: ``reference``, ``balanced``, ``fast`` (``presets.PRESETS``); ``quality`` and ``hd`` are
+  aliases of ``reference`` (``presets.ALIASES``), accepted wherever a preset is.
+* Voices (``choose_voice``): a name finds a saved voice (exactly, then ignoring case), then a named
+  design (OpenAI's names, mapped below, and our own), then a design written out (``"female, low
+  pitch"``), then -- where the front end reads local files (the command line, batch) -- a path to a
+  ``.npz``; ``"auto"`` or empty: the model chooses.  Servers never take a path.
+* Languages: ``languages.language_choices`` (a name or a code, ``"Auto"``).
+
+OpenAI's clients send fixed voice names (``alloy``, ``echo``, ...).  OmniVoice has no such
+speakers; it designs a voice from attributes (``instruct``).  Each OpenAI name is mapped to one
+documented design below, so a client with a hard-coded name gets a stable kind of voice (the seed
+fixes the exact one).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..errors import InvalidInput
+from ..languages import language_choices  # noqa: F401 - the vocabulary's languages
+from ..presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
+from ..voice import Voice
+from ..voice_design import resolve_instruct
+
+#: name -> voice design (items of ``voice_design.INSTRUCT_CATEGORIES``)
+DESIGNS: dict[str, str] = {
+    # OpenAI's voice names
+    "alloy": "female, young adult, moderate pitch",
+    "ash": "male, young adult, low pitch",
+    "ballad": "male, elderly, moderate pitch, british accent",
+    "coral": "female, young adult, high pitch",
+    "echo": "male, young adult, moderate pitch",
+    "fable": "male, middle-aged, moderate pitch, british accent",
+    "nova": "female, young adult, high pitch, american accent",
+    "onyx": "male, middle-aged, very low pitch",
+    "sage": "female, middle-aged, low pitch",
+    "shimmer": "female, teenager, high pitch",
+    "verse": "male, teenager, moderate pitch",
+    "marin": "female, young adult, moderate pitch, american accent",
+    "cedar": "male, middle-aged, low pitch, american accent",
+    # OmniVoice's own presets
+    "whisper": "female, young adult, whisper",
+    "elder": "male, elderly, low pitch",
+    "child": "female, child, high pitch",
+}
+AUTO_NAMES = ("auto", "default", "")
+
+
+@dataclass
+class ChosenVoice:
+    """What a ``voice`` value means: ``kind`` is ``saved`` (``name`` in the library), ``design``
+    (``instruct``), ``path`` (a voice file, ``path``) or ``auto`` (the model chooses)."""
+
+    name: str
+    kind: str = "auto"
+    instruct: Optional[str] = None
+    path: Optional[pathlib.Path] = None
+
+
+def voice_list(saved_names: list[str]) -> list[dict]:
+    """``GET /v1/audio/voices``: saved voices first, then the designs."""
+    items = [{"id": name, "name": name, "object": "voice", "type": "saved"} for name in saved_names]
+    items += [{"id": name, "name": name, "object": "voice", "type": "design", "instructions": design}
+              for name, design in DESIGNS.items()]
+    items.append({"id": "auto", "name": "auto", "object": "voice", "type": "auto",
+                  "instructions": "none: the model picks a voice (fixed by the seed)"})
+    return items
+
+
+def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/voices",
+                 path_base: Optional[pathlib.Path] = None) -> ChosenVoice:
+    """Resolve a ``voice`` (a string, or ``{"id": ...}`` as newer OpenAI clients send): a saved voice, then a
+    named design, then a design written out, then (only with ``path_base``: local front ends) a voice file.
+
+    Unknown names are ``InvalidInput`` (param ``voice``) listing what exists and where it is listed
+    (``listed_by``)."""
+    if isinstance(value, dict):
+        value = value.get("id") or value.get("name")
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"voice must be a name (string), got {type(value).__name__}.", param="voice")
+    name = (value or "").strip()
+    if name.lower() in AUTO_NAMES:
+        return ChosenVoice(name="auto")
+    if name in saved_names:
+        return ChosenVoice(name=name, kind="saved")
+    folded = {n.casefold(): n for n in saved_names}
+    if name.casefold() in folded:
+        return ChosenVoice(name=folded[name.casefold()], kind="saved")
+    if name.lower() in DESIGNS:
+        return ChosenVoice(name=name.lower(), kind="design", instruct=DESIGNS[name.lower()])
+    if "," in name or name.lower() in _single_items():
+        try:
+            resolve_instruct(name)
+        except ValueError as exc:
+            raise InvalidInput(f"voice {name!r} is not a saved voice or a known design, and as a voice design: "
+                               f"{str(exc).splitlines()[0]}", param="voice") from None
+        return ChosenVoice(name=name, kind="design", instruct=name)
+    if path_base is not None:
+        path = pathlib.Path(name).expanduser()
+        path = path if path.is_absolute() else pathlib.Path(path_base) / path
+        for candidate in (path, path.with_name(path.name + ".npz")):
+            if candidate.suffix == ".npz" and candidate.is_file():
+                return ChosenVoice(name=candidate.stem, kind="path", path=candidate.resolve())
+    also = " or a saved voice file (.npz)" if path_base else ""
+    raise InvalidInput(f"No saved voice or named design is called {name!r}. Saved voices: "
+                       f"{', '.join(saved_names) or 'none'}; designs: {', '.join(DESIGNS)}, auto ({listed_by} lists "
+                       f"them); or write a design such as 'female, low pitch'{also}.", param="voice")
+
+
+def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voice],
+                  listed_by: str = "GET /v1/audio/voices", path_base: Optional[pathlib.Path] = None, max_frames: Optional[int] = None
+                  ) -> tuple[Optional[Voice], Optional[str]]:
+    """``choose_voice``, then the voice itself: (a saved or file voice, None) or (None, its design or None)."""
+    chosen = choose_voice(value, saved_names, listed_by, path_base)
+    if chosen.kind == "saved":
+        return load_saved(chosen.name), None
+    if chosen.kind == "path":
+        return (Voice.load(chosen.path) if max_frames is None else Voice.load(chosen.path, max_frames=max_frames)), None
+    return None, chosen.instruct
+
+
+def _single_items() -> set[str]:
+    from ..voice_design import VALID_EN
+
+    return {item.lower() for item in VALID_EN}

@@ -1,0 +1,159 @@
+"""Saved voices: one ``.npz`` file per voice (``Voice.save``) in the user data folder.
+
+List, save, load, rename, delete, export (the ``.npz`` and a ``.json`` describing it) and import;
+every file is written under a temporary name and then renamed into place.
+
+The folder is ``$OMNIVOICE_DATA/voices``, else
+``${XDG_DATA_HOME:-~/.local/share}/omnivoice-onnx-studio/voices``.  On a shared
+server (a Hugging Face Space), where every visitor would otherwise see every
+other visitor's voices, the library is made per browser session
+(``VoiceLibrary(private=True)``: ``voices/sessions/<session>/``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import tempfile
+from typing import Optional
+
+from ..errors import InvalidInput
+from ..voice import Voice
+
+DATA_ENV = "OMNIVOICE_DATA"
+APP_DIR_NAME = "omnivoice-onnx-studio"
+MAX_NAME_LENGTH = 60
+_NAME_RE = re.compile(r"[^\w\- .]+", re.UNICODE)
+
+
+def data_dir() -> pathlib.Path:
+    """The user data folder (not created here)."""
+    if os.environ.get(DATA_ENV):
+        return pathlib.Path(os.path.expanduser(os.environ[DATA_ENV]))
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join("~", ".local", "share")
+    return pathlib.Path(os.path.expanduser(base)) / APP_DIR_NAME
+
+
+def clean_name(name: str) -> str:
+    """A voice name that is also a safe file name; ``InvalidInput`` when nothing usable is left."""
+    cleaned = _NAME_RE.sub("", (name or "").strip()).strip(" .")
+    cleaned = re.sub(r"\s+", " ", cleaned)[:MAX_NAME_LENGTH]
+    if not cleaned:
+        raise InvalidInput("Give the voice a name (letters, digits, spaces, - _ .) before saving it.")
+    return cleaned
+
+
+class VoiceLibrary:
+    """List, save and load voices in a folder."""
+
+    def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False):
+        self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
+        self.private = private
+
+    def folder(self, session: Optional[str] = None) -> pathlib.Path:
+        if self.private:
+            key = re.sub(r"[^\w\-]", "", session or "") or "anonymous"
+            return self.root / "sessions" / key
+        return self.root
+
+    def names(self, session: Optional[str] = None) -> list[str]:
+        folder = self.folder(session)
+        if not folder.is_dir():
+            return []
+        return sorted((p.stem for p in folder.glob("*.npz") if p.is_file()), key=str.casefold)
+
+    def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
+        return self.folder(session) / f"{clean_name(name)}.npz"
+
+    def save(self, voice: Voice, name: str, session: Optional[str] = None, overwrite: bool = True) -> pathlib.Path:
+        name = clean_name(name)
+        path = self.path(name, session)
+        if path.exists() and not overwrite:
+            raise InvalidInput(f"A voice named {name!r} exists already; choose another name.")
+        voice.name = name
+        return write_voice(voice, path)
+
+    def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
+        """The voice ``name``, checked by ``Voice.load`` (``max_frames``: the longest reference allowed)."""
+        path = self._existing(name, session)
+        return Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
+
+    def _existing(self, name: str, session: Optional[str]) -> pathlib.Path:
+        path = self.path(name, session)
+        if not path.is_file():
+            raise InvalidInput(f"There is no saved voice named {name!r}; the saved voices are: "
+                               f"{', '.join(self.names(session)) or 'none'} (save one from the Clone tab first).",
+                               param="voice")
+        return path
+
+    def delete(self, name: str, session: Optional[str] = None) -> None:
+        """Remove the voice ``name``; ``InvalidInput`` when there is none."""
+        self._existing(name, session).unlink()
+
+    def rename(self, name: str, new_name: str, session: Optional[str] = None) -> str:
+        """Give the voice ``name`` the name ``new_name`` (refused when that is taken); returns the name used."""
+        voice = self.load(name, session)
+        new_name = clean_name(new_name)
+        taken = {n.casefold(): n for n in self.names(session) if n.casefold() != clean_name(name).casefold()}
+        if new_name.casefold() in taken:
+            raise InvalidInput(f"A voice named {taken[new_name.casefold()]!r} exists already; choose another name.",
+                               param="name")
+        self.save(voice, new_name, session)
+        if clean_name(name) != new_name:
+            old = self.path(name, session)
+            if old.exists() and old.resolve() != self.path(new_name, session).resolve():
+                old.unlink()
+        return new_name
+
+    def export(self, name: str, folder: os.PathLike | str, session: Optional[str] = None) -> list[pathlib.Path]:
+        """Copy the voice ``name`` to ``folder``: ``NAME.npz`` (the voice) and ``NAME.json`` (what it is)."""
+        voice = self.load(name, session)
+        folder = pathlib.Path(folder)
+        if not folder.is_dir():
+            raise InvalidInput(f"The folder {folder} does not exist; create it or choose another.", param="folder")
+        return export_voice(voice, folder / f"{voice.name or clean_name(name)}.npz")
+
+    def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,
+                    max_frames: Optional[int] = None) -> str:
+        """Save the voice file ``path`` (checked by ``Voice.load``) under ``name`` (default: its own);
+        refused when the name is taken.  Returns the name used."""
+        voice = Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
+        name = clean_name(name or voice.name or pathlib.Path(path).stem)
+        self.save(voice, name, session, overwrite=False)
+        return name
+
+
+def export_voice(voice: Voice, target: pathlib.Path) -> list[pathlib.Path]:
+    """``voice`` as ``target`` (an ``.npz``) and, beside it, a ``.json`` saying what it is."""
+    write_voice(voice, target)
+    info = {"name": voice.name, "transcript": voice.transcript, "seconds": round(voice.seconds, 2),
+            "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name}
+    about = target.with_suffix(".json")
+    write_atomically(about, json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8"))
+    return [target, about]
+
+
+def write_atomically(path: pathlib.Path, data: bytes) -> pathlib.Path:
+    """``data`` into ``path`` through a temporary file in the same folder and a rename (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path
+
+
+def write_voice(voice: Voice, path: pathlib.Path) -> pathlib.Path:
+    """``voice.save`` to ``path``, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".saving-", dir=path.parent) as folder:
+        written = voice.save(pathlib.Path(folder) / path.name)
+        return write_atomically(path, written.read_bytes())
