@@ -355,3 +355,34 @@ def test_a_wrong_uri_is_one_error_line():
         WyomingServer("http://127.0.0.1:10200", None)
     with pytest.raises(SystemExit, match="tcp://HOST:PORT"):
         WyomingServer("tcp://127.0.0.1", None)
+
+
+def test_serve_takes_the_wyoming_flags_and_starts_it_beside_the_http_api():
+    from omnivoice_demo.__main__ import build_parser
+
+    args = build_parser().parse_args(["serve", "--wyoming-uri", "tcp://127.0.0.1:10200", "--zeroconf"])
+    assert args.wyoming_uri == "tcp://127.0.0.1:10200" and args.zeroconf == "" and args.start_beside is start_beside
+    assert build_parser().parse_args(["wyoming"]).uri == "tcp://127.0.0.1:10200"
+
+
+@pytest.mark.slow  # the app in a subprocess, as the HTTP API's tests
+def test_the_app_serves_wyoming_on_its_own_queue(tiny_fp32_folder, tmp_path):
+    import httpx
+
+    from tests.support.app_server import AppProcess
+
+    port = free_port()
+    with AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--wyoming-uri",
+                     f"tcp://127.0.0.1:{port}"], tmp_path) as app:
+        app.wait_serving(timeout=180)
+        deadline = time.monotonic() + 120
+        while not httpx.get(app.url + "health", timeout=10).json().get("model_loaded"):
+            assert time.monotonic() < deadline, app.log_text()
+            time.sleep(0.3)
+        before = httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"]
+        info = Info.from_event(talk(port, [Describe()], until=("info",))[-1][1])
+        assert "alloy" in [voice.name for voice in info.tts[0].voices]
+        received = talk(port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
+        assert received[-1][1].type == "audio-stop" and audio_of(received)
+        # the generation went through the app's one queue, which /health reports
+        assert httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"] == before + 1
