@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeVoice
 
-from benchmarks.api_first_audio import ROOT, TEXT, free_port
+from benchmarks.api_first_audio import TEXT, free_port, server_process
 
 
 async def timed(port: int) -> tuple[float, float, int]:
@@ -66,18 +65,13 @@ def main() -> int:
     port = free_port()
     command = [sys.executable, "-m", "omnivoice_demo", "wyoming", "--model", args.model,
                "--uri", f"tcp://127.0.0.1:{port}"] + (["--threads", str(args.threads)] if args.threads else [])
-    server = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    try:
+    with server_process(command) as server:
         asyncio.run(wait_serving(port, server))
         print(f"text: {TEXT!r} ({len(TEXT)} characters), 32 steps, threads {args.threads or 'all'}", flush=True)
         for run in range(args.repeats):
             first, total, size = asyncio.run(timed(port))
             print(f"run {run + 1}: first audio chunk {first:.2f} s, audio-stop {total:.2f} s (first/total "
                   f"{first / total:.2f}); {size / 2 / 24000:.2f} s of audio", flush=True)
-    finally:
-        server.terminate()
-        server.wait(30)
     return 0
 
 
