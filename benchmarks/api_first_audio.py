@@ -11,6 +11,7 @@ seconds to the first audio byte, to the last byte and their ratio (with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import socket
@@ -29,6 +30,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server_process(command: list[str]):
+    """``command`` (a server of ``python -m omnivoice_demo``) running offline in the checkout, stopped on exit."""
+    server = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        yield server
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def timed(url: str, body: dict) -> tuple[float, float, int, dict]:
@@ -56,10 +69,8 @@ def main() -> int:
     command = [sys.executable, "-m", "omnivoice_demo", "serve", "--model", args.model, "--port", str(port)]
     if args.threads:
         command += ["--threads", str(args.threads)]
-    server = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    try:
+    with server_process(command) as server:
         deadline = time.monotonic() + 600
         while True:
             try:
@@ -83,9 +94,6 @@ def main() -> int:
             if args.unstreamed:
                 _, whole, _, _ = timed(base + "/v1/audio/speech", body)
                 print(f"  without streaming: {whole:.2f} s (first byte / unstreamed {first / whole:.2f})", flush=True)
-    finally:
-        server.terminate()
-        server.wait(30)
     return 0
 
 

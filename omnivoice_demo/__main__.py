@@ -4,7 +4,9 @@
         [--ref-audio ref.wav [--ref-text "what the reference says"]] [--num-step 32] [--seed 1] [--output out.wav]
     omnivoice codec --model DIR --input in.wav --output rt.wav
     omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
-    omnivoice serve --model DIR [--port 8880] [--api-key KEY]   (the OpenAI-compatible HTTP API, no UI)
+    omnivoice serve --model DIR [--port 8880] [--api-key KEY] [--wyoming-uri tcp://0.0.0.0:10200]
+        (the OpenAI-compatible HTTP API, no UI; with --wyoming-uri the Wyoming server too, one queue)
+    omnivoice wyoming --model DIR [--uri tcp://127.0.0.1:10200] [--zeroconf]   (Home Assistant's Wyoming server)
     omnivoice eval --model DIR --output out/ --candidate preset=fast [--candidate backbone=int4 ...]
         (quality of the fast paths against the exact model: omnivoice_demo.eval)
     omnivoice voices list|delete NAME|rename NAME NEW|export NAME DIR|import FILE.npz   (the app's saved voices)
@@ -230,7 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(commands, add_model_arguments)
     from .api.server import add_serve_command
 
-    add_serve_command(commands, add_model_arguments)
+    from .wyoming.server import add_wyoming_command, start_beside, wyoming_arguments
+
+    serve = add_serve_command(commands, add_model_arguments)
+    wyoming_arguments(serve)  # --wyoming-uri: Home Assistant's server on the HTTP API's queue
+    serve.set_defaults(start_beside=start_beside)
+    add_wyoming_command(commands, add_model_arguments)
     from .library_cli import add_library_commands
 
     add_library_commands(commands)

@@ -2,12 +2,13 @@
 
 The one place that puts the front ends together: it makes the studio core
 (``omnivoice_demo.studio``), builds the UI (``omnivoice_demo.ui``) on it and
-mounts the HTTP API (``omnivoice_demo.api``) beside it; neither front end
-imports the other.
+mounts the HTTP API (``omnivoice_demo.api``) beside it, and with ``--wyoming-uri``
+starts the Wyoming server (``omnivoice_demo.wyoming``) on the same queue; no
+front end imports another.
 
     omnivoice-studio [--model SPEC] [--precision int4|fp16|fp32|cuda] [--provider cpu|cuda]
                   [--host 127.0.0.1] [--port 7860] [--share] [--shared] [--inbrowser] [--offline]
-                  [--limits public|local] [--max-text-chars N ...]
+                  [--limits public|local] [--max-text-chars N ...] [--wyoming-uri tcp://0.0.0.0:10200]
 
 The page is served at once; the model is resolved (found in the cache,
 downloaded, repaired or built) and loaded in the background while the model
@@ -50,6 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     from omnivoice_demo.api.server import api_arguments
 
     api_arguments(parser)  # --api-key, --max-queue, --max-running: the HTTP API and the queue of this server
+    from omnivoice_demo.wyoming.server import wyoming_arguments
+
+    wyoming_arguments(parser)  # --wyoming-uri: Home Assistant's server on the same queue
     return parser.parse_args(argv)
 
 
@@ -88,6 +92,9 @@ def main(argv=None) -> None:
     # resolve and load in the background: the page is up before the model is
     studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,
                              args.force_download, by_operator=True)
+    from omnivoice_demo.wyoming.server import start_beside
+
+    start_beside(args, studio.models, studio.voices, studio.service, studio.message)  # --wyoming-uri
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,

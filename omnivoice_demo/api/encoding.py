@@ -28,6 +28,7 @@ from typing import Optional
 import numpy as np
 
 from ..constants import SAMPLE_RATE
+from ..stream_audio import pcm16
 from ..errors import InvalidInput
 
 #: response_format -> (libsndfile format, subtype, extra SoundFile arguments), media type
@@ -69,18 +70,13 @@ def check_format(name) -> str:
                        param="response_format")
 
 
-def _pcm16(audio: np.ndarray) -> bytes:
-    samples = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
-    return (np.round(samples * 32767.0)).astype("<i2").tobytes()
-
-
 def encode(audio: np.ndarray, name: str, sample_rate: int = SAMPLE_RATE) -> bytes:
     """The whole of ``audio`` (float32 mono) as a file of format ``name``."""
     import soundfile as sf
 
     major, subtype, extra, _ = FORMATS[name]
     if major is None:
-        return _pcm16(audio)
+        return pcm16(audio)
     buffer = io.BytesIO()
     with sf.SoundFile(buffer, "w", sample_rate, 1, format=major, subtype=subtype, **extra) as handle:
         handle.write(np.asarray(audio, dtype=np.float32))
@@ -143,7 +139,7 @@ class StreamEncoder:
 
     def add(self, audio: np.ndarray) -> bytes:
         if self._file is None:
-            return _pcm16(audio)
+            return pcm16(audio)
         self._file.write(np.asarray(audio, dtype=np.float32))
         return self._take()
 

@@ -14,7 +14,7 @@ import argparse
 import logging
 from typing import Optional
 
-from ..studio.service import EngineService, service_from_arguments
+from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
 
@@ -30,10 +30,7 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
                        help="what --api-key guards: v1 (the HTTP API only; the page and the Gradio API stay open) or "
                             "all (also the page and the Gradio API: a login asks for the key as the password, "
                             "gradio_client passes auth=('any name', KEY))")
-    group.add_argument("--max-queue", type=int, default=8,
-                       help="generations that may wait for the engine; one more is refused as busy (default 8)")
-    group.add_argument("--max-running", type=int, default=1,
-                       help="generations computed at once (default 1: a CPU is not faster with two)")
+    add_queue_arguments(group)
 
 
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
@@ -99,6 +96,9 @@ def serve(args: argparse.Namespace) -> int:
         return redact_paths(text, [voices.root, models.cache_dir]) if shared else text
 
     context = make_context(args, models, voices, service_from_arguments(args), redact)
+    beside = getattr(args, "start_beside", None)  # another front end on the same queue (__main__ sets it: Wyoming)
+    if beside is not None:
+        beside(args, models, voices, context.service, redact)
     app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
     mount(app, context)
     if shared and not context.api_key:
@@ -107,8 +107,9 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_serve_command(commands, add_model_arguments) -> None:
-    """The ``serve`` subcommand of ``python -m omnivoice_demo`` (``add_model_arguments`` brings the limit flags)."""
+def add_serve_command(commands, add_model_arguments) -> argparse.ArgumentParser:
+    """The ``serve`` subcommand of ``python -m omnivoice_demo`` (``add_model_arguments`` brings the limit flags);
+    returns its parser, for the flags of front ends that run beside it."""
     parser = commands.add_parser("serve", help="the OpenAI-compatible HTTP API (no UI)")
     add_model_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1: this machine only)")
@@ -118,6 +119,7 @@ def add_serve_command(commands, add_model_arguments) -> None:
                              "creating voices needs --api-key")
     api_arguments(parser)
     parser.set_defaults(run=serve)
+    return parser
 
 
 def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:

@@ -27,13 +27,10 @@ import dataclasses
 import json
 from typing import AsyncIterator, Optional
 
-import numpy as np
-
-from .. import audio as audio_ops
 from ..config import GenerationConfig
-from ..constants import SAMPLE_RATE
 from ..errors import InvalidInput, ResourceLimitExceeded
 from ..presets import preset_values
+from ..stream_audio import chunk_output
 from . import encoding
 
 #: model names OpenAI clients send: they mean the active model
@@ -144,15 +141,6 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
                 raise
             chunk *= 2
     return plan
-
-
-def chunk_output(audio: np.ndarray, rms: Optional[float], config: GenerationConfig) -> np.ndarray:
-    """One streamed chunk, post-processed on its own (silences, loudness, fade and pad of the reference);
-    for a one-chunk text this is exactly the whole result's audio."""
-    out = audio_ops.postprocess_audio(np.asarray(audio, dtype=np.float32)[np.newaxis], rms,
-                                      postprocess=config.postprocess, pad_duration=config.pad_duration,
-                                      fade_duration=config.fade_duration, sample_rate=SAMPLE_RATE)
-    return out[0]
 
 
 async def stream_body(job, plan, response_format: str, stream_format: str, on_done=None) -> AsyncIterator[bytes]:

@@ -395,6 +395,14 @@ def _rounded(seconds: Optional[float]) -> Optional[int]:
     return None if seconds is None else int(round(seconds))
 
 
+def add_queue_arguments(group) -> None:
+    """``--max-queue`` and ``--max-running`` (read by ``service_from_arguments``) on a parser or argument group."""
+    group.add_argument("--max-queue", type=int, default=8,
+                       help="generations that may wait for the engine; one more is refused as busy (default 8)")
+    group.add_argument("--max-running", type=int, default=1,
+                       help="generations computed at once (default 1: a CPU is not faster with two)")
+
+
 def service_from_arguments(args) -> EngineService:
     """The service of a command line's ``--max-queue`` and ``--max-running``."""
     if args.max_queue < 0 or args.max_running < 1:

@@ -1,0 +1,252 @@
+"""One Wyoming connection: ``describe``, ``synthesize`` and the streaming-text events.
+
+* ``synthesize`` -> ``audio-start``, ``audio-chunk``s (16-bit 24 kHz mono PCM; each decoded chunk of
+  the engine's sentence streaming is sent at once), ``audio-stop``.  The audio of each engine chunk is
+  ``stream_audio.chunk_output``, as the HTTP API streams it; a text of one chunk is exactly the
+  engine's result.
+* ``synthesize-start``, ``synthesize-chunk``s, ``synthesize-stop``: the sentences completed by each
+  chunk of text are synthesised while the text still arrives (sentences completed while the engine is
+  busy are spoken together next), each piece as ``audio-start``/``audio-chunk``s/``audio-stop``, then
+  ``synthesize-stopped``.  Without a saved voice the first piece's first chunk (its codes and text)
+  is the reference of the later pieces, as the engine's own chunking does, so the speaker stays;
+  one seed serves the whole stream.  The ``synthesize`` a client sends inside a stream for older
+  servers is ignored.  The stream's whole text is bounded by the server's ``max_text_chars``.
+* A wrong request, a full queue or a failed generation is an ``error`` event with the message every
+  front end shows (``studio.messages.error_text``) and a code (``invalid_value``, ``limit_exceeded``,
+  ``busy``, ``model_not_ready``, ``internal_error``).
+* Events are read while audio is made (one worker task per connection), so a client that
+  disconnects is seen at once: its worker is cancelled, which cancels the job in the queue
+  (``Job.aevents``), and the engine stops after the step in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import secrets
+from typing import Callable, Optional
+
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.info import Describe
+from wyoming.server import AsyncEventHandler
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
+
+from ..config import GenerationConfig
+from ..constants import SAMPLE_RATE
+from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded
+from ..stream_audio import chunk_output, pcm16
+from ..studio.messages import error_text
+from ..studio.vocabulary import resolve_voice
+from ..voice import Voice
+from .info import build_info
+from .requests import SpeechRequest, parse_request
+from .text_stream import TextStream
+
+log = logging.getLogger(__name__)
+
+#: 16-bit mono: bytes per sample; samples per ``audio-chunk`` event (Wyoming's usual 1024)
+SAMPLE_WIDTH, CHANNELS, SAMPLES_PER_EVENT = 2, 1, 1024
+LISTED_BY = "the voices of this server's Wyoming info (Home Assistant's voice menu)"
+
+
+@dataclasses.dataclass
+class WyomingContext:
+    """What the connections work on: the studio's models, saved voices and queue (shared with the other front ends)."""
+
+    models: object                          # studio.ModelManager
+    voices: object                          # studio.VoiceLibrary
+    service: object                         # studio.EngineService
+    redact: Callable[[str], str] = str      # shared mode: no server paths in messages
+    session: Optional[str] = None           # the voice library's session when it is per session
+
+    def saved_names(self) -> list[str]:
+        return self.voices.names(self.session)
+
+    def info_event(self) -> Event:
+        try:
+            label = self.models.get().label
+        except Exception:  # noqa: BLE001 - no model yet: the voices are listed all the same
+            label = ""
+        return build_info(self.saved_names(), label).event()
+
+
+@dataclasses.dataclass
+class Stream:
+    """One streamed text (``synthesize-start`` .. ``synthesize-stop``)."""
+
+    request: SpeechRequest
+    text: TextStream = dataclasses.field(default_factory=TextStream)
+    reference: Optional[Voice] = None   # the first piece's first chunk, for the later pieces
+    failed: bool = False                # an error was sent: the rest of the stream is dropped
+
+
+@dataclasses.dataclass
+class Piece:
+    """Text to speak: a whole ``synthesize`` (``stream`` None) or sentences of a stream."""
+
+    text: str
+    request: SpeechRequest
+    stream: Optional[Stream] = None
+
+
+_STOPPED = object()   # queued after a stream's last piece: send synthesize-stopped
+
+
+class SpeechHandler(AsyncEventHandler):
+    def __init__(self, context: WyomingContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        super().__init__(reader, writer)
+        self.context = context
+        self._stream: Optional[Stream] = None
+        self._todo: collections.deque = collections.deque()
+        self._worker: Optional[asyncio.Task] = None
+
+    # --- reading ---------------------------------------------------------------------------
+
+    async def handle_event(self, event: Event) -> bool:
+        try:
+            if Describe.is_type(event.type):
+                await self.write_event(self.context.info_event())
+            elif Synthesize.is_type(event.type):
+                if self._stream is None:  # inside a stream it is the copy for older servers
+                    synthesize = Synthesize.from_event(event)
+                    self._queue(Piece(synthesize.text, parse_request(event.data)))
+            elif SynthesizeStart.is_type(event.type):
+                self._stream = Stream(parse_request(event.data))
+            elif SynthesizeChunk.is_type(event.type):
+                self._add_text(SynthesizeChunk.from_event(event).text)
+            elif SynthesizeStop.is_type(event.type):
+                stream, self._stream = self._require_stream("synthesize-stop"), None
+                rest = stream.text.finish()
+                if rest:
+                    self._queue(Piece(rest, stream.request, stream))
+                self._queue(_STOPPED)
+        except Exception as exc:  # noqa: BLE001 - a malformed event is an error event, the connection stays
+            if self._stream is not None:
+                self._stream.failed = True
+            await self._send_error(exc)
+        return True
+
+    def _add_text(self, text: str) -> None:
+        stream = self._require_stream("synthesize-chunk")
+        if stream.failed:
+            return
+        done = stream.text.add(text)
+        limit = self._limits().max_text_chars
+        if stream.text.total > limit:
+            raise ResourceLimitExceeded(f"The streamed text is over {limit} characters, the most this server speaks "
+                                        "in one request (max_text_chars); the rest of it is not spoken.",
+                                        param="max_text_chars")
+        if done:
+            self._queue(Piece(done, stream.request, stream))
+
+    def _require_stream(self, what: str) -> Stream:
+        if self._stream is None:
+            raise InvalidInput(f"{what} came without synthesize-start; send synthesize-start first (or one "
+                               "synthesize event with the whole text).")
+        return self._stream
+
+    def _limits(self):
+        return self.context.models.get().engine.limits
+
+    def _queue(self, item) -> None:
+        if isinstance(item, Piece) and item.stream is not None and item.stream.request.seed is None:
+            # one seed for the whole stream: its pieces are one voice
+            item.stream.request.seed = secrets.randbelow(2**31)
+        self._todo.append(item)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._work(), name="omnivoice wyoming synthesis")
+
+    async def disconnect(self) -> None:
+        """The client went away: stop its generation (the job is cancelled when its reader is)."""
+        self._todo.clear()
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker
+
+    # --- speaking ----------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        try:
+            await self._work_through()
+        except ConnectionError:  # the client went away while audio was written: nobody to tell
+            log.debug("a Wyoming client disconnected during synthesis")
+
+    async def _work_through(self) -> None:
+        while self._todo:
+            item = self._todo.popleft()
+            if item is _STOPPED:
+                await self.write_event(SynthesizeStopped().event())
+                continue
+            while (item.stream is not None and self._todo and isinstance(self._todo[0], Piece)
+                   and self._todo[0].stream is item.stream):   # completed while the engine was busy: one piece
+                item = Piece(f"{item.text} {self._todo.popleft().text}", item.request, item.stream)
+            if item.stream is not None and item.stream.failed:
+                continue
+            try:
+                await self._speak(item)
+            except (ConnectionError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - told to the client, who may send the next request
+                if item.stream is not None:
+                    item.stream.failed = True
+                await self._send_error(exc)
+
+    async def _speak(self, piece: Piece) -> None:
+        loaded = self.context.models.get()
+        plan = await asyncio.to_thread(self._plan, loaded, piece)
+        job = self.context.service.submit(lambda: loaded.engine.run(plan),
+                                          estimate=loaded.engine.estimate_seconds(plan), lock=loaded.lock,
+                                          label="wyoming")
+        audio_format = dict(rate=SAMPLE_RATE, width=SAMPLE_WIDTH, channels=CHANNELS)
+        await self.write_event(AudioStart(**audio_format).event())
+        rms = plan.voice.rms if plan.voice is not None else None
+        step = SAMPLES_PER_EVENT * SAMPLE_WIDTH * CHANNELS
+        async for event in job.aevents():   # leaving this loop early (cancelled, write failed) cancels the job
+            if event.kind != "chunk":
+                continue
+            stream = piece.stream
+            if stream is not None and stream.reference is None and plan.voice is None and event.chunk == 0:
+                stream.reference = Voice(codes=event.codes.copy(), transcript=plan.chunks[0], rms=None,
+                                         name="stream reference")
+            data = pcm16(chunk_output(event.audio, rms, plan.config))
+            for offset in range(0, len(data), step):
+                await self.write_event(AudioChunk(audio=data[offset:offset + step], **audio_format).event())
+        await self.write_event(AudioStop().event())
+
+    def _plan(self, loaded, piece: Piece):
+        """The engine's plan of a piece (every check of the engine and its limits, before the queue)."""
+        engine = loaded.engine
+        max_frames = engine.limits.max_reference_frames
+        voice, instruct = resolve_voice(piece.request.voice, self.context.saved_names(),
+                                        lambda name: self.context.voices.load(name, self.context.session,
+                                                                              max_frames=max_frames),
+                                        listed_by=LISTED_BY)
+        if voice is None and piece.stream is not None:
+            voice = piece.stream.reference
+        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True)
+        return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
+                              config=config)
+
+    async def _send_error(self, exc: BaseException) -> None:
+        text = self.context.redact(" ".join(error_text(exc, "the Wyoming server").split()))
+        with contextlib.suppress(ConnectionError):
+            await self.write_event(Error(text=text, code=error_code(exc)).event())
+
+
+def error_code(exc: BaseException) -> str:
+    """The ``error`` event's code, the HTTP API's names."""
+    if isinstance(exc, Busy):
+        return "busy"
+    if isinstance(exc, ResourceLimitExceeded):
+        return "limit_exceeded"
+    if isinstance(exc, InvalidInput):
+        return "invalid_value"
+    if isinstance(exc, (ModelNotAvailable, ModelFolderError)) or type(exc).__name__ == "ModelNotReady":
+        return "model_not_ready"
+    return "invalid_value" if isinstance(exc, ValueError) else "internal_error"

@@ -1,0 +1,45 @@
+"""``describe`` -> ``info``: one TTS program, its voices and the languages Home Assistant can show.
+
+Voices: the saved voices (``VoiceLibrary``), the named designs (``studio.vocabulary.DESIGNS``) and
+``default`` (the model chooses a voice; the seed fixes which).  Every voice speaks every language of
+the model (a cloned voice speaks other languages too), so each lists the same languages: the model's
+ISO 639-1 codes (125), the forms Home Assistant shows and matches to a pipeline's ``en-US``.  A
+request may still name any of the model's 646 languages by code (``yue``) or name (``Cantonese``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
+
+from ..languages import supported_language_codes
+from ..studio.vocabulary import DESIGNS
+
+PROGRAM = "omnivoice"
+ATTRIBUTION = Attribution(name="k2-fsa (OmniVoice); OmniVoice ONNX Studio", url="https://github.com/k2-fsa/OmniVoice")
+DEFAULT_VOICE = "default"
+
+
+@lru_cache(maxsize=1)
+def advertised_languages() -> tuple[str, ...]:
+    """The model's languages that have a two-letter (ISO 639-1) code, sorted."""
+    return tuple(sorted(code for code in supported_language_codes() if len(code) == 2))
+
+
+def voice_descriptions(saved_names: list[str]) -> list[tuple[str, str]]:
+    """(name, description) of every voice: saved ones first, then the designs, then ``default``."""
+    saved = {name.casefold() for name in saved_names}  # a saved voice of a design's name is the one used
+    return ([(name, "saved voice (cloned)") for name in saved_names]
+            + [(name, f"voice design: {design}") for name, design in DESIGNS.items() if name not in saved]
+            + [(DEFAULT_VOICE, "the model chooses a voice (fixed by the seed)")])
+
+
+def build_info(saved_names: list[str], model_label: str = "", version: str = "") -> Info:
+    languages = list(advertised_languages())
+    voices = [TtsVoice(name=name, description=text, attribution=ATTRIBUTION, installed=True, version=None,
+                       languages=languages) for name, text in voice_descriptions(saved_names)]
+    about = "OmniVoice text to speech on ONNX Runtime" + (f" ({model_label})" if model_label else "")
+    program = TtsProgram(name=PROGRAM, description=about, attribution=ATTRIBUTION, installed=True,
+                         version=version or None, voices=voices, supports_synthesize_streaming=True)
+    return Info(tts=[program])

@@ -1,0 +1,212 @@
+"""Running the Wyoming server: alone (``omnivoice wyoming``) or beside the app and ``omnivoice serve``.
+
+    omnivoice wyoming [--uri tcp://127.0.0.1:10200] [--model DIR|REPO] [--zeroconf [NAME]]
+                      [--max-queue 8] [--max-running 1] [--shared] [--limits local | --max-... N]
+    omnivoice serve ... --wyoming-uri tcp://0.0.0.0:10200 [--zeroconf [NAME]]
+    omnivoice-studio ... --wyoming-uri tcp://0.0.0.0:10200 [--zeroconf [NAME]]
+
+Beside another front end the server runs on a thread of its own (its own event loop) over the same
+``ModelManager``, ``VoiceLibrary`` and ``EngineService``: one engine and one queue for the browser,
+the HTTP API and Home Assistant.  The saved voices are the app's; where the library is per session
+(shared mode) Wyoming's clients, who carry no key, get a session of their own (``wyoming``, empty
+unless voices are put there), never a visitor's or the HTTP API's.
+
+``--zeroconf`` announces the server on the local network (mDNS ``_wyoming._tcp``) so Home Assistant
+discovers it; it needs the ``zeroconf`` package (``pip install 'omnivoice-onnx-studio[zeroconf]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import logging
+import threading
+from typing import Callable, Optional
+from urllib.parse import urlparse
+
+from wyoming.server import AsyncServer
+
+from ..studio.service import add_queue_arguments
+from .handler import SpeechHandler, WyomingContext
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URI = "tcp://127.0.0.1:10200"
+#: the voice library's session of Wyoming clients when voices are kept per session (shared mode)
+WYOMING_SESSION = "wyoming"
+ZEROCONF_INSTALL = "pip install 'omnivoice-onnx-studio[zeroconf]'"
+
+
+def make_context(models, voices, service, redact: Callable[[str], str] = str) -> WyomingContext:
+    return WyomingContext(models=models, voices=voices, service=service, redact=redact,
+                          session=WYOMING_SESSION if getattr(voices, "private", False) else None)
+
+
+def check_uri(uri: str) -> str:
+    """``uri`` when the wyoming library can listen on it; ``SystemExit`` with one line otherwise."""
+    parsed = urlparse(uri)
+    try:
+        AsyncServer.from_uri(uri)
+        port_ok = parsed.scheme != "tcp" or parsed.port is not None
+    except ValueError:
+        port_ok = False
+    if not port_ok or parsed.scheme not in ("tcp", "unix"):
+        raise SystemExit(f"error: the Wyoming address {uri!r} is not tcp://HOST:PORT or unix:///PATH "
+                         f"(e.g. {DEFAULT_URI}; tcp://0.0.0.0:10200 for the whole network)")
+    return uri
+
+
+class WyomingServer:
+    """The Wyoming server of a context at ``uri``; ``zeroconf``: the name to announce (None: none)."""
+
+    def __init__(self, uri: str, context: WyomingContext, zeroconf: Optional[str] = None):
+        self.uri, self.context, self.zeroconf = check_uri(uri), context, zeroconf
+        self._server: Optional[AsyncServer] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+        self._announcer = None
+
+    async def start(self) -> None:
+        """Listen (the port is open when this returns) and announce when asked."""
+        self._server = AsyncServer.from_uri(self.uri)
+        await self._server.start(functools.partial(SpeechHandler, self.context))
+        if self.zeroconf is not None:
+            await self._announce()
+        log.info("Wyoming server (Home Assistant) listening on %s", self.uri)
+
+    async def stop(self) -> None:
+        if self._announcer is not None:
+            await self._announcer._aiozc.async_close()   # the library's announcer keeps its AsyncZeroconf there
+            self._announcer = None
+        if self._server is not None:
+            await self._server.stop()
+
+    async def serve_forever(self) -> None:
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
+
+    # --- beside another front end ------------------------------------------------------------
+
+    def start_in_thread(self, timeout: float = 30.0) -> "WyomingServer":
+        """Run on a daemon thread with its own event loop; returns once listening (raises what start raised)."""
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as exc:  # noqa: BLE001 - handed to the starting thread
+                failure.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(self.stop())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="omnivoice-wyoming", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout):
+            raise RuntimeError(f"the Wyoming server did not start within {timeout:.0f} s")
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop_thread(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+
+    async def _announce(self) -> None:
+        try:
+            from wyoming.zeroconf import HomeAssistantZeroconf
+        except ImportError:
+            raise SystemExit(f"error: --zeroconf needs the zeroconf package: {ZEROCONF_INSTALL}") from None
+        parsed = urlparse(self.uri)
+        if parsed.scheme != "tcp":
+            raise SystemExit("error: --zeroconf announces a tcp:// address; give --uri tcp://0.0.0.0:PORT")
+        host = parsed.hostname if parsed.hostname not in ("0.0.0.0", "::", "") else None
+        if host in ("127.0.0.1", "localhost", "::1"):
+            log.warning("--zeroconf announces %s, which only this machine can reach; listen on tcp://0.0.0.0:%s "
+                        "for Home Assistant on another machine", host, parsed.port)
+        self._announcer = HomeAssistantZeroconf(port=parsed.port, name=self.zeroconf or None, host=host)
+        await self._announcer.register_server()
+        log.info("announced on the local network as %s (_wyoming._tcp)", self._announcer.name)
+
+
+# --- command line ----------------------------------------------------------------------------------
+
+def _zeroconf_argument(group) -> None:
+    group.add_argument("--zeroconf", nargs="?", const="", default=None, metavar="NAME",
+                       help=f"announce the Wyoming server on the local network so Home Assistant discovers it "
+                            f"(NAME: default this machine's address; needs {ZEROCONF_INSTALL})")
+
+
+def wyoming_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--wyoming-uri`` and ``--zeroconf`` of the app and ``omnivoice serve``."""
+    group = parser.add_argument_group("Wyoming (Home Assistant)")
+    group.add_argument("--wyoming-uri", default=None, metavar="URI",
+                       help="also serve the Wyoming protocol at URI (e.g. tcp://0.0.0.0:10200), with the same model "
+                            "and queue (default: off)")
+    _zeroconf_argument(group)
+
+
+def start_beside(args: argparse.Namespace, models, voices, service, redact: Callable[[str], str] = str
+                 ) -> Optional[WyomingServer]:
+    """The Wyoming server of ``--wyoming-uri`` on its own thread (None without the flag)."""
+    if not getattr(args, "wyoming_uri", None):
+        if getattr(args, "zeroconf", None) is not None:
+            raise SystemExit("error: --zeroconf announces the Wyoming server: give --wyoming-uri too")
+        return None
+    server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact), args.zeroconf)
+    return server.start_in_thread()
+
+
+def run_wyoming(args: argparse.Namespace) -> int:
+    """``omnivoice wyoming``: the Wyoming server alone, the model loaded before the port opens."""
+    from ..config import limits_from_arguments
+    from ..studio import ModelManager, VoiceLibrary
+    from ..studio.service import service_from_arguments
+    from ..studio.sharing import redact_paths
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    check_uri(args.uri)
+    models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
+                          offline=args.offline, limits=limits_from_arguments(args), locked=args.shared,
+                          backbone=args.backbone)
+    models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
+    voices = VoiceLibrary(private=args.shared)
+
+    def redact(text: str) -> str:
+        return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text
+
+    server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact),
+                           args.zeroconf)
+    try:
+        asyncio.run(server.serve_forever())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def add_wyoming_command(commands, add_model_arguments) -> None:
+    """The ``wyoming`` subcommand of ``python -m omnivoice_demo`` (``add_model_arguments`` brings the limit flags)."""
+    parser = commands.add_parser("wyoming", help="the Wyoming protocol server for Home Assistant (no UI)")
+    add_model_arguments(parser)
+    group = parser.add_argument_group("Wyoming (Home Assistant)")
+    group.add_argument("--uri", default=DEFAULT_URI,
+                       help=f"where to listen: tcp://HOST:PORT or unix:///PATH (default {DEFAULT_URI}: this machine "
+                            "only; tcp://0.0.0.0:10200 for Home Assistant on another machine)")
+    _zeroconf_argument(group)
+    group.add_argument("--shared", action="store_true",
+                       help="a server for strangers: no server paths in messages, saved voices not offered")
+    add_queue_arguments(group)
+    parser.set_defaults(run=run_wyoming)

@@ -1,0 +1,388 @@
+"""The Wyoming server (Home Assistant), driven by the ``wyoming`` library's own client.
+
+A server on 127.0.0.1 (a free port) over a studio core with the tiny fp32 model: describe lists the
+voices (one saved here) and languages; synthesize's audio is the engine's for the same text, voice and
+seed; the first audio of a three-sentence text arrives before its last sentence is generated; streamed
+text is spoken sentence by sentence while it arrives; a disconnect cancels the job; a wrong request is
+an ``error`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from wyoming.audio import AudioChunk, AudioStart
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.info import Describe, Info
+from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped,
+                         SynthesizeVoice)
+
+from omnivoice_demo.errors import InvalidInput
+from omnivoice_demo.stream_audio import chunk_output, pcm16
+from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+from omnivoice_demo.wyoming.requests import parse_request, wyoming_language
+from omnivoice_demo.wyoming.server import WyomingServer, make_context, start_beside
+from omnivoice_demo.wyoming.text_stream import TextStream
+
+from tests.support.app_server import free_port
+from tests.support.signals import speech_like
+
+SAVED = "Test Voice"
+SEED = 1234
+ONE_SENTENCE = "Hello from Home Assistant."
+THREE_SENTENCES = ("The first sentence is here, and it goes on for a while. The second sentence follows it. "
+                   "The third sentence comes last.")
+TIMEOUT = 120.0
+
+
+@pytest.fixture(scope="module")
+def core(tiny_fp32_folder, tmp_path_factory):
+    root = tmp_path_factory.mktemp("wyoming")
+    models = ModelManager(cache_dir=root / "cache", offline=True)
+    loaded = models.load(str(tiny_fp32_folder), "fp32")
+    voices = VoiceLibrary(root / "voices")
+    clip = speech_like(3.0, 24000, seed=5)
+    with loaded.lock:
+        voice = loaded.engine.clone_voice(clip, 24000, "This is the reference clip.")
+    voices.save(voice, SAVED)
+    return models, voices, EngineService(max_running=1, max_waiting=4)
+
+
+@pytest.fixture(scope="module")
+def server(core):
+    models, voices, service = core
+    port = free_port()
+    running = WyomingServer(f"tcp://127.0.0.1:{port}", make_context(models, voices, service)).start_in_thread()
+    running.port = port
+    yield running
+    running.stop_thread()
+
+
+@pytest.fixture
+def engine(core):
+    return core[0].get().engine
+
+
+def talk(port: int, send, until=("audio-stop", "error"), after=None):
+    """Send ``send``'s events, then read events (time received, event) until one of type ``until``.
+
+    ``after(client, received)``, when given, is awaited after each event read (to send more)."""
+    async def run():
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            for event in send:
+                await client.write_event(event.event())
+            received = []
+            while True:
+                event = await asyncio.wait_for(client.read_event(), TIMEOUT)
+                assert event is not None, f"the server closed the connection after {[e.type for _, e in received]}"
+                received.append((time.monotonic(), event))
+                if after is not None:
+                    await after(client, received)
+                if event.type in until:
+                    return received
+    return asyncio.run(run())
+
+
+def audio_of(received) -> bytes:
+    return b"".join(AudioChunk.from_event(e).audio for _, e in received if AudioChunk.is_type(e.type))
+
+
+def synthesize(text: str, voice: str | None = None, **extension) -> Synthesize:
+    event = Synthesize(text=text, voice=SynthesizeVoice(name=voice) if voice else None)
+    return _Extended(event, extension)
+
+
+class _Extended:
+    """An event with our extension fields (``seed``, ``language``) next to Wyoming's."""
+
+    def __init__(self, eventable, extension: dict):
+        self.eventable, self.extension = eventable, extension
+
+    def event(self):
+        event = self.eventable.event()
+        event.data.update(self.extension)
+        return event
+
+
+def recording_run(engine, monkeypatch, hold=None):
+    """Replace ``engine.run`` by one recording each plan and its chunk events' times.
+
+    ``hold(plan, event)``, when given, is called after each chunk event is handed on (to hold the engine)."""
+    original = engine.run
+    record = {"plans": [], "chunks": [], "closed_early": 0, "original": original}
+
+    def run(plan):
+        record["plans"].append(plan)
+        finished = False
+        try:
+            for event in original(plan):
+                if event.kind == "chunk":
+                    record["chunks"].append((plan, event.chunk, event.num_chunks, time.monotonic()))
+                yield event
+                if event.kind == "chunk" and hold is not None:
+                    hold(plan, event)
+            finished = True
+        finally:
+            if not finished:
+                record["closed_early"] += 1
+
+    monkeypatch.setattr(engine, "run", run)
+    return record
+
+
+# --- describe --------------------------------------------------------------------------------------
+
+def test_describe_lists_saved_voices_designs_default_and_languages(server):
+    received = talk(server.port, [Describe()], until=("info",))
+    info = Info.from_event(received[-1][1])
+    (program,) = info.tts
+    names = [voice.name for voice in program.voices]
+    assert names[0] == SAVED and {"alloy", "whisper", "default"} <= set(names)
+    assert program.supports_synthesize_streaming
+    languages = set(program.voices[0].languages)
+    assert {"en", "de", "fr", "zh", "ja"} <= languages and all(len(code) == 2 for code in languages)
+
+
+def test_requests_accept_any_language_by_code_or_name_and_the_seed_extension():
+    assert wyoming_language("en-US") == "en" and wyoming_language("pt_BR") == "pt"
+    assert wyoming_language("yue") == "yue" and wyoming_language("Cantonese") == "yue"
+    assert wyoming_language("German") == "de" and wyoming_language(None) is None
+    with pytest.raises(InvalidInput, match="Unknown language"):
+        wyoming_language("xx-YY")
+    request = parse_request({"text": "x", "voice": {"name": "alloy", "speaker": "42"}, "language": "de-DE"})
+    assert (request.voice, request.language, request.seed) == ("alloy", "de", 42)
+    assert parse_request({"text": "x", "seed": 7, "voice": {"language": "fr"}}).seed == 7
+    with pytest.raises(InvalidInput, match="speaker"):
+        parse_request({"text": "x", "voice": {"name": "alloy", "speaker": "Bob"}})
+    with pytest.raises(InvalidInput, match="seed"):
+        parse_request({"text": "x", "seed": -1})
+
+
+def test_text_stream_completes_sentences_only_at_a_boundary():
+    stream = TextStream()
+    assert stream.add("It costs 3.") == ""            # "3." may go on as "3.5"
+    assert stream.add("5 euros. And th") == "It costs 3.5 euros."
+    assert stream.add("en?” More") == "And then?”"
+    assert stream.add("你好。再") == "More你好。"
+    assert stream.finish() == "再" and stream.total == len("It costs 3.5 euros. And then?” More你好。再")
+
+
+# --- synthesize -----------------------------------------------------------------------------------
+
+def test_synthesize_is_the_engines_audio_for_the_same_text_voice_and_seed(server, engine):
+    received = talk(server.port, [synthesize(ONE_SENTENCE, SAVED, seed=SEED)])
+    types = [event.type for _, event in received]
+    assert types[0] == "audio-start" and types[-1] == "audio-stop" and "audio-chunk" in types, types
+    start = AudioStart.from_event(received[0][1])
+    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+    voice = server.context.voices.load(SAVED)
+    expected = engine.generate(ONE_SENTENCE, voice=voice, seed=SEED, sentence_streaming=True)
+    assert len(expected.chunks) == 1
+    assert audio_of(received) == pcm16(expected.audio)   # one chunk: exactly the engine's result
+
+
+def test_a_longer_text_is_the_engines_chunks_and_the_design_seed_and_language_are_used(server, engine, monkeypatch):
+    record = recording_run(engine, monkeypatch)
+    received = talk(server.port, [synthesize(THREE_SENTENCES, "alloy", seed=SEED, language="en-GB")])
+    (plan,) = record["plans"]
+    assert plan.config.seed == SEED and plan.language == "en" and "female" in plan.instruct
+    assert len(plan.chunks) >= 2   # sentence streaming: the first sentence alone
+    expected = b"".join(pcm16(chunk_output(event.audio, None, plan.config))
+                        for event in record["original"](plan) if event.kind == "chunk")
+    assert audio_of(received) == expected
+
+
+def test_the_first_audio_of_three_sentences_arrives_before_the_last_sentence_is_generated(server, engine,
+                                                                                           monkeypatch):
+    first_audio = threading.Event()
+
+    def hold(plan, event):
+        # hold the engine after the first chunk until the client has its audio (a server that sent the
+        # audio only at the end would never get past here; the wait gives up after a minute)
+        if event.chunk == 0 and event.num_chunks > 1:
+            first_audio.wait(60)
+
+    async def note_audio(client, received):
+        if AudioChunk.is_type(received[-1][1].type):
+            first_audio.set()
+
+    record = recording_run(engine, monkeypatch, hold)
+    received = talk(server.port, [synthesize(THREE_SENTENCES, seed=SEED)], after=note_audio)
+    (plan,) = record["plans"]
+    assert len(plan.chunks) >= 2 and plan.chunks[-1].endswith("The third sentence comes last.")
+    first_chunk_at = next(at for at, event in received if AudioChunk.is_type(event.type))
+    last_generated_at = record["chunks"][-1][3]
+    assert record["chunks"][-1][1] == len(plan.chunks) - 1
+    assert first_chunk_at < last_generated_at, (first_chunk_at, last_generated_at)
+    assert received[-1][1].type == "audio-stop"
+
+
+def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, engine, monkeypatch):
+    record = recording_run(engine, monkeypatch)
+    parts = ["The first sentence is here, and it goes on for a while. The sec", "ond sentence follows it. The th",
+             "ird sentence comes last."]
+    sent = {"next": 1}
+
+    async def feed(client, received):
+        # the next text goes out only once the audio of the sentences completed so far has ended:
+        # a server that waited for synthesize-stop would never answer, and the read would time out
+        if received[-1][1].type == "audio-stop" and sent["next"] < len(parts):
+            await client.write_event(SynthesizeChunk(text=parts[sent["next"]]).event())
+            sent["next"] += 1
+            if sent["next"] == len(parts):
+                await client.write_event(Synthesize(text="".join(parts), voice=None).event())  # the copy for old servers
+                await client.write_event(SynthesizeStop().event())
+
+    start = _Extended(SynthesizeStart(), {"seed": SEED})
+    received = talk(server.port, [start, SynthesizeChunk(text=parts[0])], until=("synthesize-stopped", "error"),
+                    after=feed)
+    types = [event.type for _, event in received]
+    assert types[-1] == "synthesize-stopped" and "error" not in types, types
+    texts = [plan.text for plan in record["plans"]]
+    assert texts == ["The first sentence is here, and it goes on for a while.", "The second sentence follows it.",
+                     "The third sentence comes last."]
+    assert types.count("audio-start") == types.count("audio-stop") == 3
+    assert {plan.config.seed for plan in record["plans"]} == {SEED}
+    # one speaker: the first piece's first chunk is the reference of the later pieces
+    first = record["plans"][0]
+    first_codes = [event.codes for event in record["original"](first) if event.kind == "chunk"][0]
+    for later in record["plans"][1:]:
+        assert later.voice is not None and np.array_equal(later.voice.codes, first_codes)
+        assert later.voice.transcript == first.chunks[0]
+
+
+# --- errors and disconnects ---------------------------------------------------------------------------
+
+def test_an_unknown_voice_and_a_bad_language_are_error_events_and_the_connection_goes_on(server):
+    async def then_describe(client, received):
+        if received[-1][1].type == "error":
+            await client.write_event(Describe().event())
+
+    received = talk(server.port, [synthesize(ONE_SENTENCE, "nobody")], until=("info",), after=then_describe)
+    error = Error.from_event(received[0][1])
+    assert error.code == "invalid_value" and "'nobody'" in error.text and "alloy" in error.text
+    assert [event.type for _, event in received] == ["error", "info"]   # no audio was started
+    error = Error.from_event(talk(server.port, [synthesize(ONE_SENTENCE, language="klingonese")])[0][1])
+    assert "Unknown language 'klingonese'" in error.text
+    error = Error.from_event(talk(server.port, [SynthesizeChunk(text="Hello.")])[0][1])
+    assert "synthesize-start" in error.text
+
+
+def test_a_text_over_the_limit_is_an_error_before_any_work(server, core):
+    service = core[2]
+    before = service.stats()["submitted"]
+    limit = core[0].get().engine.limits.max_text_chars
+    error = Error.from_event(talk(server.port, [synthesize("word " * (limit // 4))])[0][1])
+    assert error.code == "limit_exceeded" and "max_text_chars" in error.text
+    assert service.stats()["submitted"] == before
+
+
+def test_a_disconnect_mid_synthesis_stops_the_engine(server, core, engine, monkeypatch):
+    service = core[2]
+    jobs = []
+    submit = service.submit
+    monkeypatch.setattr(service, "submit", lambda *a, **k: jobs.append(submit(*a, **k)) or jobs[-1])
+    gone = threading.Event()
+
+    def hold(plan, event):
+        if event.chunk == 0:
+            gone.wait(60)   # the engine waits here until the client has gone and the server has seen it
+
+    record = recording_run(engine, monkeypatch, hold)
+    cancelled_before = service.stats()["cancelled"]
+    talk(server.port, [synthesize(THREE_SENTENCES, seed=SEED)], until=("audio-chunk",))   # then it disconnects
+    (job,) = jobs
+    deadline = time.monotonic() + 30
+    while not job.cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert job.cancel_requested, "the server did not cancel the job of a client that disconnected"
+    gone.set()
+    assert job.wait(30) and job.state == "cancelled"
+    assert record["closed_early"] == 1 and len(record["chunks"]) == 1   # no chunk after the first
+    assert service.stats()["cancelled"] == cancelled_before + 1 and job.steps_after_cancel <= 1
+
+
+def test_a_full_queue_is_a_busy_error(server, core, engine, monkeypatch):
+    service = core[2]
+    release = threading.Event()
+    monkeypatch.setattr(service, "max_waiting", 0)
+    recording_run(engine, monkeypatch, lambda plan, event: release.wait(60))
+
+    async def two_clients():
+        async with AsyncTcpClient("127.0.0.1", server.port) as first, \
+                AsyncTcpClient("127.0.0.1", server.port) as second:
+            await first.write_event(synthesize(THREE_SENTENCES, seed=SEED).event())
+            while (await asyncio.wait_for(first.read_event(), TIMEOUT)).type != "audio-chunk":
+                pass   # the first one runs (held after its first chunk)
+            await second.write_event(synthesize(ONE_SENTENCE, seed=SEED).event())
+            answer = await asyncio.wait_for(second.read_event(), TIMEOUT)
+            release.set()
+            return answer
+
+    try:
+        answer = asyncio.run(two_clients())
+    finally:
+        release.set()
+    assert Error.from_event(answer).code == "busy" and "busy" in Error.from_event(answer).text
+    assert service.wait_idle(60)
+
+
+# --- flags -------------------------------------------------------------------------------------------
+
+def test_zeroconf_needs_a_wyoming_uri_and_its_package(core, monkeypatch):
+    import argparse
+
+    models, voices, service = core
+    with pytest.raises(SystemExit, match="--wyoming-uri"):
+        start_beside(argparse.Namespace(wyoming_uri=None, zeroconf=""), models, voices, service)
+    assert start_beside(argparse.Namespace(wyoming_uri=None, zeroconf=None), models, voices, service) is None
+    monkeypatch.setitem(sys.modules, "zeroconf", None)
+    monkeypatch.setitem(sys.modules, "zeroconf.asyncio", None)
+    monkeypatch.delitem(sys.modules, "wyoming.zeroconf", raising=False)
+    args = argparse.Namespace(wyoming_uri=f"tcp://127.0.0.1:{free_port()}", zeroconf="")
+    with pytest.raises(SystemExit, match=r"omnivoice-onnx-studio\[zeroconf\]"):
+        start_beside(args, models, voices, service)
+
+
+def test_a_wrong_uri_is_one_error_line():
+    with pytest.raises(SystemExit, match="tcp://HOST:PORT"):
+        WyomingServer("http://127.0.0.1:10200", None)
+    with pytest.raises(SystemExit, match="tcp://HOST:PORT"):
+        WyomingServer("tcp://127.0.0.1", None)
+
+
+def test_serve_takes_the_wyoming_flags_and_starts_it_beside_the_http_api():
+    from omnivoice_demo.__main__ import build_parser
+
+    args = build_parser().parse_args(["serve", "--wyoming-uri", "tcp://127.0.0.1:10200", "--zeroconf"])
+    assert args.wyoming_uri == "tcp://127.0.0.1:10200" and args.zeroconf == "" and args.start_beside is start_beside
+    assert build_parser().parse_args(["wyoming"]).uri == "tcp://127.0.0.1:10200"
+
+
+@pytest.mark.slow  # the app in a subprocess, as the HTTP API's tests
+def test_the_app_serves_wyoming_on_its_own_queue(tiny_fp32_folder, tmp_path):
+    import httpx
+
+    from tests.support.app_server import AppProcess
+
+    port = free_port()
+    with AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--wyoming-uri",
+                     f"tcp://127.0.0.1:{port}"], tmp_path) as app:
+        app.wait_serving(timeout=180)
+        deadline = time.monotonic() + 120
+        while not httpx.get(app.url + "health", timeout=10).json().get("model_loaded"):
+            assert time.monotonic() < deadline, app.log_text()
+            time.sleep(0.3)
+        before = httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"]
+        info = Info.from_event(talk(port, [Describe()], until=("info",))[-1][1])
+        assert "alloy" in [voice.name for voice in info.tts[0].voices]
+        received = talk(port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
+        assert received[-1][1].type == "audio-stop" and audio_of(received)
+        # the generation went through the app's one queue, which /health reports
+        assert httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"] == before + 1
