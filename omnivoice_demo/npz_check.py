@@ -32,7 +32,7 @@ class Member:
     """What one member may be: its dtype kinds (``"iu"`` integers, ``"U"`` text, ...) and its size."""
 
     kinds: str
-    max_elements: int
+    max_elements: int           # values; for text (``"U"``), characters in all
     ndim: Optional[int] = None
     required: bool = True
     limit_note: str = ""        # the limit behind max_elements, named in the message
@@ -94,8 +94,11 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
     if spec.ndim is not None and len(shape) != spec.ndim:
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)}; "
                            f"expected {spec.ndim} dimension(s).")
-    elements = math.prod(shape)
-    if elements > spec.max_elements or entry.file_size > spec.max_elements * max(dtype.itemsize, 1) + HEADER_BYTES:
+    # a text array's values are its characters: a 0-d string array of a million characters is not one value
+    per_element = dtype.itemsize // 4 if dtype.kind == "U" else 1
+    elements = math.prod(shape) * per_element
+    value_bytes = 4 if dtype.kind == "U" else max(dtype.itemsize, 1)
+    if elements > spec.max_elements or entry.file_size > spec.max_elements * value_bytes + HEADER_BYTES:
         note = f" ({spec.limit_note})" if spec.limit_note else ""
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)} ({elements} values); "
                            f"this server's limit is {spec.max_elements} values{note}.")

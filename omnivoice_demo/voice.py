@@ -74,7 +74,8 @@ class Voice:
         shown = path.name
         arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2,
                                                  limit_note=f"max_reference_seconds: {max_frames} frames"),
-                                 "meta": Member("U", MAX_META_CHARS, ndim=0)}, "saved voice", max_bytes)
+                                 "meta": Member("U", MAX_META_CHARS, ndim=0, limit_note="characters of its meta")},
+                           "saved voice", max_bytes)
         try:
             meta = json.loads(str(arrays["meta"]))
         except ValueError as exc:
