@@ -101,3 +101,64 @@ def test_a_lone_surrogate_is_invalid_input_without_echoing_it(engine, field):
     with pytest.raises(InvalidInput, match="not valid Unicode") as caught:
         engine.prepare(**kwargs)
     str(caught.value).encode("utf-8")  # the message itself can be sent
+
+
+# --- item 3: voice files are written whole or not at all; unreadable ones are swept aside -----------
+
+def _fail_midway(error):
+    """An ``np.savez`` that writes some bytes and then fails (a kill or a full disk in the middle)."""
+    def savez(handle, **arrays):
+        handle.write(b"PK\x03\x04 half a voice")
+        raise error
+    return savez
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_voice_save_that_fails_midway_leaves_the_old_file(tmp_path, monkeypatch, error):
+    from omnivoice_demo.studio import VoiceLibrary
+
+    library = VoiceLibrary(tmp_path / "voices")
+    library.save(a_voice(transcript="The first one."), "Anna")
+    before = library.path("Anna").read_bytes()
+    monkeypatch.setattr(np, "savez", _fail_midway(error))
+    expected = (InvalidInput, "full") if isinstance(error, OSError) else (KeyboardInterrupt, None)
+    with pytest.raises(expected[0], match=expected[1]):
+        library.save(a_voice(transcript="The second one."), "Anna")
+    with pytest.raises(expected[0]):
+        a_voice().save(tmp_path / "voices" / "Carl.npz")
+    monkeypatch.undo()
+    assert library.path("Anna").read_bytes() == before
+    assert library.names() == ["Anna"] and sorted(p.name for p in (tmp_path / "voices").iterdir()) == ["Anna.npz"]
+
+
+def test_a_read_only_voice_folder_is_a_clear_error(tmp_path, monkeypatch):
+    """(Tests run as root here, where chmod cannot make a folder read-only: the system's answer is planted.)"""
+    import errno
+
+    from omnivoice_demo import atomic
+    from omnivoice_demo.studio import VoiceLibrary
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", read_only)
+    with pytest.raises(InvalidInput, match="read-only") as caught:
+        VoiceLibrary(tmp_path / "voices").save(a_voice(), "Bob")
+    assert str(tmp_path) not in str(caught.value)
+
+
+def test_the_start_up_sweep_quarantines_unreadable_voices(tmp_path):
+    from omnivoice_demo.studio import VoiceLibrary
+
+    library = VoiceLibrary(tmp_path / "voices", private=True)
+    library.save(a_voice(), "Good", session="api")
+    folder = library.folder("api")
+    (folder / "Empty.npz").write_bytes(b"")                       # kill -9 during a write in place
+    (folder / "Cut.npz").write_bytes(library.path("Good", "api").read_bytes()[:4096][:200])  # a full disk
+    (folder / ".Good-abc123.part").write_bytes(b"unfinished")
+    assert set(library.names("api")) == {"Good", "Empty", "Cut"}
+    moved = library.sweep()
+    assert sorted(p.name.split(".npz")[0] for p in moved) == ["Cut", "Empty"]
+    assert library.names("api") == ["Good"] and not list(folder.glob("*.part"))
+    assert all(p.is_relative_to(tmp_path / "voices" / "quarantine") for p in moved)
+    library.save(a_voice(), "Empty", session="api", overwrite=False)  # the name is free again
+    assert library.load("Empty", "api").transcript == "Hello there."
