@@ -68,10 +68,13 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
                 headers[key] = _check_member(archive, entry, key, spec, what, name)
     except zipfile.BadZipFile as exc:
         raise InvalidInput(f"{name!r} is not a {what} (not an .npz archive: {exc}).") from None
+    except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, a compression zipfile lacks
+        raise InvalidInput(f"The {what} {name!r} cannot be read: {' '.join(str(exc).split())[:160]} (save it again "
+                           "with numpy, unencrypted).") from None
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: np.asarray(data[key]) for key in headers}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile) as exc:
         raise InvalidInput(f"The {what} {name!r} cannot be read ({' '.join(str(exc).split())[:160]}).") from None
 
 

@@ -162,3 +162,149 @@ def test_the_start_up_sweep_quarantines_unreadable_voices(tmp_path):
     assert all(p.is_relative_to(tmp_path / "voices" / "quarantine") for p in moved)
     library.save(a_voice(), "Empty", session="api", overwrite=False)  # the name is free again
     assert library.load("Empty", "api").transcript == "Hello there."
+
+
+# --- item 9: malformed requests are 4xx with a message, never a 500 ----------------------------------
+
+KEY = "hardening-key"
+
+
+@pytest.fixture
+def api(engine, tmp_path):
+    """The HTTP API's router in process, over the tiny engine, a voice library in tmp_path and a key."""
+    from omnivoice_demo.api.routes import ApiContext, build_router
+    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+
+    models = ModelManager()
+    models.add(engine, label="tiny")
+    context = ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"), service=EngineService(),
+                         api_key=KEY)
+    app = FastAPI()
+    app.include_router(build_router(context))
+    client = TestClient(app, raise_server_exceptions=False)
+    client.headers["Authorization"] = f"Bearer {KEY}"
+    client.context = context
+    return client
+
+
+def assert_4xx(response, status=400, words=""):
+    assert response.status_code == status, response.text
+    message = response.json()["error"]["message"]
+    assert words.lower() in message.lower(), message
+    assert "Traceback" not in message and "internal" not in message.lower()
+    return message
+
+
+def speech(api, body, **kwargs):
+    return api.post("/v1/audio/speech", content=body if isinstance(body, (bytes, str)) else json.dumps(body),
+                    headers={"Content-Type": "application/json"}, **kwargs)
+
+
+@pytest.mark.parametrize("field", ["input", "instructions"])
+def test_a_lone_surrogate_in_a_speech_request_is_a_400(api, field):
+    body = {"input": "Hello.", "voice": "alloy", "stream": False, "steps": 1}
+    body[field] = "Hi \ud800 there."
+    raw = json.dumps(body)  # ensure_ascii: the surrogate travels as the escape \\ud800, as a probe sends it
+    assert_4xx(speech(api, raw), 400, "not valid Unicode")
+
+
+def test_a_lone_surrogate_echoed_by_a_message_is_escaped(api):
+    message = assert_4xx(speech(api, {"input": "Hello.", "voice": "\ud800", "stream": False}), 400)
+    assert "\\ud800" in message
+
+
+def test_deeply_nested_json_is_a_400(api):
+    assert_4xx(speech(api, "[" * 100_000 + "]" * 100_000), 400, "nested too deeply")
+    api.context.voices.save(a_voice(), "Anna")
+    assert_4xx(api.patch("/v1/audio/voices/Anna", content="{\"a\":" * 100_000 + "1" + "}" * 100_000), 400)
+
+
+@pytest.mark.parametrize("preset", [["fast"], {"name": "fast"}, 3])
+def test_a_preset_that_is_not_a_name_is_a_400(api, preset):
+    assert_4xx(speech(api, {"input": "Hello.", "preset": preset, "stream": False}), 400, "preset")
+
+
+def _wav_bytes(audio, subtype="PCM_16") -> bytes:
+    import io
+
+    import soundfile
+
+    buffer = io.BytesIO()
+    soundfile.write(buffer, audio, 24000, format="WAV", subtype=subtype)
+    return buffer.getvalue()
+
+
+def create_voice(api, data: bytes, filename="clip.wav", **fields):
+    form = {"name": "Probe", "transcript": "Hello there.", "consent": "true", **fields}
+    return api.post("/v1/audio/voices", data=form, files={"file": (filename, data, "audio/wav")})
+
+
+def test_malformed_multipart_is_a_400(api):
+    response = api.post("/v1/audio/voices", content=b"--xyz\r\nContent-Disposition: form-da\r\n\r\n\x00garbage",
+                        headers={"Content-Type": "multipart/form-data; boundary=xyz"})
+    assert_4xx(response, 400, "multipart")
+    response = api.post("/v1/audio/voices", content=b"garbage",
+                        headers={"Content-Type": "multipart/form-data"})  # no boundary at all
+    assert_4xx(response, 400, "multipart")
+
+
+def test_a_huge_upload_file_name_is_a_400(api):
+    from tests.support.signals import speech_like
+
+    response = create_voice(api, _wav_bytes(speech_like(1.0)[0]), filename="x" * 5000 + ".wav")
+    assert_4xx(response, 400, "multipart")  # python-multipart refuses a header that long
+    assert create_voice(api, _wav_bytes(speech_like(1.0)[0]), filename="x" * 200 + ".wav").status_code == 201
+
+
+def test_a_float_wav_of_absurd_amplitude_is_refused_not_saved_with_rms_inf(api):
+    audio = np.full(24000, 1e30, dtype=np.float32)
+    audio[::2] = -1e30
+    assert_4xx(create_voice(api, _wav_bytes(audio, "FLOAT")), 400, "samples up to")
+    assert api.context.voices.names() == []
+
+
+def _patched_npz(tmp_path, change) -> pathlib.Path:
+    """A good voice file with ``change(bytearray, offset_of_local_header, offset_of_central_entry)`` applied."""
+    path = a_voice().save(tmp_path / "patched.npz")
+    data = bytearray(path.read_bytes())
+    local, central = data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02")
+    change(data, local, central)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _encrypted(data, local, central):
+    data[local + 6] |= 1      # general purpose flag: bit 0, encrypted
+    data[central + 8] |= 1
+
+
+def _method_99(data, local, central):
+    data[local + 8:local + 10] = (99).to_bytes(2, "little")     # compression method 99 (AES)
+    data[central + 10:central + 12] = (99).to_bytes(2, "little")
+
+
+@pytest.mark.parametrize("change", [_encrypted, _method_99], ids=["encrypted", "compression-99"])
+def test_an_npz_that_zipfile_cannot_open_is_invalid_input(tmp_path, change):
+    with pytest.raises(InvalidInput, match="cannot be read"):
+        Voice.load(_patched_npz(tmp_path, change))
+
+
+def _run_cli(*args):
+    import os
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), HF_HUB_OFFLINE="1")
+    return subprocess.run([sys.executable, "-m", "omnivoice_demo", *args], capture_output=True, cwd=root, env=env,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("target,message", [("link", b"not a regular file"), ("x.raw", b"'.raw' is not an audio")])
+def test_the_cli_checks_its_output_before_synthesis(tmp_path, target, message):
+    if target == "link":
+        (tmp_path / "out.wav").symlink_to("/dev/full")
+        target = "out.wav"
+    done = _run_cli("synth", "--model", str(tmp_path / "no-model"), "--text", "Hello.",
+                    "--output", str(tmp_path / target))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
