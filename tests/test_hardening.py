@@ -308,3 +308,48 @@ def test_the_cli_checks_its_output_before_synthesis(tmp_path, target, message):
     done = _run_cli("synth", "--model", str(tmp_path / "no-model"), "--text", "Hello.",
                     "--output", str(tmp_path / target))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+# --- item 2: the benchmark goes through the one queue and stops when cancelled ------------------------
+
+@pytest.fixture
+def studio(engine, tmp_path):
+    from omnivoice_demo.studio import EngineService, ModelManager, Studio, VoiceLibrary
+
+    models = ModelManager()
+    models.add(engine, label="tiny")
+    return Studio(models=models, voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out",
+                  service=EngineService(max_running=1, max_waiting=2))
+
+
+def test_a_cancelled_benchmark_stops_within_a_step_and_frees_the_model(studio):
+    from omnivoice_demo.ui.tabs.benchmark import benchmark_updates
+
+    updates = benchmark_updates(studio, [], "long", 64, 10)   # many minutes if it ran to the end
+    seen = [next(updates) for _ in range(3)]                  # queued and running: steps go by
+    assert studio.service.stats()["running"] == 1, seen
+    updates.close()                                           # the visitor cancels (or goes away)
+    assert studio.service.wait_idle(timeout=30)
+    stats = studio.service.stats()
+    assert stats["cancelled"] == 1 and stats["steps_after_cancel"] <= 1, stats
+    loaded = studio.models.get()
+    assert loaded.lock.acquire(timeout=1)                     # nobody holds the model
+    loaded.lock.release()
+    job = studio.service.submit(lambda: loaded.engine.stream("Next.", num_step=1), label="next")
+    assert job.wait(timeout=60) and job.state == "finished"
+
+
+def test_a_benchmark_waits_its_turn_in_the_queue(studio):
+    from omnivoice_demo.errors import Busy
+    from omnivoice_demo.ui.tabs.benchmark import benchmark_updates
+
+    running = [benchmark_updates(studio, [], "long", 64, 10) for _ in range(3)]
+    for updates in running:
+        next(updates)
+    try:
+        with pytest.raises(Busy):
+            next(benchmark_updates(studio, [], "short", 1, 1))    # 1 running + 2 waiting is the most
+    finally:
+        for updates in running:
+            updates.close()
+    assert studio.service.wait_idle(timeout=30)
