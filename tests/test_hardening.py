@@ -353,3 +353,69 @@ def test_a_benchmark_waits_its_turn_in_the_queue(studio):
         for updates in running:
             updates.close()
     assert studio.service.wait_idle(timeout=30)
+
+
+# --- items 5 and 4: bodies are counted as they arrive; voices per owner are capped --------------------
+
+class CountingBody:
+    """A chunked request body (no Content-Length) of ``total`` bytes that counts what the server read."""
+
+    def __init__(self, total: int, piece: bytes = b"x" * 65536):
+        self.total, self.piece, self.sent = total, piece, 0
+
+    async def receive(self):
+        self.sent += len(self.piece)
+        return {"type": "http.request", "body": self.piece, "more_body": self.sent < self.total}
+
+
+def post_raw(api, path: str, content_type: str, body: CountingBody) -> tuple[int, dict]:
+    """POST through the app's ASGI interface itself (a test client would read the whole body first)."""
+    import asyncio
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"content-type", content_type.encode()), (b"authorization", f"Bearer {KEY}".encode()),
+                         (b"transfer-encoding", b"chunked")],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80)}
+    answer = {"status": None, "body": b""}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+        elif message["type"] == "http.response.body":
+            answer["body"] += message.get("body", b"")
+
+    asyncio.run(api.app(scope, body.receive, send))
+    return answer["status"], json.loads(answer["body"])
+
+
+def test_a_speech_body_is_refused_once_it_passes_the_cap_not_after_reading_it(api):
+    from omnivoice_demo.api.routes import MAX_JSON_BYTES
+
+    body = CountingBody(400 * 2**20)
+    status, answer = post_raw(api, "/v1/audio/speech", "application/json", body)
+    assert status == 413 and "limit" in answer["error"]["message"], answer
+    assert body.sent <= MAX_JSON_BYTES + 2 * len(body.piece)
+
+
+def test_a_chunked_voice_upload_without_length_is_cut_off_at_the_limit(api, limited):
+    limited(max_upload_bytes=2**20)
+    body = CountingBody(64 * 2**20)
+    status, answer = post_raw(api, "/v1/audio/voices", "multipart/form-data; boundary=xyz", body)
+    assert status == 413 and "limit" in answer["error"]["message"], answer
+    assert body.sent <= 2**20 + 2 * 65536 + len(body.piece)
+
+
+def test_voices_per_owner_are_capped(tmp_path):
+    from omnivoice_demo.studio import VoiceLibrary
+
+    library = VoiceLibrary(tmp_path / "voices", private=True, max_voices=3)
+    for name in ("A", "B", "C"):
+        library.save(a_voice(), name, session="api")
+    with pytest.raises(ResourceLimitExceeded, match="3 saved voices") as caught:
+        library.save(a_voice(), "D", session="api")
+    assert caught.value.param == "max_voices"
+    library.save(a_voice(transcript="Replaced."), "C", session="api")   # replacing one is no new voice
+    library.save(a_voice(), "D", session="other")                        # another owner has room
+    library.delete("A", session="api")
+    library.save(a_voice(), "D", session="api")

@@ -23,7 +23,7 @@ from typing import Optional
 
 from ..atomic import TEMPORARY_SUFFIX, write_atomically
 from ..config import Limits
-from ..errors import InvalidInput
+from ..errors import InvalidInput, ResourceLimitExceeded
 from ..voice import Voice
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,8 @@ APP_DIR_NAME = "omnivoice-onnx-studio"
 MAX_NAME_LENGTH = 60
 #: where the start-up sweep moves voice files that cannot be read (under the library's root)
 QUARANTINE_DIR = "quarantine"
+#: saved voices one owner may keep (the library, or one session's folder): each can be megabytes
+MAX_VOICES_PER_OWNER = 200
 _NAME_RE = re.compile(r"[^\w\- .]+", re.UNICODE)
 
 
@@ -56,9 +58,11 @@ def clean_name(name: str) -> str:
 class VoiceLibrary:
     """List, save and load voices in a folder."""
 
-    def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False):
+    def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False,
+                 max_voices: int = MAX_VOICES_PER_OWNER):
         self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
         self.private = private
+        self.max_voices = max_voices   # per folder: the one library, or each session's
 
     def folder(self, session: Optional[str] = None) -> pathlib.Path:
         if self.private:
@@ -104,6 +108,9 @@ class VoiceLibrary:
         path = self.path(name, session)
         if path.exists() and not overwrite:
             raise InvalidInput(f"A voice named {name!r} exists already; choose another name.")
+        if not path.exists() and len(self.names(session)) >= self.max_voices:
+            raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for one "
+                                        "owner; delete one before saving another.", param="max_voices")
         voice.name = name
         return write_voice(voice, path)
 
