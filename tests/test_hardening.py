@@ -419,3 +419,29 @@ def test_voices_per_owner_are_capped(tmp_path):
     library.save(a_voice(), "D", session="other")                        # another owner has room
     library.delete("A", session="api")
     library.save(a_voice(), "D", session="api")
+
+
+# --- item 6: outputs cannot be guessed; a Gradio session cannot name the HTTP API's voices -------------
+
+def test_output_names_carry_a_random_token(tmp_path):
+    from omnivoice_demo.outputs import OutputFolder
+
+    folder = OutputFolder(tmp_path / "out")
+    first, second = folder.path("omnivoice-20260101-120000-speak-42-job2", ".wav"), \
+        folder.path("omnivoice-20260101-120000-speak-42-job2", ".wav")
+    assert first != second and first.parent == tmp_path / "out"
+    token = first.name.removeprefix("omnivoice-20260101-120000-speak-42-job2-").removesuffix(".wav")
+    assert len(token) >= 24 and int(token, 16) >= 0   # 96 random bits
+
+
+def test_a_gradio_session_named_api_does_not_list_the_http_apis_voices(tmp_path):
+    import types
+
+    from omnivoice_demo.api.routes import API_VOICE_SESSION
+    from omnivoice_demo.studio import VoiceLibrary, session_of
+
+    library = VoiceLibrary(tmp_path / "voices", private=True)
+    library.save(a_voice(), "Made with the key", session=API_VOICE_SESSION)
+    visitor = session_of(types.SimpleNamespace(session_hash=API_VOICE_SESSION))
+    assert library.names(visitor) == [] and library.names(API_VOICE_SESSION) == ["Made with the key"]
+    assert session_of(None) is None
