@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import pathlib
+import stat
 import zipfile
 from typing import Optional
 
@@ -51,6 +52,8 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
     if not path.is_file():
         raise InvalidInput(f"The {what} {name!r} does not exist.")
     size = path.stat().st_size
+    if not stat.S_ISREG(path.stat().st_mode) or (size == 0 and str(path.resolve()).startswith("/proc/")):
+        raise InvalidInput(f"The {what} {name!r} is not a regular file.")
     if size > max_bytes:
         raise InvalidInput(f"The {what} {name!r} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
                            param="max_upload_bytes")
@@ -68,6 +71,8 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
                 headers[key] = _check_member(archive, entry, key, spec, what, name)
     except zipfile.BadZipFile as exc:
         raise InvalidInput(f"{name!r} is not a {what} (not an .npz archive: {exc}).") from None
+    except OSError as exc:  # a file that cannot be read (a device, /proc, an I/O error)
+        raise InvalidInput(f"The {what} {name!r} cannot be read ({exc.strerror or type(exc).__name__}).") from None
     except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, a compression zipfile lacks
         raise InvalidInput(f"The {what} {name!r} cannot be read: {' '.join(str(exc).split())[:160]} (save it again "
                            "with numpy, unencrypted).") from None

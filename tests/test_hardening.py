@@ -445,3 +445,39 @@ def test_a_gradio_session_named_api_does_not_list_the_http_apis_voices(tmp_path)
     visitor = session_of(types.SimpleNamespace(session_hash=API_VOICE_SESSION))
     assert library.names(visitor) == [] and library.names(API_VOICE_SESSION) == ["Made with the key"]
     assert session_of(None) is None
+
+
+# --- item 7: batch keys on the model's content, takes the limit flags, and a bad row fails alone ---------
+
+def test_a_batch_items_key_changes_when_the_folders_weights_do(tmp_path, tiny_fp32_folder):
+    import shutil
+
+    from omnivoice_demo.batch.worker import ModelSpec
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_fp32_folder, folder)
+    before = ModelSpec(model=str(folder)).identity()
+    from omnivoice_demo.manifest import MANIFEST_NAME
+
+    manifest = json.loads((folder / MANIFEST_NAME).read_text())
+    manifest["replaced"] = "other weights at the same path"
+    (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert ModelSpec(model=str(folder)).identity() != before
+
+
+def test_batch_honours_the_limit_flags():
+    from omnivoice_demo.__main__ import build_parser
+    from omnivoice_demo.batch.cli import limits_from_arguments
+
+    parse = build_parser().parse_args
+    plain = limits_from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out"]))
+    assert plain == Limits.local()      # a batch's default: one's own machines
+    flagged = limits_from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out",
+                                           "--max-text-chars", "300"]))
+    assert flagged.max_text_chars == 300
+
+
+@pytest.mark.parametrize("voice", ["/proc/self/mem", "/dev/zero"])
+def test_a_voice_path_that_is_no_file_is_invalid_input(voice):
+    with pytest.raises(InvalidInput, match="not a regular file|cannot be read"):
+        Voice.load(voice)
