@@ -58,25 +58,54 @@ def _threads(text: str) -> int:
 
 
 def check_output(path: str) -> pathlib.Path:
-    """The output file, when soundfile can write its format and its folder exists and is writable."""
+    """The output file, checked before any synthesis: a format soundfile writes with its default encoding,
+    a writable folder (tried, not only asked), and no device, pipe or read-only file at the path (links
+    followed).  Returns the path to write (the link's target when it is a link)."""
     import soundfile
 
     output = pathlib.Path(path)
     formats = soundfile.available_formats()
     kind = output.suffix.lstrip(".").upper()
-    if kind not in formats:
+    if kind not in formats or soundfile.default_subtype(kind) is None:  # RAW has no default encoding
+        writable = sorted(f for f in formats if soundfile.default_subtype(f) is not None)
         raise InvalidInput(f"Cannot write {output.name!r}: the ending {output.suffix or '(none)'!r} is not an audio "
-                           f"format soundfile writes; use one of {', '.join('.' + f.lower() for f in sorted(formats))}.",
+                           f"format soundfile writes; use one of {', '.join('.' + f.lower() for f in writable)}.",
                            param="output")
-    folder = output.parent if str(output.parent) else pathlib.Path(".")
     if output.is_dir():
         raise InvalidInput(f"{output} is a folder; give a file name such as {output / 'out.wav'}.", param="output")
+    if output.is_symlink():
+        output = output.resolve()
+    folder = output.parent if str(output.parent) else pathlib.Path(".")
+    if output.exists() and not output.is_file():
+        raise InvalidInput(f"{output} is not a regular file (a device or a pipe); choose a file name.",
+                           param="output")
     if not folder.is_dir():
         raise InvalidInput(f"The folder {folder} of --output does not exist; create it or choose another.",
                            param="output")
-    if not os.access(folder, os.W_OK):
-        raise InvalidInput(f"The folder {folder} of --output is not writable; choose another.", param="output")
+    if (output.exists() and not os.access(output, os.W_OK)) or not _can_create_in(folder):
+        raise InvalidInput(f"{output if output.exists() else 'The folder ' + str(folder)} of --output is not "
+                           "writable; choose another.", param="output")
     return output
+
+
+def _can_create_in(folder: pathlib.Path) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def write_audio(output: pathlib.Path, audio, sample_rate: int) -> None:
+    """``audio`` into ``output`` (checked by ``check_output``) whole or not at all."""
+    import soundfile
+
+    from .atomic import atomic_output
+
+    with atomic_output(output, "audio") as handle:
+        soundfile.write(handle, audio, sample_rate, format=output.suffix.lstrip(".").upper())
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +135,6 @@ def open_engine(args):
 
 
 def synth(args) -> int:
-    import soundfile
     from tqdm import tqdm
 
     output = check_output(args.output)
@@ -140,7 +168,7 @@ def synth(args) -> int:
             result = event
     if bar is not None:
         bar.close()
-    soundfile.write(str(output), result.audio, result.sample_rate)
+    write_audio(output, result.audio, result.sample_rate)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
@@ -180,14 +208,12 @@ def offered_language(whisper_code: str):
 
 
 def codec(args) -> int:
-    import soundfile
-
     output = check_output(args.output)
     engine = open_engine(args)
     audio, sample_rate = engine.load_audio(args.input, purpose="codec")
     codes = engine.encode(audio, sample_rate)
     decoded = engine.decode(codes)
-    soundfile.write(str(output), decoded, engine.codec.sample_rate)
+    write_audio(output, decoded, engine.codec.sample_rate)
     print(f"wrote {args.output}: {codes.shape[1]} frames x {codes.shape[0]} codebooks "
           f"({codes.shape[1] / FRAME_RATE:.2f} s, {codes.shape[0] * BITS_PER_CODE * FRAME_RATE / 1000:.1f} kbit/s)")
     return 0

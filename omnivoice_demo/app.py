@@ -70,6 +70,7 @@ def make_studio(args: argparse.Namespace):
                            backbone=args.backbone)
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
+    voices.sweep()  # voice files that cannot be read are moved aside, not listed
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
                   service=service_from_arguments(args))
 

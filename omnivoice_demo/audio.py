@@ -138,6 +138,10 @@ def _short(err: BaseException) -> str:
     return " ".join(str(err).split())[:160]
 
 
+#: the loudest floating-point sample accepted (a float WAV is -1..1; some headroom for clipped exports)
+MAX_FLOAT_PEAK = 100.0
+
+
 def as_float_audio(audio, what: str) -> np.ndarray:
     """An array of samples as float32 ``[C, N]`` (integer PCM scaled to [-1, 1]); ``InvalidInput`` names the fault."""
     array = np.asarray(audio)
@@ -155,6 +159,10 @@ def as_float_audio(audio, what: str) -> np.ndarray:
         raise InvalidInput(f"The {what} must be [samples] or [channels, samples], got shape {array.shape}.")
     if not np.isfinite(array).all():
         raise InvalidInput(f"The {what} contains NaN or infinite samples (a corrupt file?); export it again.")
+    peak = float(np.abs(array).max())
+    if peak > MAX_FLOAT_PEAK:  # its loudness would overflow (rms inf): not audio scaled to [-1, 1]
+        raise InvalidInput(f"The {what} has samples up to {peak:.3g}; audio in floating point runs from -1 to 1 "
+                           f"(at most {MAX_FLOAT_PEAK:g} is accepted). Export it again, normalised.")
     return array
 
 

@@ -46,7 +46,7 @@ from .manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, attention_ratio, providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
-from .text import add_punctuation, build_condition_ids, load_text_tokenizer, validate_text
+from .text import add_punctuation, build_condition_ids, check_unicode, load_text_tokenizer, validate_text
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
 
@@ -146,7 +146,9 @@ class OmniVoiceEngine:
 
     def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:
         """A saved voice, checked against this engine's limits (reference length, file size)."""
-        return Voice.load(path, max_frames=self.limits.max_reference_frames, max_bytes=self.limits.max_upload_bytes)
+        voice = Voice.load(path, max_frames=self.limits.max_reference_frames, max_bytes=self.limits.max_upload_bytes)
+        self._check_prompt_text(voice.transcript, "The voice's transcript")
+        return voice
 
     def load_audio(self, path: Union[str, pathlib.Path], purpose: str = "reference") -> tuple[np.ndarray, int]:
         """(float32 ``[C, N]``, rate) of an audio file, bounded by this engine's limits before decoding.
@@ -175,6 +177,8 @@ class OmniVoiceEngine:
         frames = np.shape(audio)[-1] if np.ndim(audio) else 0
         self.limits.check("The reference audio", round(frames / sample_rate, 1), "max_reference_seconds", " s")
         typed = transcript is not None and bool(transcript.strip())
+        if typed:
+            self._check_prompt_text(transcript, "The transcript")
         wav, rms = audio_ops.prepare_reference(audio_ops.as_float_audio(audio, "reference audio"), sample_rate,
                                                transcript_given=typed, preprocess=preprocess,
                                                max_seconds=self.limits.max_reference_seconds)
@@ -206,6 +210,8 @@ class OmniVoiceEngine:
         self.limits.check("The text", len(text), "max_text_chars", " characters")
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
+        if instruct is not None:
+            self._check_prompt_text(instruct, "The instruct")
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if isinstance(voice, (str, pathlib.Path)):
             voice = self.load_voice(voice)
@@ -214,6 +220,7 @@ class OmniVoiceEngine:
                                param="voice")
         if voice is not None:
             self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
+            self._check_prompt_text(voice.transcript, "The voice's transcript")
         if config.seed is None:
             config = config.replace(seed=secrets.randbelow(2**31))
 
@@ -227,8 +234,32 @@ class OmniVoiceEngine:
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
         self.limits.check("The number of chunks", len(chunks), "max_chunks")
-        return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
+        plan = GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config)
+        self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
+                          "max_prompt_tokens", " tokens")
+        return plan
+
+    def prompt_tokens(self, plan: GenerationPlan) -> int:
+        """Text tokens of ``plan``'s longest conditional prompt: the style, the reference transcript and the
+        text of its longest chunk (every forward of that chunk carries them all, so its cost grows with them)."""
+        voice, chunks = plan.voice, plan.chunks
+        # without a voice, chunk 0 is the reference of every later chunk (chunk_reference)
+        later = range(1, len(chunks)) if voice is None and len(chunks) > 1 else range(len(chunks))
+        index = max(later, key=lambda i: len(chunks[i]))
+        ref_text, _ = chunk_reference(index, (voice.transcript, None) if voice else None, (chunks[0], None))
+        return len(build_condition_ids(chunks[index], self.tokenizer, ref_text=ref_text, language=plan.language,
+                                       instruct=plan.instruct, denoise=plan.config.denoise,
+                                       has_reference=ref_text is not None))
+
+    def _check_prompt_text(self, text: str, what: str) -> None:
+        """A text that enters the prompt besides the text to speak (a transcript, an instruct): valid Unicode
+        and within ``max_text_chars`` and ``max_prompt_tokens`` on its own, before it is tokenised with the rest."""
+        if not isinstance(text, str):
+            raise InvalidInput(f"{what} must be text, not {type(text).__name__}.")
+        check_unicode(text, what)
+        self.limits.check(what, len(text), "max_text_chars", " characters")
+        self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
     def estimate(self, plan: GenerationPlan):
         """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import os
 import pathlib
+import stat
 import zipfile
 from typing import Optional
 
@@ -32,7 +33,7 @@ class Member:
     """What one member may be: its dtype kinds (``"iu"`` integers, ``"U"`` text, ...) and its size."""
 
     kinds: str
-    max_elements: int
+    max_elements: int           # values; for text (``"U"``), characters in all
     ndim: Optional[int] = None
     required: bool = True
     limit_note: str = ""        # the limit behind max_elements, named in the message
@@ -51,6 +52,8 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
     if not path.is_file():
         raise InvalidInput(f"The {what} {name!r} does not exist.")
     size = path.stat().st_size
+    if not stat.S_ISREG(path.stat().st_mode) or (size == 0 and str(path.resolve()).startswith("/proc/")):
+        raise InvalidInput(f"The {what} {name!r} is not a regular file.")
     if size > max_bytes:
         raise InvalidInput(f"The {what} {name!r} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
                            param="max_upload_bytes")
@@ -68,10 +71,15 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
                 headers[key] = _check_member(archive, entry, key, spec, what, name)
     except zipfile.BadZipFile as exc:
         raise InvalidInput(f"{name!r} is not a {what} (not an .npz archive: {exc}).") from None
+    except OSError as exc:  # a file that cannot be read (a device, /proc, an I/O error)
+        raise InvalidInput(f"The {what} {name!r} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+    except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, a compression zipfile lacks
+        raise InvalidInput(f"The {what} {name!r} cannot be read: {' '.join(str(exc).split())[:160]} (save it again "
+                           "with numpy, unencrypted).") from None
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: np.asarray(data[key]) for key in headers}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile) as exc:
         raise InvalidInput(f"The {what} {name!r} cannot be read ({' '.join(str(exc).split())[:160]}).") from None
 
 
@@ -94,8 +102,11 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
     if spec.ndim is not None and len(shape) != spec.ndim:
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)}; "
                            f"expected {spec.ndim} dimension(s).")
-    elements = math.prod(shape)
-    if elements > spec.max_elements or entry.file_size > spec.max_elements * max(dtype.itemsize, 1) + HEADER_BYTES:
+    # a text array's values are its characters: a 0-d string array of a million characters is not one value
+    per_element = dtype.itemsize // 4 if dtype.kind == "U" else 1
+    elements = math.prod(shape) * per_element
+    value_bytes = 4 if dtype.kind == "U" else max(dtype.itemsize, 1)
+    if elements > spec.max_elements or entry.file_size > spec.max_elements * value_bytes + HEADER_BYTES:
         note = f" ({spec.limit_note})" if spec.limit_note else ""
         raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)} ({elements} values); "
                            f"this server's limit is {spec.max_elements} values{note}.")

@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import os
 import pathlib
+import secrets
 import signal
 import threading
 import time
@@ -37,8 +38,11 @@ class OutputFolder:
         self._lock = threading.Lock()
 
     def path(self, stem: str, suffix: str) -> pathlib.Path:
-        """A path for a new file ``<stem><suffix>`` (the folder pruned first); it is removed at exit."""
-        name = pathlib.PurePath(f"{stem}{suffix}").name  # never a path outside the folder
+        """A path for a new file ``<stem>-<random token><suffix>`` (the folder pruned first); it is removed at
+        exit.  The token (96 random bits) makes the name unguessable: on a shared server the name is what
+        lets a visitor fetch the file, so it must not follow from the clock, a seed or a job counter."""
+        token = secrets.token_hex(12)
+        name = pathlib.PurePath(f"{stem}-{token}{suffix}").name  # never a path outside the folder
         self.root.mkdir(parents=True, exist_ok=True)
         self.prune()
         path = self.root / name

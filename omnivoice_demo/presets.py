@@ -39,7 +39,10 @@ ALIASES = MappingProxyType({"quality": "reference", "hd": "reference"})
 
 def canonical_preset(name: str) -> str:
     """The preset ``name`` means (case-insensitive; an alias gives its preset); an unknown name lists the known."""
-    key = str(name).strip().lower()
+    if not isinstance(name, str):
+        raise InvalidInput(f"preset must be the name of a preset (text), not a {type(name).__name__}; the presets "
+                           f"are: {', '.join(PRESETS)}.", param="preset")
+    key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key not in PRESETS:
         aliases = ", ".join(f"{alias} = {target}" for alias, target in ALIASES.items())

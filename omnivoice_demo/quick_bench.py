@@ -14,11 +14,13 @@ memory measure and machine description, and ``constants.STAGES``.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import pathlib
 import platform
 import sys
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
@@ -109,9 +111,34 @@ def peak_rss_mb() -> Optional[float]:
         return None
 
 
+@dataclasses.dataclass
+class BenchmarkProgress:
+    """An event of ``benchmark_events``: what runs now and the fraction done (``rows`` on the last one)."""
+
+    message: str
+    fraction: float
+    rows: Optional[list] = None
+    kind: str = "bench"
+
+
 def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1, seed: int = 0,
                   progress: Optional[Callable[[str, float], None]] = None, **generate_kwargs) -> list[dict]:
     """One row per engine (see the module's docstring); ``progress(message, fraction)`` is called as it runs."""
+    rows: list[dict] = []
+    for event in benchmark_events(engines, text, num_step, repeats, seed, **generate_kwargs):
+        if isinstance(event, BenchmarkProgress):
+            if progress:
+                progress(event.message, event.fraction)
+            rows = event.rows if event.rows is not None else rows
+    return rows
+
+
+def benchmark_events(engines: dict, text: str, num_step: int = 32, repeats: int = 1, seed: int = 0,
+                     locks: Optional[dict] = None, **generate_kwargs) -> Iterator:
+    """``run_benchmark`` step by step, for the service's queue: every engine step is yielded (so a cancel
+    stops the benchmark after the step in flight, and closing this generator stops the engine), with a
+    ``BenchmarkProgress`` at each run's start and a last one holding the rows.  ``locks``: a model's lock
+    per label, held around each step (not the whole benchmark), so codec calls can interleave."""
     if not engines:
         raise InvalidInput("No model to benchmark: load one in the Model tab first.")
     repeats = int(repeats)
@@ -121,16 +148,30 @@ def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1
     total_runs = len(engines) * repeats
     done = 0
     for label, engine in engines.items():
-        if progress:
-            progress(f"{label}: warm-up", done / total_runs)
-        engine.generate(text, num_step=1, seed=seed, **generate_kwargs)  # first-run allocations out of the timings
+        lock = (locks or {}).get(label)
+
+        def generate(**kwargs):
+            result = None
+            stream = engine.stream(text, **kwargs, **generate_kwargs)
+            try:
+                while True:
+                    with lock if lock is not None else contextlib.nullcontext():
+                        event = next(stream, None)
+                    if event is None:
+                        return result
+                    result = event if event.kind == "result" else result
+                    yield event
+            finally:
+                stream.close()
+
+        yield BenchmarkProgress(f"{label}: warm-up", done / total_runs)
+        yield from generate(num_step=1, seed=seed)  # first-run allocations out of the timings
         reset = reset_peak_rss()
         timings: list[dict] = []
         result = None
         for index in range(repeats):
-            if progress:
-                progress(f"{label}: run {index + 1} of {repeats}", done / total_runs)
-            result = engine.generate(text, num_step=num_step, seed=seed + index, **generate_kwargs)
+            yield BenchmarkProgress(f"{label}: run {index + 1} of {repeats}", done / total_runs)
+            result = yield from generate(num_step=num_step, seed=seed + index)
             timings.append(result.timings)
             done += 1
         mean = {stage: float(np.mean([t.get(stage, 0.0) for t in timings])) for stage in STAGES + ("total",)}
@@ -151,9 +192,7 @@ def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1
         row["peak_rss_scope"] = "this model's runs" if reset else "process so far"
         row.update({k: v for k, v in machine_info().items()})
         rows.append(row)
-    if progress:
-        progress("done", 1.0)
-    return rows
+    yield BenchmarkProgress("done", 1.0, rows)
 
 
 def rows_to_csv(rows: list[dict]) -> str:

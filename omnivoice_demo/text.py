@@ -86,9 +86,22 @@ _CJK = r"[\u4e00-\u9fff]"
 
 
 def validate_text(text: Optional[str], what: str = "The text to speak") -> str:
-    """Return ``text`` unchanged, or raise ``ValueError`` when it is missing or blank."""
+    """Return ``text`` unchanged, or raise ``ValueError`` when it is missing, blank or not valid Unicode."""
     if text is None or not str(text).strip():
         raise InvalidInput(f"{what} is empty; type the text to speak.")
+    check_unicode(text, what)
+    return text
+
+
+def check_unicode(text: str, what: str) -> str:
+    """``text`` unchanged, or ``InvalidInput`` when it holds a lone surrogate (it cannot be encoded as UTF-8).
+
+    The message gives the position, never the text itself (which no response or log could encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} holds a character that is not valid Unicode (a lone surrogate, at position "
+                           f"{exc.start}); send the text as UTF-8.") from None
     return text
 
 

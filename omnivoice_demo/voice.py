@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from .atomic import atomic_output
 from .constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
 from .errors import InvalidInput
 from .npz_check import Member, read_npz
@@ -50,11 +51,11 @@ class Voice:
         path = pathlib.Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
-        path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript,
                 "rms": float(self.rms), "name": self.name, "transcript_source": self.transcript_source,
                 "language": self.language}
-        with open(path, "wb") as handle:
+        # whole or not at all: a kill or a full disk mid-write must not leave a broken voice under its name
+        with atomic_output(path, "voice") as handle:
             np.savez(handle, codes=np.asarray(self.codes, dtype=np.int64),
                      meta=np.array(json.dumps(meta, ensure_ascii=False)))
         return path
@@ -74,7 +75,8 @@ class Voice:
         shown = path.name
         arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2,
                                                  limit_note=f"max_reference_seconds: {max_frames} frames"),
-                                 "meta": Member("U", MAX_META_CHARS, ndim=0)}, "saved voice", max_bytes)
+                                 "meta": Member("U", MAX_META_CHARS, ndim=0, limit_note="characters of its meta")},
+                           "saved voice", max_bytes)
         try:
             meta = json.loads(str(arrays["meta"]))
         except ValueError as exc:

@@ -328,10 +328,10 @@ def test_output_files_are_removed_on_sigterm(tmp_path):
             "print('ready', flush=True); time.sleep(60)\n") % (str(ROOT), str(tmp_path / "outputs"))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
-    assert (tmp_path / "outputs" / "a.wav").exists()
+    assert len(list((tmp_path / "outputs").glob("a-*.wav"))) == 1   # a-<random token>.wav
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=30) == -signal.SIGTERM
-    assert not (tmp_path / "outputs" / "a.wav").exists()
+    assert not list((tmp_path / "outputs").glob("a-*.wav"))
     shutil.rmtree(tmp_path / "outputs")
 
 

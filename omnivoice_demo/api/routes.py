@@ -90,8 +90,64 @@ def api_error(exc: BaseException) -> ApiError:
 def error_response(error: ApiError):
     from fastapi.responses import JSONResponse
 
-    body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
+    # a message that quotes a request's lone surrogate could not be encoded: escape it instead
+    message = error.message.encode("utf-8", "backslashreplace").decode("utf-8")
+    body = {"error": {"message": message, "type": error.type, "param": error.param, "code": error.code}}
     return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+#: the largest JSON body of a request (a speech request is text of at most a few hundred kilobytes)
+MAX_JSON_BYTES = 1024 * 1024
+#: what a multipart upload may add to its file (the other form fields, the boundaries)
+FORM_OVERHEAD_BYTES = 64 * 1024
+
+
+async def read_body(request: Request, limit: int, what: str, param: Optional[str] = None) -> bytes:
+    """The request's body, counted as it arrives: 413 as soon as it passes ``limit`` bytes (a declared
+    Content-Length over the limit before anything is read; a chunked body without one is cut off too)."""
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise _too_large(int(length), limit, what, param)
+    received, parts = 0, []
+    async for part in request.stream():
+        received += len(part)
+        if received > limit:
+            raise _too_large(received, limit, what, param, at_least=True)
+        parts.append(part)
+    body = b"".join(parts)
+    request._body = body  # starlette reads a cached body for .json() and .form()
+    return body
+
+
+def _too_large(size: int, limit: int, what: str, param: Optional[str], at_least: bool = False) -> ApiError:
+    return ApiError(413, f"The {what} is {'over ' if at_least else ''}{size / 2**20:.1f} MB; this server's limit is "
+                         f"{limit / 2**20:.1f} MB (max_upload_bytes for uploads).", param=param,
+                    code="limit_exceeded")
+
+
+async def read_json(request: Request, example: str = ""):
+    """The request's JSON body (at most ``MAX_JSON_BYTES``); a body that is not JSON, or nested too
+    deeply to parse, is a 400."""
+    import json
+
+    body = await read_body(request, MAX_JSON_BYTES, "request body")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+        raise InvalidInput(f"The request body is {reason}{'; send ' + example if example else ''}.") from None
+
+
+async def read_form(request: Request, limit: int):
+    """A multipart form of at most ``limit`` bytes, its file in memory; a malformed one is a 400."""
+    await read_body(request, limit + FORM_OVERHEAD_BYTES, "upload", param="file")
+    try:
+        return await request.form(max_files=2, max_fields=16)
+    except Exception as exc:  # noqa: BLE001 - starlette and python-multipart raise several kinds
+        detail = getattr(exc, "detail", None) or getattr(exc, "message", None) or type(exc).__name__
+        raise InvalidInput(f"The upload is not a well-formed multipart form ({str(detail)[:120]}); send "
+                           "multipart/form-data with the fields 'file', 'name', 'transcript' and 'consent'.",
+                           param="file") from None
 
 
 def build_router(context: ApiContext):
@@ -172,11 +228,7 @@ def build_router(context: ApiContext):
         check_may_change_voices()
         loaded = context.models.get()
         limit = loaded.engine.limits.max_upload_bytes
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > limit + 64 * 1024:
-            raise ApiError(413, f"The upload is {int(length) / 2**20:.1f} MB; this server's limit is "
-                                f"{limit / 2**20:.0f} MB (max_upload_bytes).", param="file", code="limit_exceeded")
-        form = await request.form()
+        form = await read_form(request, limit)
         upload = form.get("file") or form.get("audio_sample")
         name = str(form.get("name") or "").strip()
         transcript = str(form.get("transcript") or "").strip() or None
@@ -214,10 +266,7 @@ def build_router(context: ApiContext):
     async def rename_voice(request: Request):
         check_may_change_voices()
         voice_id = saved_voice_id(request)
-        try:
-            body = await request.json()
-        except ValueError:
-            raise InvalidInput("The request body is not valid JSON; send {\"name\": \"new name\"}.") from None
+        body = await read_json(request, example='{"name": "new name"}')
         new_name = body.get("name") if isinstance(body, dict) else None
         if not isinstance(new_name, str) or not new_name.strip():
             raise InvalidInput("Send the new name as {\"name\": \"new name\"}.", param="name")
@@ -235,11 +284,7 @@ def build_router(context: ApiContext):
     @router.post("/v1/audio/speech")
     @answer
     async def create_speech(request: Request):
-        try:
-            body = await request.json()
-        except ValueError:
-            raise InvalidInput("The request body is not valid JSON.") from None
-        parsed = speech.parse(body)
+        parsed = speech.parse(await read_json(request))
         loaded = model_for(parsed.model)
         names = saved_names()
         plan = await asyncio.to_thread(_plan, context, loaded, parsed, names)

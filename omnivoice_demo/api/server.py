@@ -89,6 +89,7 @@ def serve(args: argparse.Namespace) -> int:
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared)
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=shared)
+    voices.sweep()  # voice files that cannot be read are moved aside, not listed
 
     def redact(text: str) -> str:
         from ..studio.sharing import redact_paths

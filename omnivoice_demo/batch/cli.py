@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import add_config_arguments, config_from_arguments
+from ..config import add_config_arguments, config_from_arguments, limits_from_arguments
 from ..errors import InvalidInput
 
 AUDIO_FORMATS = ("wav", "flac")
@@ -37,6 +37,7 @@ def add_batch_command(commands, add_model_arguments) -> None:
     batch.add_argument("--retry-failed", action="store_true", help="run the items that failed before again")
     batch.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_arguments(batch)
+    batch.set_defaults(limits="local")  # a batch runs on one's own machines; --limits and --max-... still apply
     batch.set_defaults(run=run)
 
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1.", param="workers")
     spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
-                     provider=args.provider)
+                     provider=args.provider, limits=limits_from_arguments(args))
     job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
               model_identity=spec.identity())
     items = read_items(args.input, base=config_from_arguments(args), voices_dir=args.voices)

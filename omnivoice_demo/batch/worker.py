@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import pathlib
 import socket
 import time
 from typing import Optional
@@ -18,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..config import Limits
+from ..manifest import MANIFEST_NAME
 from ..constants import FRAME_RATE
 from ..errors import OmniVoiceError, one_line
 from .items import BatchItem
@@ -40,12 +42,17 @@ class ModelSpec:
     offline: Optional[bool] = None
     provider: str = "cpu"
     folder: Optional[str] = None
+    limits: Limits = dataclasses.field(default_factory=Limits.local)   # --limits/--max-... (batch: local)
 
     def identity(self) -> str:
-        """The model part of an item's key (a folder by its absolute path)."""
+        """The model part of an item's key: a folder by its content (the sha256 of its manifest, which lists
+        every file's sha256), so other weights at the same path are never taken for the old ones."""
         model = self.model or ""
         if model and os.path.isdir(model):
             model = os.path.abspath(model)
+            manifest = pathlib.Path(model) / MANIFEST_NAME
+            if manifest.is_file():
+                model = f"{model}#sha256:{hashlib.sha256(manifest.read_bytes()).hexdigest()}"
         return f"{model}|{self.precision or ''}"
 
     def resolved(self, progress=None) -> "ModelSpec":
@@ -63,7 +70,7 @@ class ModelSpec:
 
         # the resolver has checked every file (sha256): the engine checks sizes only
         return OmniVoiceEngine(self.resolved().folder, provider=self.provider, threads=threads, verify="size",
-                               limits=Limits.local())
+                               limits=self.limits)
 
 
 @dataclasses.dataclass(frozen=True)

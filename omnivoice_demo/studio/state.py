@@ -107,5 +107,11 @@ class Studio:
 
 
 def session_of(request) -> Optional[str]:
-    """The browser session of a Gradio request (None outside a request)."""
-    return getattr(request, "session_hash", None) if request is not None else None
+    """The browser session of a Gradio request (None outside a request), as a voice library's key: prefixed,
+    so a client that picks its own session hash (``"api"``) never names the HTTP API's voices."""
+    session = getattr(request, "session_hash", None) if request is not None else None
+    return f"{BROWSER_SESSION_PREFIX}{session}" if session else None
+
+
+#: before every browser session's key (the HTTP API's voices are under the session ``api``)
+BROWSER_SESSION_PREFIX = "web-"

@@ -12,20 +12,29 @@ other visitor's voices, the library is made per browser session
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import os
 import pathlib
 import re
-import tempfile
+import shutil
+import time
 from typing import Optional
 
-from ..errors import InvalidInput
+from ..atomic import TEMPORARY_SUFFIX, write_atomically
+from ..config import Limits
+from ..errors import InvalidInput, ResourceLimitExceeded
 from ..voice import Voice
+
+log = logging.getLogger(__name__)
 
 DATA_ENV = "OMNIVOICE_DATA"
 APP_DIR_NAME = "omnivoice-onnx-studio"
 MAX_NAME_LENGTH = 60
+#: where the start-up sweep moves voice files that cannot be read (under the library's root)
+QUARANTINE_DIR = "quarantine"
+#: saved voices one owner may keep (the library, or one session's folder): each can be megabytes
+MAX_VOICES_PER_OWNER = 200
 _NAME_RE = re.compile(r"[^\w\- .]+", re.UNICODE)
 
 
@@ -49,15 +58,41 @@ def clean_name(name: str) -> str:
 class VoiceLibrary:
     """List, save and load voices in a folder."""
 
-    def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False):
+    def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False,
+                 max_voices: int = MAX_VOICES_PER_OWNER):
         self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
         self.private = private
+        self.max_voices = max_voices   # per folder: the one library, or each session's
 
     def folder(self, session: Optional[str] = None) -> pathlib.Path:
         if self.private:
             key = re.sub(r"[^\w\-]", "", session or "") or "anonymous"
             return self.root / "sessions" / key
         return self.root
+
+    def sweep(self) -> list[pathlib.Path]:
+        """At start-up: move every voice file that cannot be read (a 0-byte or cut file from a crash or a
+        full disk, before writes were atomic) to ``quarantine/``, so it is neither listed nor blocks its
+        name, and remove unfinished temporary files.  Returns where the unreadable files went."""
+        if not self.root.is_dir():
+            return []
+        roomy = Limits.local()  # the loosest bounds: only what no front end could read is moved
+        moved = []
+        folders = [self.root, *(p for p in (self.root / "sessions").glob("*") if p.is_dir())]
+        for folder in folders:
+            for leftover in folder.glob(f".*{TEMPORARY_SUFFIX}"):
+                leftover.unlink(missing_ok=True)
+            for path in folder.glob("*.npz"):
+                try:
+                    Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=roomy.max_upload_bytes)
+                except (InvalidInput, OSError) as exc:
+                    target = self.root / QUARANTINE_DIR / path.relative_to(self.root).parent / \
+                        f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.move(str(path), target)
+                    log.warning("voice file %s cannot be read (%s); moved to %s", path, exc, target)
+                    moved.append(target)
+        return moved
 
     def names(self, session: Optional[str] = None) -> list[str]:
         folder = self.folder(session)
@@ -73,6 +108,9 @@ class VoiceLibrary:
         path = self.path(name, session)
         if path.exists() and not overwrite:
             raise InvalidInput(f"A voice named {name!r} exists already; choose another name.")
+        if not path.exists() and len(self.names(session)) >= self.max_voices:
+            raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for one "
+                                        "owner; delete one before saving another.", param="max_voices")
         voice.name = name
         return write_voice(voice, path)
 
@@ -136,24 +174,6 @@ def export_voice(voice: Voice, target: pathlib.Path) -> list[pathlib.Path]:
     return [target, about]
 
 
-def write_atomically(path: pathlib.Path, data: bytes) -> pathlib.Path:
-    """``data`` into ``path`` through a temporary file in the same folder and a rename (never half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return path
-
-
 def write_voice(voice: Voice, path: pathlib.Path) -> pathlib.Path:
-    """``voice.save`` to ``path``, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".saving-", dir=path.parent) as folder:
-        written = voice.save(pathlib.Path(folder) / path.name)
-        return write_atomically(path, written.read_bytes())
+    """``voice.save`` to ``path`` (atomic: a temporary name, fsync, rename)."""
+    return voice.save(path)

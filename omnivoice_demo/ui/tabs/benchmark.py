@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
-from typing import Optional
+from typing import Iterator, Optional
 
 import gradio as gr
 
@@ -13,7 +12,7 @@ from ..gradio_api import api_errors, describe
 from ...config import GenerationConfig
 from ...constants import STAGES
 from ...errors import InvalidInput
-from ...quick_bench import TEXTS, machine_info, rows_to_csv, run_benchmark
+from ...quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
@@ -41,6 +40,22 @@ def _whole(value, default: int, name: str) -> int:
 def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
               repeats: int = 1, progress=None) -> dict:
     """Time the chosen loaded models on the same text: table, chart, machine, CSV."""
+    result = None
+    for update in benchmark_updates(studio, labels, length, num_step, repeats):
+        if isinstance(update, BenchmarkProgress):
+            if progress:
+                progress(update.fraction, desc=update.message)
+        else:
+            result = update
+    return result
+
+
+def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
+                      repeats: int = 1) -> Iterator:
+    """``benchmark`` as it runs: ``BenchmarkProgress`` while waiting in the service's queue and at every
+    step, then the result ``dict``.  The runs go through the one queue (``studio.service``) like every
+    generation; closing this generator (a cancelled event, a client gone) cancels them after the step in
+    flight and frees the model."""
     if length not in TEXTS:
         raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {length!r}.", param="length")
     num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
@@ -55,12 +70,21 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
     if not labels:
         labels = [studio.models.get().label]
     chosen = [studio.models.get(label) for label in labels]
-    with contextlib.ExitStack() as stack:
-        for model in chosen:
-            stack.enter_context(model.lock)
-        report = (lambda message, fraction: progress(fraction, desc=message)) if progress else None
-        rows = run_benchmark({m.label: m.engine for m in chosen}, TEXTS[length], num_step=num_step, repeats=repeats,
-                             progress=report)
+    job = studio.service.submit(lambda: benchmark_events({m.label: m.engine for m in chosen}, TEXTS[length],
+                                                         num_step=num_step, repeats=repeats,
+                                                         locks={m.label: m.lock for m in chosen}),
+                                label="benchmark")
+    rows, stage = None, BenchmarkProgress("Starting", 0.0)
+    for event in job.events():
+        if event.kind == "queue":
+            yield BenchmarkProgress(f"Waiting: {event.position} in the queue", 0.0)
+        elif isinstance(event, BenchmarkProgress):
+            stage, rows = event, event.rows or rows
+            yield event
+        elif event.kind == "step":
+            yield BenchmarkProgress(f"{stage.message}: step {event.step} of {event.num_steps}", stage.fraction)
+    if rows is None:
+        raise InvalidInput("The benchmark was cancelled before it finished.")
     machine = machine_info(chosen[0].engine)
     chart = pictures.bar_chart(list(STAGES) + ["total"],
                                {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
@@ -70,8 +94,8 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
     machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
                   f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
                   f"provider {machine['provider']} · threads {machine['threads']}")
-    return {"table": {"headers": BENCH_COLUMNS, "data": [[r.get(c) for c in BENCH_COLUMNS] for r in rows]},
-            "chart": chart, "machine": machine_md, "csv": str(csv_path), "rows": rows}
+    yield {"table": {"headers": BENCH_COLUMNS, "data": [[r.get(c) for c in BENCH_COLUMNS] for r in rows]},
+           "chart": chart, "machine": machine_md, "csv": str(csv_path), "rows": rows}
 
 
 @ui_errors
@@ -143,9 +167,15 @@ def build(studio: Studio) -> gr.CheckboxGroup:
         csv = gr.File(label="CSV", interactive=False, elem_id="bench-csv")
         build_quality(studio, models)
 
+    @ui_errors
     def run(labels, length_value, steps_value, repeats_value, progress=gr.Progress()):
-        result = benchmark(studio, labels, length_value, steps_value, repeats_value, progress=progress)
-        return result["table"], result["chart"], result["machine"], result["csv"]
+        # a generator: Gradio closes it when the event is cancelled, which cancels the queued job
+        for update in benchmark_updates(studio, labels, length_value, steps_value, repeats_value):
+            if isinstance(update, BenchmarkProgress):
+                progress(update.fraction, desc=update.message)
+                yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            else:
+                yield update["table"], update["chart"], update["machine"], update["csv"]
 
     go.click(run, inputs=[models, length, steps, repeats], outputs=[table, chart, machine, csv],
              concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
@@ -157,8 +187,8 @@ def build_api(studio: Studio) -> None:
     def benchmark_endpoint(models="", length="short", num_step=8, repeats=1):
         """Time the loaded models (comma-separated labels; empty: the active one): rows and CSV."""
         labels = [m.strip() for m in (models or "").split(",") if m.strip()]
-        result = benchmark(studio, labels, length, num_step, repeats)
-        return result["rows"], result["csv"]
+        for update in benchmark_updates(studio, labels, length, num_step, repeats):  # closed: cancelled
+            yield (gr.skip(), gr.skip()) if isinstance(update, BenchmarkProgress) else (update["rows"], update["csv"])
 
     inputs = describe([gr.Textbox(value="", label="models"), gr.Textbox(value="short", label="length"),
                        gr.Number(value=8, label="num_step", precision=0),
