@@ -222,6 +222,8 @@ def test_codec_round_trip_of_an_upload(page, reference, artifacts_dir):
 
 def test_benchmark_and_model_tabs(page, artifacts_dir):
     _tab(page, "Benchmark", "#bench-go")
+    # issue 19: the model list started unticked while the run took the active model; now what runs is ticked
+    assert page.locator("#bench-models input[type=checkbox]:checked").count() == 1
     page.locator("#bench-go").click()
     _until(page, "document.body.innerText.includes('Machine:')", timeout=60)
     _until(page, "(() => { const i = document.querySelector('#bench-chart img'); "

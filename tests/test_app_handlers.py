@@ -369,6 +369,13 @@ def test_model_details_show_precision_and_licence(studio):
     assert "ready" in model_tab.model_bar(studio)
     fp32_choice = {"compute": "fp32: int4 weights dequantized at load (measured faster)", "added_mb": 1680.0,
                    "rss_added_mb": 3300.0, "probe_s": {"int4": 2.47, "fp32": 2.11}}
+    # issue 19: a graph run as built added no weights, and says nothing of "0 MB"
+    as_built = model_tab.backbone_compute({"compute": "as built", "added_mb": 0.0, "choice": "as built",
+                                           "fidelity": {"cosine": 1.0, "agreement": 1.0}})
+    assert "0 MB" not in as_built and "cosine 1.0000" in as_built
+    eight_bit = model_tab.backbone_compute({"compute": "int8-row: ...", "added_mb": 448.7, "choice": "int8-row",
+                                            "fidelity": None})
+    assert "449 MB of 8-bit weights" in eight_bit and "fidelity not measured" in eight_bit
     line = model_tab.backbone_compute(fp32_choice)
     assert "1680 MB of fp32 weights" in line and "3300 MB" in line and "int4 2.47 s, fp32 2.11 s" in line
 

@@ -148,13 +148,20 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
              concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
 
 
+def ticked(studio: Studio) -> list[str]:
+    """The models the benchmark's list starts with ticked: the active one (what an empty choice runs)."""
+    return [studio.models.active] if studio.models.active else []
+
+
 def build(studio: Studio) -> gr.CheckboxGroup:
     """The tab; returns its model list (the Model tab keeps it up to date)."""
     with gr.Tab("Benchmark", id="benchmark"):
         gr.Markdown("Times every stage of a generation on this machine for the loaded models (load more "
                     "precisions in the Model tab to compare them side by side).")
         with gr.Row():
-            models = gr.CheckboxGroup(studio.models.labels(), label="Models", scale=3, elem_id="bench-models")
+            # what is ticked is what runs: the active model to begin with (issue 19: it started unticked)
+            models = gr.CheckboxGroup(studio.models.labels(), value=ticked(studio), label="Models", scale=3,
+                                      elem_id="bench-models")
             length = gr.Radio(list(TEXTS), value="short", label="Text length", elem_id="bench-length")
             steps = gr.Slider(STEPS_SETTING.ui_low, STEPS_SETTING.ui_high, value=16, step=1, label="Steps",
                               elem_id="bench-steps")

@@ -11,6 +11,7 @@ from ...hub import DEFAULT_REPO, PRECISIONS
 from ..error_mapping import ui_errors
 from ...studio.models import ModelNotReady, available_providers
 from ...studio import Studio
+from . import benchmark as benchmark_tab
 
 
 def model_bar(studio: Studio) -> str:
@@ -151,7 +152,7 @@ class ModelTab:
         models = self.studio.models
         labels = models.labels()
         return (model_bar(self.studio), model_details(self.studio), gr.update(choices=labels, value=models.active),
-                gr.update(choices=labels), gr.Timer(active=models.loading))
+                gr.update(choices=labels, value=benchmark_tab.ticked(self.studio)), gr.Timer(active=models.loading))
 
     def _load(self, spec, precision, provider, offline, build):
         # ModelManager refuses in shared mode, whatever the page shows: this event can be called by fn_index
