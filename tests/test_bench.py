@@ -115,3 +115,12 @@ def test_backbone_fidelity_benchmark_times_and_scores_every_choice(tiny_fp32_fol
     printed = capsys.readouterr().out
     assert "| int8-row |" in printed and "x int4" in printed
     assert TABLE.read_bytes() == published          # the published table changes only with --write-table
+
+
+def test_engine_memory_reports_the_choice_and_its_peak(tiny_fp32_folder, capsys):
+    from benchmarks import engine_memory
+
+    assert engine_memory.main(["--model", str(tiny_fp32_folder), "--backbone", "int8", "--threads", "1",
+                               "--steps", "2"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["choice"] == "int8" and report["peak_rss_mb"] > 0 and report["audio_s"] > 0
