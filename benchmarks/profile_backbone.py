@@ -38,7 +38,8 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.throughput import gemm_throughput  # noqa: E402
-from omnivoice_demo.dequantize import alternated_best, dequantized_backbone  # noqa: E402
+from omnivoice_demo.backbone_choice import dequantized_backbone  # noqa: E402
+from omnivoice_demo.dequantize import alternated_best  # noqa: E402
 from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
 from omnivoice_demo.onnx_model import OmniVoiceOnnx, open_session, providers_for, session_options  # noqa: E402
 from omnivoice_demo.quick_bench import cpu_name  # noqa: E402

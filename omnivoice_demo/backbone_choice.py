@@ -28,8 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from .backbone_precision import PRECISIONS, graph_precision, outlier_channels, rebuild
-from .dequantize import alternated_best, dequantized_backbone, resident_mb
-from .errors import InvalidInput
+from .dequantize import alternated_best, resident_mb
+from .errors import InvalidInput, ModelFolderError
 from .fidelity import fidelity_of, passes_gate, published_table
 
 EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
@@ -149,6 +149,42 @@ def _switch(model, info: dict, choice: str, built, measured: bool = False) -> di
     info.update(choice=choice, compute=what + from_int4 + how, added_mb=round(added / 2**20, 1),
                 rss_added_mb=round(grown, 1), fidelity=fidelity_of(info["source"], choice))
     return info
+
+
+# --- fp32 from int4, in memory -----------------------------------------------------------------
+
+def dequantized_backbone(path: pathlib.Path, providers: Sequence[str], options):
+    """An ``InferenceSession`` of the backbone at ``path`` with its 4-bit MatMuls dequantized to fp32.
+
+    Returns ``(session, added_bytes)``: the fp32 weights' bytes (what this costs in memory).
+    """
+    import onnx
+
+    try:
+        model = onnx.load(str(path))
+    except Exception as exc:  # onnx raises its own types
+        raise ModelFolderError(f"{path.name} in {path.parent} cannot be read ({str(exc)[:200]}).") from exc
+    weights = rebuild(model, "fp32")
+    return in_memory_session(model, weights, providers, options), sum(v.nbytes for v in weights.values())
+
+
+def in_memory_session(model, constants: dict, providers: Sequence[str], options):
+    """A session of ``model`` whose ``constants`` (name -> array) reach ONNX Runtime as ``OrtValue``s
+    (``SessionOptions.add_external_initializers``: no 2 GB protobuf limit, no copy on disk)."""
+    import onnx
+    import onnxruntime as ort
+
+    names, values = [], []
+    for name, value in constants.items():
+        placeholder = onnx.TensorProto(name=name, data_type=onnx.helper.np_dtype_to_tensor_dtype(value.dtype),
+                                       dims=list(value.shape))
+        placeholder.data_location = onnx.TensorProto.EXTERNAL
+        placeholder.external_data.add(key="location", value="in-memory")
+        model.graph.initializer.append(placeholder)
+        names.append(name)
+        values.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
+    options.add_external_initializers(names, values)
+    return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
 
 
 # --- 8-bit graphs in our cache -----------------------------------------------------------------

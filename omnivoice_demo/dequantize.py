@@ -6,14 +6,15 @@ first tables were made, 14% slower on an AVX2-only EPYC (issue 10), and 4-36%
 slower on this project's AVX-512 VNNI / AMX Xeon (``benchmarks/profile_backbone.py``):
 which is faster depends on the CPU, so ``backbone_choice.choose_backbone(mode="auto")`` measures.
 
-``dequantized_backbone`` turns every 4-bit ``MatMulNBits`` into a ``MatMul`` on
+``dequantize_weight`` gives each 4-bit ``MatMulNBits`` its ``MatMul`` weight
 ``W[n, k] = (q[n, k] - zero_point) * scale[n, k // block]`` (the operator's own
 definition; zero point 8 when the graph stores none), so the weights are exactly
 those of the int4 folder, at 8x their memory; the products differ slightly, as
 ``MatMulNBits`` at accuracy level 4 rounds the activations to int8 and fp32 does not.
 
-The graph is rewritten by ``backbone_precision.rebuild`` (which also makes the
-8-bit choices); the fp32 weights reach ONNX Runtime as ``OrtValue``s through
+``backbone_choice.dequantized_backbone`` rewrites the graph with
+``backbone_precision.rebuild`` (which also makes the 8-bit choices); the fp32
+weights reach ONNX Runtime as ``OrtValue``s through
 ``SessionOptions.add_external_initializers`` (no 2 GB protobuf limit, no copy
 on disk).  Hand-written because ONNX Runtime ships no dequantizing pass for
 ``MatMulNBits`` (its quantization tools go the other way).
@@ -22,11 +23,8 @@ on disk).  Hand-written because ONNX Runtime ships no dequantizing pass for
 from __future__ import annotations
 
 import pathlib
-from typing import Sequence
 
 import numpy as np
-
-from .errors import ModelFolderError
 
 
 def dequantize_weight(packed: np.ndarray, scales: np.ndarray, k: int, n: int, block: int,
@@ -53,42 +51,6 @@ def dequantize_weight(packed: np.ndarray, scales: np.ndarray, k: int, n: int, bl
     weight *= scale_t
     weight = weight.reshape(blocks * block, n)
     return weight if blocks * block == k else np.ascontiguousarray(weight[:k])
-
-
-def dequantized_backbone(path: pathlib.Path, providers: Sequence[str], options):
-    """An ``InferenceSession`` of the backbone at ``path`` with its 4-bit MatMuls dequantized to fp32.
-
-    Returns ``(session, added_bytes)``: the fp32 weights' bytes (what this costs in memory).
-    """
-    import onnx
-
-    from .backbone_precision import rebuild
-
-    try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # onnx raises its own types
-        raise ModelFolderError(f"{path.name} in {path.parent} cannot be read ({str(exc)[:200]}).") from exc
-    weights = rebuild(model, "fp32")
-    return in_memory_session(model, weights, providers, options), sum(v.nbytes for v in weights.values())
-
-
-def in_memory_session(model, constants: dict, providers: Sequence[str], options):
-    """A session of ``model`` whose ``constants`` (name -> array) reach ONNX Runtime as ``OrtValue``s
-    (``SessionOptions.add_external_initializers``: no 2 GB protobuf limit, no copy on disk)."""
-    import onnx
-    import onnxruntime as ort
-
-    names, values = [], []
-    for name, value in constants.items():
-        placeholder = onnx.TensorProto(name=name, data_type=onnx.helper.np_dtype_to_tensor_dtype(value.dtype),
-                                       dims=list(value.shape))
-        placeholder.data_location = onnx.TensorProto.EXTERNAL
-        placeholder.external_data.add(key="location", value="in-memory")
-        model.graph.initializer.append(placeholder)
-        names.append(name)
-        values.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
-    options.add_external_initializers(names, values)
-    return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
 
 
 def alternated_best(runs: dict, repeats: int) -> dict:

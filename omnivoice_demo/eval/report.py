@@ -18,6 +18,9 @@ from ..batch.store import OutputFolder
 from .candidates import EXACT_NAME
 from .scores import UNSPACED_LANGUAGES, codes_agreement, corpus_rates, error_rates
 
+#: the format of every run's audio in the output folder
+AUDIO_FORMAT = "wav"
+
 #: the Markdown table's columns: (key in a summary row, header)
 COLUMNS = (("agreement", "codes agreement ↑"), ("mel_distance", "log-mel distance ↓"),
            ("duration_ratio", "duration ratio"), ("wer", "WER ↓"), ("cer", "CER ↓"),
@@ -82,9 +85,15 @@ def build_report(items, runs, configurations, top: OutputFolder, scorers, counts
 
 
 def _audio(folder: OutputFolder, name: str) -> np.ndarray:
-    from .runner import read_run_audio
-
     return read_run_audio(folder, name)[0]
+
+
+def read_run_audio(folder: OutputFolder, name: str) -> tuple[np.ndarray, int]:
+    import soundfile
+
+    audio, rate = soundfile.read(str(folder.audio_path(name, AUDIO_FORMAT)), dtype="float32")
+    return audio, rate
+
 
 
 def _summary(configuration, rows: list[dict]) -> dict:

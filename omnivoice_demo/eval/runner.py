@@ -29,11 +29,11 @@ from ..batch.store import OutputFolder, file_sha256
 from ..errors import InvalidInput
 from .candidates import EXACT_NAME, Candidate, EngineSource, checked_name, exact_candidate
 from .items import EvalItem
+from .report import AUDIO_FORMAT, read_run_audio
 from .scores import cosine
 
 MAX_CANDIDATES = 16
 MAX_SEEDS = 10
-AUDIO_FORMAT = "wav"
 
 #: progress(done, total, what): called after every generation and every scoring step
 Progress = Callable[[int, int, str], None]
@@ -165,13 +165,6 @@ def _write_run(folder: OutputFolder, configuration: Candidate, key: str, item: E
         "describe": configuration.describe(), "audio": audio_path.name, "sha256": file_sha256(audio_path),
         "seconds": result.duration, "time": result.timings["total"], "rtf": result.rtf,
         "chunks": len(result.chunks), "codes": codes.astype(int).tolist()})
-
-
-def read_run_audio(folder: OutputFolder, name: str) -> tuple[np.ndarray, int]:
-    import soundfile
-
-    audio, rate = soundfile.read(str(folder.audio_path(name, AUDIO_FORMAT)), dtype="float32")
-    return audio, rate
 
 
 def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts: RunCounts, step) -> None:
