@@ -64,13 +64,57 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
                                "again.") from exc
 
 
+#: the settings ``session_options`` makes, copied when a session needs options of its own
+_COPIED_OPTIONS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "log_severity_level",
+                   "enable_cpu_mem_arena", "enable_mem_pattern", "execution_mode")
+
+#: a graph file larger than this holds its weights inline (ONNX Runtime reads it whole, it maps nothing)
+_GRAPH_WITH_EXTERNAL_DATA_MAX = 64 << 20
+
+
+def external_data_files(path: pathlib.Path) -> list[str]:
+    """The files (relative to the graph's folder) that the graph at ``path`` keeps its weights in."""
+    import onnx
+
+    if path.stat().st_size > _GRAPH_WITH_EXTERNAL_DATA_MAX:
+        return []
+    graph = onnx.load(str(path), load_external_data=False).graph
+    tensors = list(graph.initializer) + [a.t for node in graph.node for a in node.attribute if a.HasField("t")]
+    return sorted({entry.value for tensor in tensors if tensor.data_location == onnx.TensorProto.EXTERNAL
+                   for entry in tensor.external_data if entry.key == "location"})
+
+
+def with_weights_in_memory(path: pathlib.Path, options):
+    """``(options, buffers)``: a copy of ``options`` that hands ONNX Runtime the graph's external data read
+    into ``buffers`` (keep them until the session is made: ONNX Runtime copies them then).
+
+    By itself ONNX Runtime memory-maps external data: a weights file changed in place under a
+    running server (truncated, overwritten) is then a SIGBUS that kills it with nothing logged.
+    Read here, the file is copied into the session when it is created and may change afterwards
+    (``ModelFileWatch`` says so in the log)."""
+    import onnxruntime as ort
+
+    names = external_data_files(path)
+    if not names:
+        return options, []
+    fresh = ort.SessionOptions()
+    for name in _COPIED_OPTIONS if options is not None else ():
+        setattr(fresh, name, getattr(options, name))
+    buffers = [(path.parent / name).read_bytes() for name in names]
+    fresh.add_external_initializers_from_files_in_memory(names, buffers, [len(b) for b in buffers])
+    return fresh, buffers
+
+
 def open_session(path: pathlib.Path, providers: Sequence[str], options):
     import onnxruntime as ort
 
     if not path.is_file():
         raise ModelFolderError(f"{path.name} is missing from {path.parent}; download or build the model folder again.")
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+        options, buffers = with_weights_in_memory(path, options)
+        session = ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+        del buffers  # copied into the session
+        return session
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelFolderError(
             f"{path.name} in {path.parent} cannot be loaded by onnxruntime ({exc.__class__.__name__}: "
