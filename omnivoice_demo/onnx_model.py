@@ -50,6 +50,21 @@ def session_options(threads: int | None = None):
     return options
 
 
+def run_options(shrink_arena: bool = True):
+    """``RunOptions`` of every forward: with ``shrink_arena`` the CPU arena's unused memory goes back after each run.
+
+    ONNX Runtime's CPU arena grows to the largest run a session has seen and keeps it for
+    the session's lifetime: one long request (attention over every position, logits of
+    every position) left a server hundreds of MB to GBs larger for good (issue 21 item 10;
+    ``benchmarks/memory_plateau.py`` measures it).  Shrinking frees what no run holds."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    if shrink_arena:
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 def read_genai_decoder_config(folder: pathlib.Path) -> dict:
     import json
 
@@ -133,6 +148,7 @@ class OmniVoiceOnnx:
         self.embeddings = open_session(self.folder / BACKBONE_GRAPHS["audio_embeddings"], providers, options)
         self.backbone = open_session(self.folder / BACKBONE_GRAPHS["backbone"], providers, options)
         self.heads = open_session(self.folder / BACKBONE_GRAPHS["audio_heads"], providers, options)
+        self.run_options = run_options()
 
         inputs = {i.name: i for i in self.backbone.get_inputs()}
         self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
@@ -157,7 +173,8 @@ class OmniVoiceOnnx:
     def embed(self, input_ids: np.ndarray, audio_mask: np.ndarray) -> np.ndarray:
         """input_ids [B, 8, S] int64, audio_mask [B, S] bool -> inputs_embeds [B, S, H]."""
         return self.embeddings.run(None, {"input_ids": input_ids.astype(np.int64, copy=False),
-                                          "audio_mask": audio_mask.astype(np.bool_, copy=False)})[0]
+                                          "audio_mask": audio_mask.astype(np.bool_, copy=False)},
+                                   self.run_options)[0]
 
     def hidden_states(self, inputs_embeds: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
         """Backbone over right-padded rows; row b attends to its first ``lengths[b]`` positions."""
@@ -169,11 +186,12 @@ class OmniVoiceOnnx:
         if self.past_names:
             empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_type)
             feeds.update({name: empty for name in self.past_names})
-        return self.backbone.run(self.backbone_outputs, feeds)[0]
+        return self.backbone.run(self.backbone_outputs, feeds, self.run_options)[0]
 
     def audio_logits(self, hidden_states: np.ndarray) -> np.ndarray:
         """hidden_states [B, S, H] -> logits [B, 8, S, 1025] float32."""
-        logits = self.heads.run(None, {"hidden_states": hidden_states.astype(self.heads_input_type, copy=False)})[0]
+        logits = self.heads.run(None, {"hidden_states": hidden_states.astype(self.heads_input_type, copy=False)},
+                                self.run_options)[0]
         return logits.astype(np.float32, copy=False)
 
     def logits(self, input_ids: np.ndarray, audio_mask: np.ndarray, lengths: Sequence[int] | None = None,

@@ -74,3 +74,56 @@ def test_gradio_uploads_in_shared_mode_are_bounded_per_visitor_in_total_and_in_t
         assert app.process.poll() is None
     finally:
         app.stop()
+
+
+def _soak_requests(wav: bytes):
+    """200 requests of the kinds a server meets, in a fixed order (about 1 in 10 at the longest text allowed)."""
+    long_text = " ".join(f"Sentence {n} of the longest text this server takes." for n in range(60))[:2000]
+    kinds = [
+        ("POST", "v1/audio/speech", {"json": {"input": "Soak test.", "voice": "auto", "steps": 1}}, 200),
+        ("GET", "health", {}, 200),
+        ("POST", "v1/audio/speech", {"json": {"input": "A designed voice.", "voice": "auto", "steps": 2,
+                                              "instructions": "female, low pitch", "response_format": "pcm"}}, 200),
+        ("GET", "v1/models", {}, 200),
+        ("POST", "v1/audio/speech", {"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400),
+        ("POST", "v1/audio/voices", {"data": {"name": "Soak", "transcript": "Hello there.", "consent": "true"},
+                                     "files": {"file": ("clip.wav", wav, "audio/wav")}}, 201),
+        ("GET", "v1/audio/voices", {}, 200),
+        ("DELETE", "v1/audio/voices/Soak", {}, 200),
+        ("POST", "v1/audio/speech", {"json": {"input": long_text, "voice": "auto", "steps": 1}}, 200),
+        ("POST", "v1/audio/speech", {"json": {"input": "x" * 2001, "voice": "auto"}}, 413),
+    ]
+    return [kinds[n % len(kinds)] for n in range(200)]
+
+
+@pytest.mark.slow
+def test_soak_two_hundred_mixed_requests_grow_the_server_by_less_than_150_mb(tiny_fp32_folder, tmp_path):
+    import io
+
+    import psutil
+    import soundfile
+
+    from tests.support.signals import speech_like
+
+    buffer = io.BytesIO()
+    soundfile.write(buffer, speech_like(2.0)[0], 24000, format="WAV")
+    requests = _soak_requests(buffer.getvalue())
+    app = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32"], tmp_path)
+    try:
+        wait_model_loaded(app)
+        server = psutil.Process(app.process.pid)
+        rss = []
+        with httpx.Client(base_url=app.url, timeout=120) as client:
+            for index, (method, path, kwargs, status) in enumerate(requests):
+                if index == 20:  # after warm-up: every kind has run twice
+                    rss.append(server.memory_info().rss)
+                response = client.request(method, path, **kwargs)
+                assert response.status_code == status, (index, path, response.text[:300])
+        assert app.process.poll() is None
+        rss.append(server.memory_info().rss)
+        growth_mb = (rss[-1] - rss[0]) / 2**20
+        print(f"soak: RSS after warm-up {rss[0] / 2**20:.0f} MB, after 200 requests {rss[-1] / 2**20:.0f} MB, "
+              f"growth {growth_mb:.0f} MB")
+        assert growth_mb < 150, growth_mb
+    finally:
+        app.stop()
