@@ -127,3 +127,40 @@ def test_soak_two_hundred_mixed_requests_grow_the_server_by_less_than_150_mb(tin
         assert growth_mb < 150, growth_mb
     finally:
         app.stop()
+
+
+@pytest.fixture
+def wyoming_port(tmp_path):
+    from omnivoice_demo.studio import ModelManager, VoiceLibrary
+    from omnivoice_demo.studio.service import EngineService
+    from omnivoice_demo.wyoming.server import WyomingServer, make_context
+    from tests.support.app_server import free_port
+
+    port = free_port()
+    context = make_context(ModelManager(cache_dir=tmp_path / "cache", offline=True), VoiceLibrary(tmp_path / "voices"),
+                           EngineService(max_running=1, max_waiting=1))
+    running = WyomingServer(f"tcp://127.0.0.1:{port}", context).start_in_thread()
+    yield port
+    running.stop_thread()
+
+
+@pytest.mark.parametrize("field", ["data_length", "payload_length"])
+def test_a_wyoming_event_declaring_a_huge_length_is_refused_before_it_is_read(wyoming_port, field, caplog):
+    import json
+    import socket
+
+    with socket.create_connection(("127.0.0.1", wyoming_port), timeout=10) as client:
+        client.sendall(json.dumps({"type": "synthesize", field: 2**40}).encode() + b"\n")
+        refused, sent = False, 0
+        client.settimeout(5)
+        try:
+            for _ in range(64):  # up to 64 MiB while the server should have hung up at once
+                client.sendall(b"\0" * 2**20)
+                sent += 2**20
+            refused = client.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            refused = True
+        except socket.timeout:  # before: still reading, buffering every byte towards the 1 TiB declared
+            refused = False
+    assert refused, f"the server kept the connection after {sent} bytes of a 1 TiB event"
+    assert f"declares {2**40} bytes" in caplog.text, caplog.text  # said in the log, the bytes never read
