@@ -31,14 +31,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--sentences", type=int, default=60)
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--release", choices=["yes", "no"], default="yes",
-                        help="after each request, give freed heap pages back (memory.release_free_memory), as the "
-                             "server's queue does (default yes; no: before issue 21)")
+                        help="bound the heap and give freed pages back after each request (memory.bound_heap, "
+                             "release_free_memory), as the server's queue does (default yes; no: before issue 21)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
     from omnivoice_demo.config import Limits
     from omnivoice_demo.engine import OmniVoiceEngine
-    from omnivoice_demo.memory import release_free_memory
+    from omnivoice_demo.memory import bound_heap, release_free_memory
     from omnivoice_demo.onnx_model import run_options
 
     def request(text: str):
@@ -47,6 +47,8 @@ def main(argv=None) -> dict:
             release_free_memory()
         return result
 
+    if args.release == "yes":
+        bound_heap()  # as EngineService does
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="none", limits=Limits.local(),
                              calibrate=False, backbone="int4")  # the folder's backbone as built
     engine.model.run_options = engine.codec.run_options = run_options(shrink_arena=args.arena == "shrink")

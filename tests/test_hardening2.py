@@ -164,3 +164,27 @@ def test_a_wyoming_event_declaring_a_huge_length_is_refused_before_it_is_read(wy
             refused = False
     assert refused, f"the server kept the connection after {sent} bytes of a 1 TiB event"
     assert f"declares {2**40} bytes" in caplog.text, caplog.text  # said in the log, the bytes never read
+
+
+def test_one_long_request_leaves_no_memory_plateau(tiny_fp32_folder):
+    """Issue 21 item 10: before, the CPU arena and glibc's heap kept a long request's buffers (+96 MB here)."""
+    import psutil
+
+    from omnivoice_demo.config import Limits
+    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.studio.service import EngineService
+
+    engine = OmniVoiceEngine(tiny_fp32_folder, verify="none", limits=Limits.local(), calibrate=False, backbone="int4")
+    service = EngineService(max_running=1, max_waiting=1)
+
+    def request(text: str) -> float:
+        job = service.submit(lambda: engine.stream(text, num_step=1, seed=0))
+        assert job.wait(300) and job.state == "finished", job.state
+        del job  # the audio goes to the client; the server forgets it
+        return psutil.Process().memory_info().rss / 2**20
+
+    request("Hello there.")
+    before = request("Hello there.")
+    request(" ".join(f"This is sentence number {n} of one long request that fills the prompt." for n in range(60)))
+    after = request("Hello there.")
+    assert after - before < 40, f"RSS {before:.0f} MB -> {after:.0f} MB after one long request"

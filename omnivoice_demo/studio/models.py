@@ -39,7 +39,7 @@ class ModelFileWatch:
     changed in place cannot crash the server; ``check()`` says in the log that the files on disk
     are no longer what is served, once per change."""
 
-    PATTERNS = ("*.onnx", "*.onnx.data", "*.onnx_data", "*.data")
+    PATTERNS = ("*.onnx", "*.data", "*.onnx_data")  # graphs and their external weights (*.onnx.data)
 
     def __init__(self, folder: pathlib.Path):
         self.folder = pathlib.Path(folder)
