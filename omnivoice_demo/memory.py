@@ -2,8 +2,8 @@
 
 glibc's malloc keeps the pages of freed heap blocks for reuse: after one long request the
 engine's numpy buffers (logits, audio) and ONNX Runtime's allocations outside its arena stay
-in the process's RSS as a plateau (issue 21 item 10: +67 MB after one long request on the tiny
-folder even with the arena shrinking; ``benchmarks/memory_plateau.py``).  ``release_free_memory``
+in the process's RSS as a plateau (issue 21 item 10: on the tiny folder one long request left
++72 MB, +22 MB with the arena shrinking and these two; ``benchmarks/memory_plateau.py``).  ``release_free_memory``
 asks glibc to return them (``malloc_trim``).  That reaches the main thread's heap; a queue worker's
 blocks live in a thread arena it trims only in part (+65 MB left there), so ``bound_heap`` also
 fixes glibc's mmap threshold at 1 MiB (its dynamic threshold climbs to 32 MiB after the first large
@@ -16,10 +16,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import logging
-
-log = logging.getLogger(__name__)
-
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 MMAP_THRESHOLD_BYTES = 1 << 20
