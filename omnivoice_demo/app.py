@@ -47,6 +47,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
     add_backbone_argument(parser)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
+    from omnivoice_demo.studio.uploads import upload_arguments
+
+    upload_arguments(parser)  # shared mode: Gradio's uploads per visitor, in total, and how long they are kept
     add_limit_arguments(parser)
     from omnivoice_demo.api.server import api_arguments
 
@@ -97,12 +100,23 @@ def main(argv=None) -> None:
 
     start_beside(args, studio.models, studio.voices, studio.service, studio.message)  # --wyoming-uri
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
+    routes = api_routes(app_context(args, studio, studio.service))
+    middleware = []
+    if studio.shared:  # strangers' uploads: bounded per visitor and in total, deleted after a while
+        from starlette.middleware import Middleware
+
+        from omnivoice_demo.studio.uploads import upload_quota_from_arguments
+        from omnivoice_demo.ui.uploads import UploadQuotaMiddleware
+
+        quota = upload_quota_from_arguments(args)
+        demo.delete_cache = quota.delete_cache
+        middleware.append(Middleware(UploadQuotaMiddleware, quota=quota))
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)], auth=auth,
                 auth_message="This server needs its API key: any user name, the key as the password.",
                 # /v1/audio/speech etc. on the same server, there before the first request
-                app_kwargs={"routes": api_routes(app_context(args, studio, studio.service))})
+                app_kwargs={"routes": routes, "middleware": middleware})
 
 
 if __name__ == "__main__":

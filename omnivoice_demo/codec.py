@@ -26,7 +26,7 @@ import onnxruntime as ort
 from . import constants
 from .errors import InvalidInput, ModelFolderError
 from .manifest import CODEC_GRAPHS
-from .onnx_model import open_session
+from .onnx_model import open_session, run_options
 from .resample import resample, resampled_length
 
 __all__ = ["AudioCodec", "CODEC_GRAPH_FILES"]
@@ -65,6 +65,7 @@ class AudioCodec:
             )
         self._providers, self._options = list(providers), session_options
         self.sessions: dict[str, ort.InferenceSession] = {}
+        self.run_options = run_options()  # the arena gives back what a long decode or encode used
         # the decoder serves every generation; the three encoder graphs (most of the codec's
         # weights) are loaded on the first encode, so text-to-speech alone never holds them
         self._session("higgs_decoder")
@@ -105,10 +106,11 @@ class AudioCodec:
         for row in audio:
             self._check_audio(row)
         audio = np.ascontiguousarray(audio, dtype=np.float32)
-        acoustic = self._session("acoustic_encoder").run(None, {self._input("acoustic_encoder"): audio[:, None, :]})[0]
+        acoustic = self._session("acoustic_encoder").run(None, {self._input("acoustic_encoder"): audio[:, None, :]},
+                                                         self.run_options)[0]
         audio_16k = resample(audio, self.sample_rate, self.semantic_sample_rate)
         semantic = self._session("semantic_encoder").run(
-            None, {self._input("semantic_encoder"): np.ascontiguousarray(audio_16k)})[0]
+            None, {self._input("semantic_encoder"): np.ascontiguousarray(audio_16k)}, self.run_options)[0]
         if acoustic.shape[2] != semantic.shape[2]:
             raise RuntimeError(
                 f"acoustic ({acoustic.shape[2]}) and semantic ({semantic.shape[2]}) frame counts differ "
@@ -117,7 +119,7 @@ class AudioCodec:
         name_a, name_s = self._quantizer_inputs()
         codes = self._session("quantizer_encoder").run(
             None, {name_a: acoustic.astype(np.float32, copy=False),
-                   name_s: semantic.astype(np.float32, copy=False)})[0]
+                   name_s: semantic.astype(np.float32, copy=False)}, self.run_options)[0]
         # [Q, B, T] -> [B, Q, T]
         return np.ascontiguousarray(codes.transpose(1, 0, 2).astype(np.int64, copy=False))
 
@@ -172,5 +174,5 @@ class AudioCodec:
                 f"(1024 is the mask id: every position must be decoded before the codec runs)"
             )
         feed = np.ascontiguousarray(codes.transpose(1, 0, 2), dtype=np.int64)  # [8, B, T]
-        audio = self._session("higgs_decoder").run(None, {self._input("higgs_decoder"): feed})[0]
+        audio = self._session("higgs_decoder").run(None, {self._input("higgs_decoder"): feed}, self.run_options)[0]
         return np.ascontiguousarray(audio[:, 0, :], dtype=np.float32)

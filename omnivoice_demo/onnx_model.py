@@ -50,6 +50,21 @@ def session_options(threads: int | None = None):
     return options
 
 
+def run_options(shrink_arena: bool = True):
+    """``RunOptions`` of every forward: with ``shrink_arena`` the CPU arena's unused memory goes back after each run.
+
+    ONNX Runtime's CPU arena grows to the largest run a session has seen and keeps it for
+    the session's lifetime: one long request (attention over every position, logits of
+    every position) left a server hundreds of MB to GBs larger for good (issue 21 item 10;
+    ``benchmarks/memory_plateau.py`` measures it).  Shrinking frees what no run holds."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    if shrink_arena:
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 def read_genai_decoder_config(folder: pathlib.Path) -> dict:
     import json
 
@@ -64,13 +79,57 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
                                "again.") from exc
 
 
+#: the settings ``session_options`` makes, copied when a session needs options of its own
+_COPIED_OPTIONS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "log_severity_level",
+                   "enable_cpu_mem_arena", "enable_mem_pattern", "execution_mode")
+
+#: a graph file larger than this holds its weights inline (ONNX Runtime reads it whole, it maps nothing)
+_GRAPH_WITH_EXTERNAL_DATA_MAX = 64 << 20
+
+
+def external_data_files(path: pathlib.Path) -> list[str]:
+    """The files (relative to the graph's folder) that the graph at ``path`` keeps its weights in."""
+    import onnx
+
+    if path.stat().st_size > _GRAPH_WITH_EXTERNAL_DATA_MAX:
+        return []
+    graph = onnx.load(str(path), load_external_data=False).graph
+    tensors = list(graph.initializer) + [a.t for node in graph.node for a in node.attribute if a.HasField("t")]
+    return sorted({entry.value for tensor in tensors if tensor.data_location == onnx.TensorProto.EXTERNAL
+                   for entry in tensor.external_data if entry.key == "location"})
+
+
+def with_weights_in_memory(path: pathlib.Path, options):
+    """``(options, buffers)``: a copy of ``options`` that hands ONNX Runtime the graph's external data read
+    into ``buffers`` (keep them until the session is made: ONNX Runtime copies them then).
+
+    By itself ONNX Runtime memory-maps external data: a weights file changed in place under a
+    running server (truncated, overwritten) is then a SIGBUS that kills it with nothing logged.
+    Read here, the file is copied into the session when it is created and may change afterwards
+    (``ModelFileWatch`` says so in the log)."""
+    import onnxruntime as ort
+
+    names = external_data_files(path)
+    if not names:
+        return options, []
+    fresh = ort.SessionOptions()
+    for name in _COPIED_OPTIONS if options is not None else ():
+        setattr(fresh, name, getattr(options, name))
+    buffers = [(path.parent / name).read_bytes() for name in names]
+    fresh.add_external_initializers_from_files_in_memory(names, buffers, [len(b) for b in buffers])
+    return fresh, buffers
+
+
 def open_session(path: pathlib.Path, providers: Sequence[str], options):
     import onnxruntime as ort
 
     if not path.is_file():
         raise ModelFolderError(f"{path.name} is missing from {path.parent}; download or build the model folder again.")
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+        options, buffers = with_weights_in_memory(path, options)
+        session = ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+        del buffers  # copied into the session
+        return session
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelFolderError(
             f"{path.name} in {path.parent} cannot be loaded by onnxruntime ({exc.__class__.__name__}: "
@@ -89,6 +148,7 @@ class OmniVoiceOnnx:
         self.embeddings = open_session(self.folder / BACKBONE_GRAPHS["audio_embeddings"], providers, options)
         self.backbone = open_session(self.folder / BACKBONE_GRAPHS["backbone"], providers, options)
         self.heads = open_session(self.folder / BACKBONE_GRAPHS["audio_heads"], providers, options)
+        self.run_options = run_options()
 
         inputs = {i.name: i for i in self.backbone.get_inputs()}
         self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
@@ -113,7 +173,8 @@ class OmniVoiceOnnx:
     def embed(self, input_ids: np.ndarray, audio_mask: np.ndarray) -> np.ndarray:
         """input_ids [B, 8, S] int64, audio_mask [B, S] bool -> inputs_embeds [B, S, H]."""
         return self.embeddings.run(None, {"input_ids": input_ids.astype(np.int64, copy=False),
-                                          "audio_mask": audio_mask.astype(np.bool_, copy=False)})[0]
+                                          "audio_mask": audio_mask.astype(np.bool_, copy=False)},
+                                   self.run_options)[0]
 
     def hidden_states(self, inputs_embeds: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
         """Backbone over right-padded rows; row b attends to its first ``lengths[b]`` positions."""
@@ -125,11 +186,12 @@ class OmniVoiceOnnx:
         if self.past_names:
             empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_type)
             feeds.update({name: empty for name in self.past_names})
-        return self.backbone.run(self.backbone_outputs, feeds)[0]
+        return self.backbone.run(self.backbone_outputs, feeds, self.run_options)[0]
 
     def audio_logits(self, hidden_states: np.ndarray) -> np.ndarray:
         """hidden_states [B, S, H] -> logits [B, 8, S, 1025] float32."""
-        logits = self.heads.run(None, {"hidden_states": hidden_states.astype(self.heads_input_type, copy=False)})[0]
+        logits = self.heads.run(None, {"hidden_states": hidden_states.astype(self.heads_input_type, copy=False)},
+                                self.run_options)[0]
         return logits.astype(np.float32, copy=False)
 
     def logits(self, input_ids: np.ndarray, audio_mask: np.ndarray, lengths: Sequence[int] | None = None,

@@ -38,7 +38,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import InvalidInput, ModelFolderError
-from ..onnx_model import providers_for, session_options
+from ..onnx_model import open_session, providers_for, session_options
 from .features import log_mel
 from .folder import check_folder
 
@@ -73,7 +73,6 @@ class SpeechRecognizer:
 
     def __init__(self, folder, precision: str = "int8", provider: str = "cpu", threads: Optional[int] = None,
                  verify: str = "size", max_seconds: float = DEFAULT_MAX_SECONDS):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.folder = pathlib.Path(folder)
@@ -107,7 +106,7 @@ class SpeechRecognizer:
         try:
             self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
             options, providers = session_options(threads), providers_for(provider)
-            self.sessions = {role: ort.InferenceSession(str(self.folder / rel), options, providers=providers)
+            self.sessions = {role: open_session(self.folder / rel, providers, options)
                              for role, rel in graphs.items()}
         except InvalidInput:
             raise

@@ -32,6 +32,46 @@ class ModelNotReady(ModelNotAvailable):
     """No model can serve a request now; the message says why and what to do."""
 
 
+class ModelFileWatch:
+    """The size and modification time of a model folder's graph and weights files when it was loaded.
+
+    The sessions hold the weights in memory (``onnx_model.with_weights_in_memory``), so a file
+    changed in place cannot crash the server; ``check()`` says in the log that the files on disk
+    are no longer what is served, once per change."""
+
+    PATTERNS = ("*.onnx", "*.data", "*.onnx_data")  # graphs and their external weights (*.onnx.data)
+
+    def __init__(self, folder: pathlib.Path):
+        self.folder = pathlib.Path(folder)
+        self.seen = self._snapshot()
+
+    def _snapshot(self) -> dict[str, tuple]:
+        found = {}
+        for pattern in self.PATTERNS:
+            for path in self.folder.rglob(pattern):
+                try:
+                    stat = path.stat()
+                except OSError:  # gone between the listing and the stat: checked below as missing
+                    continue
+                found[path.relative_to(self.folder).as_posix()] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        return found
+
+    def check(self) -> list[str]:
+        """The files changed since the load (or the last check), each logged as a warning."""
+        now = self._snapshot()
+        changed = sorted(name for name in self.seen.keys() | now.keys() if self.seen.get(name) != now.get(name))
+        for name in changed:
+            before, after = self.seen.get(name), now.get(name)
+            what = ("was removed" if after is None else "appeared" if before is None
+                    else f"size {before[0]} -> {after[0]} bytes" if before[0] != after[0] else "was rewritten")
+            log.warning("model file %s in %s changed on disk since it was loaded (%s); this server keeps serving "
+                        "the weights it read into memory: restart it or load the model again to use the new "
+                        "files, and replace model files by renaming a complete copy over them, not in place.",
+                        name, self.folder, what)
+        self.seen = now
+        return changed
+
+
 @dataclasses.dataclass
 class LoadedModel:
     label: str
@@ -45,6 +85,11 @@ class LoadedModel:
     licence: str
     load_seconds: float
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    files: Optional[ModelFileWatch] = None
+
+    def __post_init__(self) -> None:
+        if self.files is None:
+            self.files = ModelFileWatch(self.folder)
 
     def summary(self) -> str:
         return f"{self.label} ({self.engine.profile}, {self.provider})"
@@ -249,9 +294,9 @@ class ModelManager:
                     loaded = ", ".join(repr(name) for name in self.models) or "none"
                     raise ModelNotReady(f"The model {label!r} is not loaded; the loaded models are: {loaded} "
                                         "(load others in the Model tab).")
-                return self.models[label]
+                return self._checked(self.models[label])
             if self.active and self.active in self.models:
-                return self.models[self.active]
+                return self._checked(self.models[self.active])
             status = self.status
         if status.state == "loading":
             fraction = f" {status.fraction * 100:.0f}%" if status.fraction is not None else ""
@@ -261,6 +306,11 @@ class ModelManager:
             raise ModelNotReady(f"No model is loaded: {status.message}")
         raise ModelNotReady("No model is loaded. Open the Model tab, choose a model folder or Hub repo and "
                             "press Load (or start the app with --model DIR).")
+
+    @staticmethod
+    def _checked(loaded: LoadedModel) -> LoadedModel:
+        loaded.files.check()  # a few stat calls: a model file changed in place is said in the log
+        return loaded
 
     def set_active(self, label: str) -> LoadedModel:
         refuse_model_changes(self.locked)

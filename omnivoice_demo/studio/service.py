@@ -37,6 +37,7 @@ import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
 
 from ..errors import Busy
+from ..memory import bound_heap, release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,7 @@ class EngineService:
         self._running: list[Job] = []
         self._workers: list[threading.Thread] = []
         self._durations: collections.deque[float] = collections.deque(maxlen=20)
+        bound_heap()  # a long job's large buffers go back to the system when freed (issue 21 item 10)
 
     # --- submitting ---------------------------------------------------------------------
 
@@ -360,7 +362,10 @@ class EngineService:
                 else:
                     self.counters.failed += 1
                 self._lock.notify_all()
+                idle = not self._running
             job._end(state, error)
+            if idle:  # what the job freed goes back to the system, not kept as a plateau (issue 21 item 10)
+                release_free_memory()
 
     def _run(self, job: Job) -> tuple[str, Optional[BaseException]]:
         """Drive one job's engine iterator, a step at a time, until its end or its cancel."""

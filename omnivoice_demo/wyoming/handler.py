@@ -52,6 +52,28 @@ log = logging.getLogger(__name__)
 #: 16-bit mono: bytes per sample; samples per ``audio-chunk`` event (Wyoming's usual 1024)
 SAMPLE_WIDTH, CHANNELS, SAMPLES_PER_EVENT = 2, 1, 1024
 LISTED_BY = "the voices of this server's Wyoming info (Home Assistant's voice menu)"
+#: the most an event's data or payload may declare: a text-to-speech client sends JSON of a text (the
+#: local limit's 50,000 characters fit) and no audio; the header line itself is bounded by the reader (64 KiB)
+MAX_EVENT_PART_BYTES = 1 << 20
+
+
+class BoundedReader:
+    """The connection's ``StreamReader`` for ``wyoming.event.async_read_event``, which reads an event's
+    ``data_length`` and ``payload_length`` bytes with ``readexactly`` whatever they declare: a length over
+    ``MAX_EVENT_PART_BYTES`` ends the connection before a byte of it is read."""
+
+    def __init__(self, reader: asyncio.StreamReader, peer: str = ""):
+        self.reader, self.peer = reader, peer
+
+    async def readexactly(self, n: int) -> bytes:
+        if n > MAX_EVENT_PART_BYTES:
+            log.warning("Wyoming client %s sent an event that declares %d bytes of data_length or payload_length "
+                        "(the limit is %d): connection closed", self.peer, n, MAX_EVENT_PART_BYTES)
+            raise ValueError("event part over MAX_EVENT_PART_BYTES")  # async_read_event: no event, disconnect
+        return await self.reader.readexactly(n)
+
+    def __getattr__(self, name):  # readline, feed_eof, ...: the reader's own
+        return getattr(self.reader, name)
 
 
 @dataclasses.dataclass
@@ -99,7 +121,8 @@ _STOPPED = object()   # queued after a stream's last piece: send synthesize-stop
 
 class SpeechHandler(AsyncEventHandler):
     def __init__(self, context: WyomingContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        super().__init__(reader, writer)
+        peer = writer.get_extra_info("peername")
+        super().__init__(BoundedReader(reader, str(peer[0]) if peer else ""), writer)
         self.context = context
         self._stream: Optional[Stream] = None
         self._todo: collections.deque = collections.deque()
