@@ -81,7 +81,8 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
 
 #: the settings ``session_options`` makes, copied when a session needs options of its own
 _COPIED_OPTIONS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "log_severity_level",
-                   "enable_cpu_mem_arena", "enable_mem_pattern", "execution_mode")
+                   "enable_cpu_mem_arena", "enable_mem_pattern", "execution_mode", "enable_profiling",
+                   "profile_file_prefix")
 
 #: a graph file larger than this holds its weights inline (ONNX Runtime reads it whole, it maps nothing)
 _GRAPH_WITH_EXTERNAL_DATA_MAX = 64 << 20
