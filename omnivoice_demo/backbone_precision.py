@@ -72,7 +72,7 @@ class WeightProduct:
     k: int
     n: int
     weight: Callable[[], np.ndarray]   # the fp32 ``[K, N]`` weight
-    int4: Optional[tuple] = None       # (packed, scales, zero_points) of a 4-bit MatMulNBits, block ``BLOCK``
+    int4: Optional[Callable[[], tuple]] = None  # (packed, scales) of a symmetric 4-bit MatMulNBits, block ``BLOCK``
     bias: str = ""
 
     @property
@@ -85,30 +85,33 @@ class WeightProduct:
 
 
 def weight_products(graph) -> list[WeightProduct]:
-    """The graph's constant-weight products: fp32 ``MatMul`` and 4-bit ``MatMulNBits``."""
+    """The graph's constant-weight products: fp32 ``MatMul`` and 4-bit ``MatMulNBits``.
+
+    Nothing is read until asked (``weight``, ``int4``), so a graph loaded without its
+    external data serves for the names and shapes alone (``outlier_channels``)."""
     import onnx
     from onnx import numpy_helper
 
     initializers = {init.name: init for init in graph.initializer}
+    value = lambda name: numpy_helper.to_array(initializers[name]) if name else None  # noqa: E731
     found = []
     for node in graph.node:
         if node.op_type == "MatMul" and node.input[1] in initializers:
             init = initializers[node.input[1]]
             if len(init.dims) == 2 and init.data_type == onnx.TensorProto.FLOAT:
                 found.append(WeightProduct(node, int(init.dims[0]), int(init.dims[1]),
-                                           lambda init=init: numpy_helper.to_array(init)))
+                                           lambda name=init.name: value(name)))
         elif node.op_type == "MatMulNBits":
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             inputs = list(node.input) + [""] * (6 - len(node.input))
             if attrs.get("bits", 4) != 4 or inputs[1] not in initializers or (inputs[4] and inputs[4] in initializers):
                 continue  # another width, a weight fed at run time, or act-order (g_idx): left as it is
             k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
-            packed = numpy_helper.to_array(initializers[inputs[1]])
-            scales = numpy_helper.to_array(initializers[inputs[2]])
-            zeros = numpy_helper.to_array(initializers[inputs[3]]) if inputs[3] else None
+            lossless = block == BLOCK and k % BLOCK == 0 and not inputs[3]  # symmetric: zero point 8
             found.append(WeightProduct(
-                node, k, n, lambda p=packed, s=scales, z=zeros, k=k, n=n, b=block: dequantize_weight(p, s, k, n, b, z),
-                int4=(packed, scales, zeros) if block == BLOCK and k % BLOCK == 0 else None, bias=inputs[5]))
+                node, k, n, lambda i=inputs, k=k, n=n, b=block: dequantize_weight(value(i[1]), value(i[2]), k, n, b,
+                                                                                  value(i[3])),
+                int4=(lambda i=inputs: (value(i[1]), value(i[2]))) if lossless else None, bias=inputs[5]))
     return found
 
 
@@ -191,9 +194,9 @@ def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def int8_blocks(product: WeightProduct) -> tuple[np.ndarray, np.ndarray]:
     """8-bit ``MatMulNBits`` codes ``[N, K/32, 32]`` (zero point 128) and scales ``[N * K/32]``."""
     blocks = product.k // BLOCK
-    if product.int4 is not None and product.int4[2] is None:
+    if product.int4 is not None:
         # lossless: w = (q - 8) * s = (16 * (q - 8) + 128 - 128) * (s / 16), codes in [0, 240]
-        packed, scales, _ = product.int4
+        packed, scales = product.int4()
         q = np.empty((product.n, blocks, BLOCK), dtype=np.int16)
         q[..., 0::2] = packed & 0x0F
         q[..., 1::2] = packed >> 4
@@ -319,7 +322,7 @@ def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], option
     import onnxruntime as ort
 
     graph_model = onnx.load(str(path), load_external_data=False)
-    names = sorted({p.activation for p in weight_products_shapes(graph_model.graph)})
+    names = sorted({p.activation for p in weight_products(graph_model.graph)})
     existing = {o.name for o in graph_model.graph.output}
     graph_model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in existing)
     options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(path.parent))
@@ -341,20 +344,4 @@ def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], option
         loud = loud[np.argsort(-peaks[loud])][:limit]
         if loud.size:
             found[name] = sorted(int(c) for c in loud)
-    return found
-
-
-def weight_products_shapes(graph) -> list[WeightProduct]:
-    """``weight_products`` of a graph loaded without its external weights (shapes only, no values)."""
-    import onnx
-
-    initializers = {init.name: init for init in graph.initializer}
-    found = []
-    for node in graph.node:
-        if node.op_type == "MatMulNBits" and node.input[1] in initializers:
-            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            found.append(WeightProduct(node, int(attrs["K"]), int(attrs["N"]), weight=lambda: None))
-        elif node.op_type == "MatMul" and node.input[1] in initializers and len(initializers[node.input[1]].dims) == 2:
-            dims = initializers[node.input[1]].dims
-            found.append(WeightProduct(node, int(dims[0]), int(dims[1]), weight=lambda: None))
     return found

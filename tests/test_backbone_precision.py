@@ -94,7 +94,7 @@ def test_int4_weights_are_reencoded_in_8_bits_without_loss():
     scales = rng.uniform(0.01, 0.1, (n, k // BLOCK)).astype(np.float32)
     packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
     product = WeightProduct(node=None, k=k, n=n, weight=lambda: dequantize_weight(packed, scales, k, n, BLOCK),
-                            int4=(packed, scales, None))
+                            int4=lambda: (packed, scales))
     codes, scale8 = int8_blocks(product)
     again = ((codes.astype(np.float32) - 128) * scale8.reshape(n, -1, 1)).reshape(n, k).T
     np.testing.assert_array_equal(again, dequantize_weight(packed, scales, k, n, BLOCK))
