@@ -55,6 +55,14 @@ WATCH_CHUNKS = """() => {
     }).observe(root, {subtree: true, childList: true});
 }"""
 
+# every text a tab's progress line shows from now on
+WATCH_PROGRESS = """(prefix) => {
+    window.__ovProgress = [];
+    const line = document.querySelector('#' + prefix + '-progress');
+    new MutationObserver(() => window.__ovProgress.push(line.innerText))
+        .observe(line, {subtree: true, childList: true, characterData: true});
+}"""
+
 # every text the model bar shows from now on
 WATCH_MODEL_BAR = """() => {
     window.__ovBar = [];
@@ -303,9 +311,12 @@ def test_stop_after_a_finished_run_and_a_failed_run_say_what_happened(page):
     previous "Done" and its audio on screen."""
     _tab(page, "Speak", "#speak-text")
     page.locator("#speak-text textarea").fill("A short finished run.")
+    # the previous test's run left "Done" and its RTF on screen: wait for this run's steps, then its "Done"
+    page.evaluate(WATCH_PROGRESS, "speak")
     page.locator("#speak-go").click()
-    _until(page, "document.querySelector('#speak-info').innerText.includes('RTF')", timeout=60)
-    _until(page, "document.querySelector('#speak-progress').innerText.includes('Done')", timeout=30)
+    _until(page, "window.__ovProgress.some(t => t.startsWith('Step'))"
+                 " && document.querySelector('#speak-progress').innerText.includes('Done')", timeout=60)
+    _until(page, "document.querySelector('#speak-info').innerText.includes('RTF')", timeout=30)
     done = page.locator("#speak-progress").inner_text()
     page.locator("#speak-stop").click()
     page.wait_for_timeout(1500)
