@@ -77,7 +77,12 @@ def test_sixteen_callers_four_cancelling(tiny_fp32_folder, tmp_path):
             assert time.monotonic() - last_cancel < 10, queue
             time.sleep(0.1)
         idle_after = time.monotonic() - last_cancel
-        assert queue["cancelled"] >= 4 and queue["steps_after_cancel"] <= queue["cancelled"], queue
+        # no cancelled run went on to its end: the service finished the warm-up and the served callers only.
+        # (A cancel can land while /speak still plans the text, before its job reaches the service: that job
+        # is never submitted, so the cancelled count alone can read 3 of 4; it did once in CI.)
+        assert queue["finished"] == 1 + len(served) and queue["failed"] == 0, (queue, outcomes)
+        assert queue["cancelled"] == queue["submitted"] - queue["finished"] >= 1, (queue, outcomes)
+        assert queue["steps_after_cancel"] <= queue["cancelled"], queue
         server.cpu_percent(None)
         time.sleep(1.0)
         cpu = server.cpu_percent(None)
