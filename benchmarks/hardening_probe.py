@@ -101,7 +101,7 @@ def supported_flags(repo: pathlib.Path, python: str, wanted: list[str]) -> tuple
     """The flags of ``wanted`` that this checkout's ``app.py --help`` lists, and those it lacks."""
     text = subprocess.run([python, str(repo / "app.py"), "--help"], capture_output=True, text=True, cwd=repo,
                           env=environment(repo, pathlib.Path(tempfile.gettempdir())), timeout=120).stdout
-    have = [flag for flag in wanted if re.search(re.escape(flag) + r"\b", text)]
+    have = [flag for flag in wanted if re.search(re.escape(flag) + r"(?![\w-])", text)]
     return have, [flag for flag in wanted if flag not in have]
 
 
