@@ -95,3 +95,34 @@ def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server
             assert _model_bar(bob) == bar
         finally:
             browser.close()
+
+
+def test_a_visitors_audio_plays_for_them_and_is_not_found_for_another(shared_server):
+    """Issue 21 item 6: the page's player fetches its output with the visitor's owner cookie; another visitor
+    asking the same address is answered 404."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=find_chromium(), args=FLAGS)
+        try:
+            alice = browser.new_context().new_page()
+            bob = browser.new_context().new_page()
+            for page in (alice, bob):
+                page.goto(shared_server.url, timeout=60 * SECONDS)
+            _model_bar(alice)
+            alice.locator("#speak-text textarea").fill("Hello there.")
+            alice.locator("#speak-go").click()
+            link = alice.locator('#speak-audio a.download-link[href*="gradio_api/file="]')
+            link.wait_for(state="attached", timeout=120 * SECONDS)
+            address = link.get_attribute("href")
+            # the player loaded the audio from the file route, with Alice's cookie, and plays it
+            alice.wait_for_function("!/^0:00$/.test(document.querySelector('#speak-audio #duration')?.innerText"
+                                    " ?? '0:00')", timeout=30 * SECONDS)
+            alice.locator("#speak-audio button[aria-label=Play]").click()
+            alice.wait_for_function("document.querySelector('#speak-audio #time')?.innerText !== '0:00'",
+                                    timeout=30 * SECONDS)
+            fetch = "async (u) => { const r = await fetch(u); return r.status; }"
+            assert alice.evaluate(fetch, address) == 200
+            assert bob.evaluate(fetch, address) == 404
+        finally:
+            browser.close()
