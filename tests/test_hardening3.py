@@ -107,3 +107,37 @@ def test_the_gradio_clients_own_downloads_still_work_in_shared_mode(shared_serve
     client = Client(shared_server.url, verbose=False)   # downloads the results it gets, with its cookies
     path, seed, _ = client.predict(text="Hi.", num_step=1, seed=3, api_name="/speak")
     assert pathlib.Path(path).read_bytes()[:4] == b"RIFF" and seed == 3
+
+
+# --- item 7: a bad batch row fails alone ---------------------------------------------------------------
+
+def test_bad_batch_rows_fail_alone_and_the_good_ones_are_made(tiny_fp32_folder, tmp_path):
+    import json
+    import subprocess
+
+    from tests.test_batch import batch_command
+
+    source = tmp_path / "items.jsonl"
+    source.write_text("\n".join([
+        '{"id": "good", "text": "Fine."}',
+        '{"id": "lone", "text": "Half a character: \\ud800."}',   # the JSON escape of a lone surrogate
+        '{"id": "mem", "text": "Hello.", "voice": "/proc/self/mem"}',
+        '[1, 2, 3]',
+        '{"id": "klingon", "text": "Fine words.", "language": "Klingonish"}',  # refused by the engine's checks
+        '{"id": "also-good", "text": "Fine too."}',
+    ]) + "\n")
+    out = tmp_path / "out"
+    done = subprocess.run(batch_command(tiny_fp32_folder, source, out), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr  # before: 1, "internal error", nothing made
+    assert "Traceback" not in done.stderr + done.stdout and "internal error" not in done.stderr + done.stdout
+    assert sorted(p.name for p in out.glob("*.wav")) == ["also-good.wav", "good.wav"]
+    summary = done.stdout
+    assert "6 items: 2 done, 0 skipped (done before), 4 failed" in summary, summary
+    failed = dict(re.findall(r"^failed (.+?): (.*)$", summary, re.MULTILINE))
+    assert "lone surrogate" in failed["line 2"] and "/proc/self/mem" in failed["line 3"]
+    assert "JSON object" in failed["line 4"] and "Klingonish" in failed["klingon"]
+    sidecar = json.loads((out / "klingon.json").read_text())
+    assert sidecar["status"] == "failed" and "Klingonish" in sidecar["error"]
+
+    again = subprocess.run(batch_command(tiny_fp32_folder, source, out), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 3 and "2 skipped (done before), 4 failed" in again.stdout, again.stdout
