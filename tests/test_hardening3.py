@@ -141,3 +141,19 @@ def test_bad_batch_rows_fail_alone_and_the_good_ones_are_made(tiny_fp32_folder, 
 
     again = subprocess.run(batch_command(tiny_fp32_folder, source, out), capture_output=True, text=True, timeout=300)
     assert again.returncode == 3 and "2 skipped (done before), 4 failed" in again.stdout, again.stdout
+
+
+def test_a_row_with_bytes_that_are_not_utf8_or_nested_too_deeply_fails_alone(tmp_path):
+    from omnivoice_demo.batch.items import read_batch
+
+    rows = tmp_path / "odd.jsonl"
+    rows.write_bytes(b'{"id": "ok", "text": "Fine."}\n{"id": "bytes", "text": "caf\xe9"}\n'
+                     + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    items, problems = read_batch(rows)   # before: UnicodeDecodeError / RecursionError, the whole run gone
+    assert [item.id for item in items] == ["ok"]
+    assert [line for line, _ in problems] == [2, 3]
+    assert "not UTF-8" in problems[0][1] and "nested too deeply" in problems[1][1]
+    lines = tmp_path / "odd.txt"
+    lines.write_bytes(b"Fine line.\ncaf\xe9 line\n")
+    items, problems = read_batch(lines)
+    assert len(items) == 1 and problems[0][0] == 2 and "not valid Unicode" in problems[0][1]

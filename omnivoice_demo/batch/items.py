@@ -169,8 +169,8 @@ def parse_json_row(line: str) -> dict:
     try:  # a lone surrogate ("\ud800") is no character: nothing can encode it, not even its error message
         json.dumps(row, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInput("a string of the row holds a lone surrogate (an escape such as \\ud800 that is no "
-                           "character); write the text as UTF-8") from None
+        raise InvalidInput("a string of the row holds a lone surrogate (a byte that is not UTF-8, or an escape "
+                           "such as \\ud800 that is no character); write the text as UTF-8") from None
     return row
 
 
