@@ -55,9 +55,9 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
 def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
                       repeats: int = 1, owner: Optional[str] = None) -> Iterator:
     """``benchmark`` as it runs: ``BenchmarkProgress`` while waiting in the service's queue and at every
-    step, then the result ``dict`` (its CSV is ``owner``'s file).  The runs go through the one queue (``studio.service``) like every
-    generation; closing this generator (a cancelled event, a client gone) cancels them after the step in
-    flight and frees the model."""
+    step, then the result ``dict`` (its CSV is ``owner``'s file).  The runs go through the one queue
+    (``studio.service``) like every generation; closing this generator (a cancelled event, a client gone)
+    cancels them after the step in flight and frees the model."""
     if length not in TEXTS:
         raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {length!r}.", param="length")
     num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
