@@ -106,11 +106,16 @@ def main(argv=None) -> None:
         from starlette.middleware import Middleware
 
         from omnivoice_demo.studio.uploads import upload_quota_from_arguments
+        from omnivoice_demo.ui.owners import OwnerMiddleware
         from omnivoice_demo.ui.uploads import UploadQuotaMiddleware
 
         quota = upload_quota_from_arguments(args)
         demo.delete_cache = quota.delete_cache
         middleware.append(Middleware(UploadQuotaMiddleware, quota=quota))
+        # each output file only to the visitor who made it (an owner cookie; 404 to anyone else), its owner
+        # known for as long as Gradio may keep a served copy of it
+        studio.outputs.copies_kept_seconds = max(studio.outputs.copies_kept_seconds, sum(quota.delete_cache))
+        middleware.append(Middleware(OwnerMiddleware, studio=studio))
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)], auth=auth,

@@ -103,16 +103,17 @@ def test_jsonl_settings_override_the_batch_defaults(tmp_path):
     assert a.key("m", "wav") != a.key("m", "flac") != a.key("other", "flac")
 
 
-def test_engine_checks_reject_the_batch_before_any_work(tiny_fp32_folder, tmp_path):
+def test_an_item_the_engine_checks_refuse_fails_alone(tiny_fp32_folder, tmp_path):
+    """Issue 21 item 7: a bad row fails alone (it used to refuse the whole batch before any work)."""
     source = tmp_path / "items.jsonl"
     source.write_text('{"id": "a", "text": "Fine."}\n{"id": "b", "text": "Bad language.", "language": "Klingonish"}\n')
     done = subprocess.run(batch_command(tiny_fp32_folder, source, tmp_path / "out"), capture_output=True, text=True,
                           timeout=300)
-    assert done.returncode == 2, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error:") and "line 2" in last and "Klingonish" in last
+    assert done.returncode == 3, done.stderr  # some items failed
+    failed = [line for line in done.stdout.splitlines() if line.startswith("failed b:")]
+    assert failed and "line 2" in failed[0] and "Klingonish" in failed[0], done.stdout
     assert "Traceback" not in done.stderr
-    assert not list((tmp_path / "out").glob("*.wav"))  # item a was not made either
+    assert [p.name for p in (tmp_path / "out").glob("*.wav")] == ["a.wav"]
 
 
 # --- resume after SIGKILL -------------------------------------------------------------------------

@@ -8,6 +8,8 @@ the model both see stays the same.  Slow (a browser and a server).
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from omnivoice_demo.studio.models import CODEC_CARD, MODEL_CARD
@@ -51,47 +53,74 @@ def _model_bar(page) -> str:
     return page.locator("#model-bar").inner_text()
 
 
-def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server, reference, tmp_path):
+@contextlib.contextmanager
+def _two_visitors(server):
+    """Pages of two visitors (two browser contexts: their own cookies and storage) on ``server``'s page."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=find_chromium(), args=FLAGS)
         try:
-            alice = browser.new_context().new_page()
-            bob = browser.new_context().new_page()
-            for page in (alice, bob):
-                page.goto(shared_server.url, timeout=60 * SECONDS)
-            bar = _model_bar(alice)
-            assert str(tmp_path.anchor + "tmp") not in bar  # no server folder on a shared page
-
-            # A saves a voice
-            alice.get_by_role("tab", name="Clone", exact=True).click()
-            alice.locator("#clone-ref input[type=file]").set_input_files(reference)
-            alice.wait_for_function("document.querySelector('#clone-note')?.innerText.includes('48000 Hz')",
-                                    timeout=30 * SECONDS)
-            alice.locator("#clone-transcript textarea").fill("One two three four.")
-            alice.locator("#clone-consent input").check()
-            alice.locator("#clone-name textarea, #clone-name input").fill("Alice voice")
-            alice.locator("#clone-save").click()
-            alice.wait_for_function("document.querySelector('#clone-saved')?.innerText.includes('Saved the voice')",
-                                    timeout=60 * SECONDS)
-            assert "this browser" in alice.locator("#clone-saved").inner_text()
-
-            # A keeps it across a reload; B never sees it
-            alice.reload()
-            _model_bar(alice)
-            assert "Alice voice" in _voice_choices(alice)
-            assert "Alice voice" not in _voice_choices(bob)
-
-            # neither can change the model: the controls are not offered, and the model stays
-            for page in (alice, bob):
-                page.get_by_role("tab", name="Model", exact=True).click()
-                # redaction keeps web addresses whole and never doubles its placeholder (issue 19)
-                details = page.locator("#model-details").inner_text()
-                assert MODEL_CARD in details and CODEC_CARD in details, details
-                assert "<server><server>" not in details + page.locator("#model-bar").inner_text()
-                assert page.locator("#model-load button, button#model-load").first.is_disabled()
-                assert page.locator("#model-unload button, button#model-unload").first.is_disabled()
-            assert _model_bar(bob) == bar
+            pages = [browser.new_context().new_page() for _ in range(2)]
+            for page in pages:
+                page.goto(server.url, timeout=60 * SECONDS)
+            yield pages
         finally:
             browser.close()
+
+
+def test_two_visitors_keep_their_voices_and_cannot_touch_the_model(shared_server, reference, tmp_path):
+    with _two_visitors(shared_server) as (alice, bob):
+        bar = _model_bar(alice)
+        assert str(tmp_path.anchor + "tmp") not in bar  # no server folder on a shared page
+
+        # A saves a voice
+        alice.get_by_role("tab", name="Clone", exact=True).click()
+        alice.locator("#clone-ref input[type=file]").set_input_files(reference)
+        alice.wait_for_function("document.querySelector('#clone-note')?.innerText.includes('48000 Hz')",
+                                timeout=30 * SECONDS)
+        alice.locator("#clone-transcript textarea").fill("One two three four.")
+        alice.locator("#clone-consent input").check()
+        alice.locator("#clone-name textarea, #clone-name input").fill("Alice voice")
+        alice.locator("#clone-save").click()
+        alice.wait_for_function("document.querySelector('#clone-saved')?.innerText.includes('Saved the voice')",
+                                timeout=60 * SECONDS)
+        assert "this browser" in alice.locator("#clone-saved").inner_text()
+
+        # A keeps it across a reload; B never sees it
+        alice.reload()
+        _model_bar(alice)
+        assert "Alice voice" in _voice_choices(alice)
+        assert "Alice voice" not in _voice_choices(bob)
+
+        # neither can change the model: the controls are not offered, and the model stays
+        for page in (alice, bob):
+            page.get_by_role("tab", name="Model", exact=True).click()
+            # redaction keeps web addresses whole and never doubles its placeholder (issue 19)
+            details = page.locator("#model-details").inner_text()
+            assert MODEL_CARD in details and CODEC_CARD in details, details
+            assert "<server><server>" not in details + page.locator("#model-bar").inner_text()
+            assert page.locator("#model-load button, button#model-load").first.is_disabled()
+            assert page.locator("#model-unload button, button#model-unload").first.is_disabled()
+        assert _model_bar(bob) == bar
+
+
+def test_a_visitors_audio_plays_for_them_and_is_not_found_for_another(shared_server):
+    """Issue 21 item 6: the page's player fetches its output with the visitor's owner cookie; another visitor
+    asking the same address is answered 404."""
+    with _two_visitors(shared_server) as (alice, bob):
+        _model_bar(alice)
+        alice.locator("#speak-text textarea").fill("Hello there.")
+        alice.locator("#speak-go").click()
+        link = alice.locator('#speak-audio a.download-link[href*="gradio_api/file="]')
+        link.wait_for(state="attached", timeout=120 * SECONDS)
+        address = link.get_attribute("href")
+        # the player loaded the audio from the file route, with Alice's cookie, and plays it
+        alice.wait_for_function("!/^0:00$/.test(document.querySelector('#speak-audio #duration')?.innerText"
+                                " ?? '0:00')", timeout=30 * SECONDS)
+        alice.locator("#speak-audio button[aria-label=Play]").click()
+        alice.wait_for_function("document.querySelector('#speak-audio #time')?.innerText !== '0:00'",
+                                timeout=30 * SECONDS)
+        fetch = "async (u) => { const r = await fetch(u); return r.status; }"
+        assert alice.evaluate(fetch, address) == 200
+        assert bob.evaluate(fetch, address) == 404

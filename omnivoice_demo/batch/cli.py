@@ -52,7 +52,7 @@ def parse_subtitles(text: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .items import read_items
+    from .items import read_batch
     from .runner import run_batch
     from .worker import Job, ModelSpec
 
@@ -62,9 +62,10 @@ def run(args: argparse.Namespace) -> int:
                      provider=args.provider, limits=limits_from_arguments(args))
     job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
               model_identity=spec.identity())
-    items = read_items(args.input, base=config_from_arguments(args), voices_dir=args.voices)
+    # a bad row fails alone: listed as failed (exit status 3), the others run
+    items, rejected = read_batch(args.input, base=config_from_arguments(args), voices_dir=args.voices)
     summary = run_batch(items, job, lambda: open_backend(args, spec), retry_failed=args.retry_failed,
-                        book=args.book, progress=not args.no_progress)
+                        book=args.book, progress=not args.no_progress, rejected=rejected)
     for line in summary.lines():
         print(line)
     return 0 if summary.failed == 0 else 3

@@ -8,8 +8,10 @@ such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
 with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
 the row or the batch's settings) get one from their id and text.  Every bad row is
-collected (with its line number) and reported together in one
-``BatchInputError``; nothing is synthesised until the whole file is clean.
+collected with its line number: ``read_batch`` returns them beside the good
+items (a batch run records each as failed and goes on: a bad row fails
+alone), ``read_items`` and ``read_rows`` refuse the whole file with one
+``BatchInputError`` listing them.
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import pathlib
 import re
 from typing import Any, Optional
 
 from ..config import GenerationConfig
 from ..errors import InvalidInput
+from ..text import check_unicode
 from .store import file_sha256
+
+log = logging.getLogger("omnivoice.batch")
 
 #: the keys a row may have besides the GenerationConfig fields
 ITEM_KEYS = ("id", "text", "voice", "language", "instruct")
@@ -76,6 +82,16 @@ class BatchItem:
 
 def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -> list[BatchItem]:
     """All items of a ``.jsonl`` or ``.txt`` file, or a ``BatchInputError`` listing every bad row."""
+    items, problems = read_batch(path, base, voices_dir)
+    if problems:
+        raise BatchInputError(pathlib.Path(path).name, problems)
+    return items
+
+
+def read_batch(path, base: Optional[GenerationConfig] = None,
+               voices_dir=None) -> tuple[list[BatchItem], list[tuple[int, str]]]:
+    """(the good items, ``(line, message)`` of every bad row) of a ``.jsonl`` or ``.txt`` file; ``InvalidInput``
+    only for the file as a whole (missing, of another kind, without a single row, too many rows)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise InvalidInput(f"The batch input {path} does not exist; give a .jsonl or .txt file.", param="input")
@@ -91,39 +107,54 @@ def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -
         row = parse_json_row(line) if jsonl else {"text": line.strip()}
         return _item_from_row(row, number, base, voices, path.parent)
 
-    items = read_rows(path, item_of, MAX_ITEMS, comments=not jsonl)
-    if not items:
+    items, problems = collect_rows(path, item_of, MAX_ITEMS, comments=not jsonl)
+    if not items and not problems:
         raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
-    return items
+    return items, problems
 
 
 def read_rows(path: pathlib.Path, item_of, max_items: int, comments: bool = False) -> list:
-    """``item_of(line, number)`` of every non-empty line of ``path`` (and, with ``comments``, not a ``#``
-    line), ids unique; a ``BatchInputError`` listing every bad row (with its line number) when any is
+    """``collect_rows``, all good: a ``BatchInputError`` listing every bad row (with its line number) when any is
     wrong, so nothing starts on a bad file."""
+    items, problems = collect_rows(path, item_of, max_items, comments)
+    if problems:
+        raise BatchInputError(str(path.name), problems)
+    return items
+
+
+def collect_rows(path: pathlib.Path, item_of, max_items: int,
+                 comments: bool = False) -> tuple[list, list[tuple[int, str]]]:
+    """(``item_of(line, number)`` of every good non-empty line of ``path`` (and, with ``comments``, not a ``#``
+    line), ``(line, message)`` of every bad one): ids unique; each row read on its own, so whatever is wrong
+    with one (even an error of ours, logged) leaves the others.  Past ``max_items`` rows the whole file is
+    refused (``BatchInputError``): the rows after it are not read."""
     items: list = []
     problems: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8-sig") as handle:
+    # a byte that is not UTF-8 becomes a lone surrogate, which its row's checks refuse (the other rows are read)
+    with open(path, encoding="utf-8-sig", errors="surrogateescape") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip() or (comments and line.lstrip().startswith("#")):
                 continue
             if len(items) + len(problems) >= max_items:
-                problems.append((number, f"more than {max_items} items; split the file"))
-                break
+                raise BatchInputError(str(path.name),
+                                      problems + [(number, f"more than {max_items} items; split the file")])
             try:
                 item = item_of(line, number)
             except InvalidInput as exc:
                 problems.append((number, str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a row we failed to read fails alone
+                log.exception("internal error reading line %d of %s", number, path.name)
+                problems.append((number, f"this row could not be read (internal error, {type(exc).__name__}); "
+                                         "please report it"))
                 continue
             if item.id in seen:
                 problems.append((number, f"id {item.id!r} is also the id of line {seen[item.id]}; ids must be unique"))
                 continue
             seen[item.id] = number
             items.append(item)
-    if problems:
-        raise BatchInputError(str(path.name), problems)
-    return items
+    return items, problems
 
 
 def parse_json_row(line: str) -> dict:
@@ -131,8 +162,15 @@ def parse_json_row(line: str) -> dict:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidInput("not valid JSON here: nested too deeply") from None
     if not isinstance(row, dict):
         raise InvalidInput("a row must be a JSON object with at least \"text\"")
+    try:  # a lone surrogate ("\ud800") is no character: nothing can encode it, not even its error message
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("a string of the row holds a lone surrogate (a byte that is not UTF-8, or an escape "
+                           "such as \\ud800 that is no character); write the text as UTF-8") from None
     return row
 
 
@@ -144,6 +182,7 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder:
     text = row.get("text")
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("\"text\" is missing or empty")
+    check_unicode(text, "the text")
     item_id = row.get("id", f"{line:06d}")
     if isinstance(item_id, int) and not isinstance(item_id, bool):
         item_id = str(item_id)

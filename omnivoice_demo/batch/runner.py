@@ -5,7 +5,10 @@ processes, Ray actors): items already done with the same inputs and a
 verified audio file are skipped, items that failed before are left alone
 unless ``retry_failed``, the engine checks every remaining item before any
 is synthesised, and the records the backend returns drive two progress bars
-(items, and seconds of audio) and the closing ``Summary``.
+(items, and seconds of audio) and the closing ``Summary``.  A bad row fails
+alone: one the reader refused (``rejected``) or the engine's checks refuse is
+counted and listed as failed (the latter in its sidecar too) and the others
+run.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
-from .items import BatchInputError, BatchItem
+from .items import BatchItem
 from .store import OutputFolder
 from .worker import Job, write_subtitles
 
@@ -57,9 +60,11 @@ class Summary:
 
 
 def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], object], *, retry_failed: bool = False,
-              book: bool = False, progress: bool = True) -> Summary:
+              book: bool = False, progress: bool = True, rejected: Sequence[tuple[int, str]] = ()) -> Summary:
+    """Run ``items``; ``rejected``: ``(line, message)`` of the input's rows that could not be read (failed)."""
     folder = OutputFolder(job.output).create()
-    summary = Summary(total=len(items))
+    summary = Summary(total=len(items) + len(rejected), failed=len(rejected),
+                      errors={f"line {line}": message for line, message in rejected})
     with folder.lock():
         folder.remove_stale_parts()
         pending = []
@@ -82,19 +87,33 @@ def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], objec
             try:
                 summary.workers = backend.workers
                 problems, planned = backend.check(pending)
-                if problems:
-                    raise BatchInputError("the batch input", sorted(problems))
+                pending = _without_refused(pending, dict(problems), folder, job, summary)
                 ready = time.perf_counter()
                 summary.startup_seconds = ready - started
                 _follow(backend.run(pending, job), summary, planned, len(pending), progress)
                 summary.wall_seconds = time.perf_counter() - ready
             finally:
                 backend.close()
-        if book and summary.done + summary.skipped == len(items):
+        if book and summary.done + summary.skipped == summary.total:
             from .book import write_book
 
             summary.book = write_book(folder, items, job)
     return summary
+
+
+def _without_refused(pending: list[BatchItem], refused: dict[int, str], folder: OutputFolder, job: Job,
+                     summary: Summary) -> list[BatchItem]:
+    """``pending`` less the items the engine's checks refused (by line), each recorded as failed in its sidecar
+    (so a rerun leaves it alone unless failures are retried) and in ``summary``."""
+    for item in pending:
+        if item.line in refused:
+            error = f"line {item.line}: {refused[item.line]}"
+            folder.write_json(folder.sidecar_path(item.id), {
+                "id": item.id, "line": item.line, "key": item.key(job.model_identity, job.audio_format),
+                "text": item.text, "status": "failed", "error": error})
+            summary.failed += 1
+            summary.errors[item.id] = error
+    return [item for item in pending if item.line not in refused]
 
 
 def _follow(records, summary: Summary, planned: dict[str, float], count: int, progress: bool) -> None:

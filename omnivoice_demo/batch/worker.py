@@ -89,13 +89,18 @@ class ItemWorker:
         self.threads = threads
 
     def check(self, items: list[BatchItem]) -> tuple[list[tuple[int, str]], dict[str, float]]:
-        """The engine's own checks of every item (``prepare``; no compute): problems, and planned seconds."""
+        """The engine's own checks of every item (``prepare``; no compute): problems (line, message), and planned
+        seconds.  Each item is checked on its own: one that fails (even by an error of ours) leaves the others."""
         problems, seconds = [], {}
         for item in items:
             try:
                 plan = self.engine.prepare(item.text, **item.generate_kwargs())
             except OmniVoiceError as exc:
                 problems.append((item.line, one_line(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - recorded as the item's failure, logged for us
+                log.exception("internal error checking item %s", item.id)
+                problems.append((item.line, f"internal error ({type(exc).__name__}); please report it"))
                 continue
             seconds[item.id] = plan.target_frames / FRAME_RATE
         return problems, seconds

@@ -53,7 +53,9 @@ class Studio:
     is shared mode (``sharing.is_shared``): visitors cannot change models,
     their voices live in their browsers, messages show no server path.
     Output files go to ``out_dir`` (default: ``outputs/`` in the user data
-    folder, the same on every start), capped at ``max_output_bytes``.
+    folder, the same on every start), capped at ``max_output_bytes``; in
+    shared mode each is served only to the visitor it was made for
+    (``output_path``'s ``owner``, ``output_hidden_from``).
     """
 
     models: ModelManager
@@ -81,9 +83,16 @@ class Studio:
             self.models.locked = True
             set_message_filter(self.message)
 
-    def output_path(self, stem: str, suffix: str) -> pathlib.Path:
-        """A path in the output folder (old outputs, and the oldest past the size cap, are removed first)."""
-        return self.outputs.path(stem, suffix)
+    def output_path(self, stem: str, suffix: str, owner: Optional[str] = None) -> pathlib.Path:
+        """A path in the output folder (old outputs, and the oldest past the size cap, are removed first) for a
+        file made for ``owner`` (the visitor, ``ui.owners.owner_of``; only they may fetch it in shared mode)."""
+        return self.outputs.path(stem, suffix, owner=owner if self.shared else None)
+
+    def output_hidden_from(self, requested: str, owner: Optional[str]) -> bool:
+        """Whether a request for the file ``requested`` (a path as a client sent it) by ``owner`` (None: a client
+        that has none) must be answered as if there were no such file: in shared mode, an output (or Gradio's
+        copy of one) made for someone else, or one whose owner is not known."""
+        return self.shared and self.outputs.readable_by(requested, owner) is False
 
     @property
     def max_upload_bytes(self) -> int:

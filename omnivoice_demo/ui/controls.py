@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import GenerationConfig
 from ..languages import language_choices
+from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
 
@@ -194,27 +195,28 @@ def api_setting_inputs() -> list:
     return inputs
 
 
-def api_function(name: str, doc: str, leading: list[tuple[str, Any]], handler: Callable[[dict, Optional[str]], Any],
-                 with_session: bool = False) -> Callable:
+def api_function(name: str, doc: str, leading: list[tuple[str, Any]],
+                 handler: Callable[[dict, Optional[str], Optional[str]], Any], with_session: bool = False) -> Callable:
     """A function for a named endpoint whose parameters are ``leading`` (name, default; ``inspect.Parameter.empty``
     for the required one) then ``language``, ``instruct`` and every setting of ``api_settings()``.
 
-    ``handler(values, session)`` gets ``{parameter: value}`` (with ``randomize`` set from the seed); the signature is
-    built here so Gradio names the parameters and a new setting becomes a parameter by itself."""
+    ``handler(values, session, owner)`` gets ``{parameter: value}`` (with ``randomize`` set from the seed), the
+    session hash (with ``with_session``, else None) and the caller's owner token (``owners.owner_of``: whose the
+    output files are); the signature is built here so Gradio names the parameters and a new setting becomes a
+    parameter by itself."""
     names = [n for n, _ in leading] + ["language", "instruct"] + api_settings()
     defaults = [d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()]
     parameters = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
                   for n, d in zip(names, defaults)]
-    if with_session:
-        parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                                            annotation=gr.Request))
+    parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                        annotation=gr.Request))  # Gradio fills it in; no API parameter
 
-    def unpack(args) -> tuple[dict, Optional[str]]:
+    def unpack(args) -> tuple[dict, Optional[str], Optional[str]]:
         values = dict(zip(names, args))
         seed = values.get("seed")
         values["randomize"] = seed is None or seed < 0
-        request = args[len(names)] if with_session and len(args) > len(names) else None
-        return values, getattr(request, "session_hash", None)
+        request = args[len(names)] if len(args) > len(names) else None
+        return values, getattr(request, "session_hash", None) if with_session else None, owner_of(request)
 
     if inspect.iscoroutinefunction(handler):  # cancelling the call cancels the awaiting task (and the job)
         async def endpoint(*args):
@@ -226,5 +228,5 @@ def api_function(name: str, doc: str, leading: list[tuple[str, Any]], handler: C
     endpoint.__name__ = endpoint.__qualname__ = name
     endpoint.__doc__ = doc
     endpoint.__signature__ = inspect.Signature(parameters)
-    endpoint.__annotations__ = {"request": gr.Request} if with_session else {}
+    endpoint.__annotations__ = {"request": gr.Request}
     return endpoint

@@ -62,12 +62,13 @@ def _first_line(exc: BaseException) -> str:
     return html.escape(str(exc).splitlines()[0])
 
 
-def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str) -> dict[str, pathlib.Path]:
+def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str,
+                  owner: Optional[str]) -> dict[str, pathlib.Path]:
     import soundfile as sf
 
-    wav = studio.output_path(stem, ".wav")
-    flac = studio.output_path(stem, ".flac")
-    npz = studio.output_path(stem, ".codes.npz")
+    wav = studio.output_path(stem, ".wav", owner)
+    flac = studio.output_path(stem, ".flac", owner)
+    npz = studio.output_path(stem, ".codes.npz", owner)
     sf.write(wav, result.audio, result.sample_rate, subtype="PCM_16")
     sf.write(flac, result.audio, result.sample_rate, subtype="PCM_16", format="FLAC")
     save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings})
@@ -89,9 +90,10 @@ def queue_progress(event: QueueEvent) -> str:
 
 
 def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voice], history: Optional[list],
-                   tab: str) -> Iterator[dict]:
+                   tab: str, owner: Optional[str] = None) -> Iterator[dict]:
     """A generation with live progress: yields updates for the progress bar, the code grid, the finished
-    chunks, and at the end the audio, the files, the info, the seed used and the history."""
+    chunks, and at the end the audio, the files, the info, the seed used and the history.  The files are
+    ``owner``'s (``Studio.output_path``)."""
     loaded = studio.models.get()
     engine = loaded.engine
     arguments = generation_request(values).engine_arguments()  # the seed is fixed here, so both calls agree
@@ -151,7 +153,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     if result is None:
         return
     stem = f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab.lower()}-{result.seed}-{run_id}"
-    files = _save_outputs(studio, result, stem, text)
+    files = _save_outputs(studio, result, stem, text, owner)
     history = (list(history or []) + [_history_entry(tab, text, result, files["wav"])])[-studio.history_limit:]
     yield {"progress": progress_html(1.0, "Done", f"{result.duration:.2f} s of audio in "
                                                   f"{fmt_seconds(result.timings['total'])}", state="done"),

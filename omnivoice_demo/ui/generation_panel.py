@@ -17,6 +17,7 @@ from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
 from .display import HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
 from .generation import text_info
+from .owners import owner_of
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
 from ..studio import Studio, session_of
 
@@ -117,8 +118,9 @@ class GenerationPanel:
     stop: gr.Button
 
 
-#: run(text, values, history, data, session) -> the handler's updates (output name -> value)
-Run = Callable[[str, dict, list, dict, Optional[str]], Iterator[dict]]
+#: run(text, values, history, data, session, owner) -> the handler's updates (output name -> value); ``owner``: the
+#: visitor the output files are for (``owners.owner_of``)
+Run = Callable[[str, dict, list, dict, Optional[str], Optional[str]], Iterator[dict]]
 
 
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
@@ -158,7 +160,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     def generate(data, request: gr.Request):
         values = values_of(controls, data)
         try:
-            for update in run(data[text_box], values, data[history.state], data, session_of(request)):
+            for update in run(data[text_box], values, data[history.state], data, session_of(request),
+                              owner_of(request)):
                 if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
                     update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
                 yield {names[name]: value for name, value in update.items() if name in names}

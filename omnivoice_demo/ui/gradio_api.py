@@ -99,8 +99,10 @@ def result_outputs() -> list:
     return [gr.Audio(type="filepath", label="audio"), gr.Number(label="seed", precision=0), gr.JSON(label="details")]
 
 
-async def run_job(studio, text: str, values: dict, voice, tab: str) -> tuple[str, int, dict]:
-    """Plan, queue and run one generation through the studio's service: (wav path, seed, details)."""
+async def run_job(studio, text: str, values: dict, voice, tab: str,
+                  owner: Optional[str] = None) -> tuple[str, int, dict]:
+    """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
+    ``owner``'s (``Studio.output_path``)."""
     import soundfile as sf
 
     from .controls import generation_request
@@ -116,7 +118,8 @@ async def run_job(studio, text: str, values: dict, voice, tab: str) -> tuple[str
             result = event
     if result is None:
         raise gr.Error("The generation was stopped before it finished.", print_exception=False)
-    path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav")
+    path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav",
+                              owner)
     await asyncio.to_thread(sf.write, path, result.audio, result.sample_rate, subtype="PCM_16")
     return str(path), int(result.seed), details(result, loaded.label)
 

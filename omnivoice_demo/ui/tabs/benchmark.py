@@ -17,6 +17,7 @@ from ...quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_i
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
+from ..owners import owner_of
 from ...studio import Studio
 
 BENCH_COLUMNS = (["model", "profile", "num_step", "frames", "audio_s"] + [f"{stage}_s" for stage in STAGES]
@@ -39,10 +40,10 @@ def _whole(value, default: int, name: str) -> int:
 
 @ui_errors
 def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
-              repeats: int = 1, progress=None) -> dict:
-    """Time the chosen loaded models on the same text: table, chart, machine, CSV."""
+              repeats: int = 1, progress=None, owner: Optional[str] = None) -> dict:
+    """Time the chosen loaded models on the same text: table, chart, machine, CSV (``owner``'s file)."""
     result = None
-    for update in benchmark_updates(studio, labels, length, num_step, repeats):
+    for update in benchmark_updates(studio, labels, length, num_step, repeats, owner):
         if isinstance(update, BenchmarkProgress):
             if progress:
                 progress(update.fraction, desc=update.message)
@@ -52,11 +53,11 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
 
 
 def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
-                      repeats: int = 1) -> Iterator:
+                      repeats: int = 1, owner: Optional[str] = None) -> Iterator:
     """``benchmark`` as it runs: ``BenchmarkProgress`` while waiting in the service's queue and at every
-    step, then the result ``dict``.  The runs go through the one queue (``studio.service``) like every
-    generation; closing this generator (a cancelled event, a client gone) cancels them after the step in
-    flight and frees the model."""
+    step, then the result ``dict`` (its CSV is ``owner``'s file).  The runs go through the one queue
+    (``studio.service``) like every generation; closing this generator (a cancelled event, a client gone)
+    cancels them after the step in flight and frees the model."""
     if length not in TEXTS:
         raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {length!r}.", param="length")
     num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
@@ -90,7 +91,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
     chart = pictures.bar_chart(list(STAGES) + ["total"],
                                {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
                                title=f"Seconds per stage · {length} text · {num_step} steps · mean of {repeats}")
-    csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".csv")
+    csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".csv", owner)
     csv_path.write_text(rows_to_csv(rows), encoding="utf-8")
     machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
                   f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
@@ -101,7 +102,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
 
 @ui_errors
 def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
-            intelligibility: bool = False, progress=None) -> dict:
+            intelligibility: bool = False, progress=None, owner: Optional[str] = None) -> dict:
     """The active model (Reference) against the chosen candidates on a few built-in sentences (``omnivoice_demo.eval``)."""
     from ...eval.quick import quality_run
 
@@ -115,7 +116,7 @@ def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[li
         report = (lambda done, total, what: progress(done / total, desc=what)) if progress else None
         result = quality_run({m.label: m.engine for m in chosen}, active.label, candidates or [], sentences,
                              intelligibility, on_progress=report)
-    path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md")
+    path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md", owner)
     path.write_text(result.markdown, encoding="utf-8")
     headers, rows = result.table()
     return {"table": {"headers": headers, "data": rows}, "notes": result.notes_markdown(), "report": str(path)}
@@ -141,8 +142,8 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
     notes = gr.Markdown("", elem_id="quality-notes")
     report = gr.File(label="report.md", interactive=False, elem_id="quality-report")
 
-    def run(labels, chosen, count, asr, progress=gr.Progress()):
-        result = quality(studio, labels, chosen, count, asr, progress=progress)
+    def run(labels, chosen, count, asr, request: gr.Request, progress=gr.Progress()):
+        result = quality(studio, labels, chosen, count, asr, progress=progress, owner=owner_of(request))
         return result["table"], result["notes"], result["report"]
 
     go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
@@ -176,9 +177,10 @@ def build(studio: Studio) -> gr.CheckboxGroup:
         build_quality(studio, models)
 
     @ui_errors
-    def run(labels, length_value, steps_value, repeats_value, progress=gr.Progress()):
+    def run(labels, length_value, steps_value, repeats_value, request: gr.Request, progress=gr.Progress()):
         # a generator: Gradio closes it when the event is cancelled, which cancels the queued job
-        for update in benchmark_updates(studio, labels, length_value, steps_value, repeats_value):
+        for update in benchmark_updates(studio, labels, length_value, steps_value, repeats_value,
+                                        owner_of(request)):
             if isinstance(update, BenchmarkProgress):
                 progress(update.fraction, desc=update.message)
                 yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
@@ -192,10 +194,11 @@ def build(studio: Studio) -> gr.CheckboxGroup:
 
 def build_api(studio: Studio) -> None:
     """/benchmark (inside the app's hidden column)."""
-    def benchmark_endpoint(models="", length="short", num_step=8, repeats=1):
+    def benchmark_endpoint(models="", length="short", num_step=8, repeats=1, request: gr.Request = None):
         """Time the loaded models (comma-separated labels; empty: the active one): rows and CSV."""
         labels = [m.strip() for m in (models or "").split(",") if m.strip()]
-        for update in benchmark_updates(studio, labels, length, num_step, repeats):  # closed: cancelled
+        for update in benchmark_updates(studio, labels, length, num_step, repeats,
+                                        owner_of(request)):  # closed: cancelled
             yield (gr.skip(), gr.skip()) if isinstance(update, BenchmarkProgress) else (update["rows"], update["csv"])
 
     inputs = describe([gr.Textbox(value="", label="models"), gr.Textbox(value="short", label="length"),

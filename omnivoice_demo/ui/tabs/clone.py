@@ -26,6 +26,7 @@ from ...voice import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation
+from ..owners import owner_of
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
 from ...studio import Studio, session_of
@@ -168,12 +169,13 @@ def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: b
 
 @ui_errors
 def clone(studio: Studio, reference: Optional[str], transcript: str, consent: bool, text: str, values: dict,
-          preprocess: bool = PREPROCESS_DEFAULT, history: Optional[list] = None) -> Iterator[dict]:
-    """Reference + transcript + consent + text -> speech in that voice."""
+          preprocess: bool = PREPROCESS_DEFAULT, history: Optional[list] = None,
+          owner: Optional[str] = None) -> Iterator[dict]:
+    """Reference + transcript + consent + text -> speech in that voice (the files are ``owner``'s)."""
     voice, note = clone_voice(studio, reference, transcript, consent, preprocess)
     if "only the first" in note:
         gr.Warning(user_message(note))
-    yield from run_generation(studio, text, dict(values, voice=None), voice, history, "Clone")
+    yield from run_generation(studio, text, dict(values, voice=None), voice, history, "Clone", owner)
 
 
 @ui_errors
@@ -228,8 +230,9 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                 controls = generation_controls("clone", with_voice=False)
     panel = GenerationPanel("clone", text, controls, outputs, go, stop)
 
-    def run(text_value, values, history_value, data, session):
-        return clone(studio, data[ref], data[transcript], data[consent], text_value, values, data[pre], history_value)
+    def run(text_value, values, history_value, data, session, owner):
+        return clone(studio, data[ref], data[transcript], data[consent], text_value, values, data[pre], history_value,
+                     owner)
 
     wire_generation(studio, panel, history, run, extra_inputs=(ref, transcript, consent, pre),
                     voice_of=lambda values, session, data: reference_for_estimate(studio, data.get(ref),
@@ -258,7 +261,8 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
 
     def act(action):
         def handler(chosen, new, path, browser=None, request: gr.Request = None):
-            result = kept_on_error(manage_voice, studio, action, chosen, new, path, session_of(request), browser)
+            result = kept_on_error(manage_voice, studio, action, chosen, new, path, session_of(request), browser,
+                                   owner_of(request))
             return (result["message"], gr.update(choices=result["voices"], value=result["selected"])
                     if "voices" in result else gr.update(), voice_list_update(result),
                     result.get("files", gr.update())) + ((store_update(result),) if stored else ())
@@ -320,9 +324,10 @@ def store_update(result: dict):
 
 
 def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Optional[str] = None,
-                 upload: Optional[str] = None, session: Optional[str] = None, browser=None) -> dict:
+                 upload: Optional[str] = None, session: Optional[str] = None, browser=None,
+                 owner: Optional[str] = None) -> dict:
     """Rename, delete, export or import a saved voice (in the visitor's browser in shared mode, else the voice
-    folder): ``{"message", "voices", "selected", "store", "files"}``."""
+    folder): ``{"message", "voices", "selected", "store", "files"}``; an export's files are ``owner``'s."""
     if action != "import" and not name:
         raise InvalidInput("Pick a saved voice first (the list shows the voices saved in the Clone tab).")
     shared, store, files = studio.shared, None, None
@@ -342,8 +347,8 @@ def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Opt
         message, selected = f"Deleted the voice **{html.escape(name)}**.", None
     elif action == "export":
         voice = studio.browser_voices.load(browser, name) if shared else studio.voices.load(name, session)
-        target = studio.output_path(f"{clean_name(name).replace(' ', '_')}-{secrets.token_hex(4)}", ".npz")
-        studio.output_path(target.stem, ".json")  # the .json beside it is an output file too (removed at exit)
+        target = studio.output_path(f"{clean_name(name).replace(' ', '_')}-{secrets.token_hex(4)}", ".npz", owner)
+        studio.outputs.written_beside(target, ".json")  # export_voice's .json: the same token and owner
         files = [str(path) for path in export_voice(voice, target)]
         message, selected = f"Exported **{html.escape(name)}**: download the .npz (the voice) and the .json.", name
     elif action == "import":
@@ -369,13 +374,13 @@ def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Opt
 def build_api(studio: Studio) -> None:
     """/clone (inside the app's hidden column): async through the studio's service, like /speak."""
     @api_errors
-    async def handle(values: dict, session: Optional[str]):
+    async def handle(values: dict, session: Optional[str], owner: Optional[str]):
         leading = [values.pop(n) for n in ("reference", "transcript", "text", "consent", "preprocess")]
         reference, transcript, text, consent, preprocess = leading
         if not (text or "").strip():
             raise InvalidInput("text is required: the text to speak in the cloned voice.", param="text")
         voice, _ = await asyncio.to_thread(clone_voice, studio, reference, transcript, consent, preprocess)
-        return await run_job(studio, text, dict(values, voice=None), voice, "clone")
+        return await run_job(studio, text, dict(values, voice=None), voice, "clone", owner)
 
     endpoint = api_function(
         "clone", "A reference clip, its transcript and consent=true (you have the right to use this voice) + text -> "

@@ -17,6 +17,7 @@ from ...errors import InvalidInput
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
+from ..owners import owner_of
 from ...audio_metrics import log_mel_distance, snr_db
 from ...studio import Studio
 
@@ -28,12 +29,12 @@ def _stamp(kind: str) -> str:
 
 
 def _codec_outputs(studio: Studio, codes: np.ndarray, audio_out: np.ndarray, stem: str, stats: dict,
-                   timings: dict) -> dict:
+                   timings: dict, owner: Optional[str]) -> dict:
     import soundfile as sf
 
-    out_wav = studio.output_path(stem, ".decoded.wav")
+    out_wav = studio.output_path(stem, ".decoded.wav", owner)
     sf.write(out_wav, audio_out, SAMPLE_RATE, subtype="PCM_16")
-    npz = save_codes(studio.output_path(stem, ".codes.npz"), codes, {"source": "codec tab"})
+    npz = save_codes(studio.output_path(stem, ".codes.npz", owner), codes, {"source": "codec tab"})
     frames = codes.shape[-1]
     lines = [f"**{frames} frames** ({frames / FRAME_RATE:.2f} s at {FRAME_RATE} frames/s) · {NUM_CODEBOOKS} codebooks "
              f"× {BITS_PER_CODE} bits × {FRAME_RATE}/s = **{BITRATE_KBPS:.1f} kbit/s**"]
@@ -47,8 +48,9 @@ def _codec_outputs(studio: Studio, codes: np.ndarray, audio_out: np.ndarray, ste
 
 
 @ui_errors
-def codec_roundtrip(studio: Studio, audio_path: Optional[str]) -> dict:
-    """Audio -> codes -> audio: both players, the code picture, frames, bitrate, SNR, log-mel distance."""
+def codec_roundtrip(studio: Studio, audio_path: Optional[str], owner: Optional[str] = None) -> dict:
+    """Audio -> codes -> audio: both players, the code picture, frames, bitrate, SNR, log-mel distance (the files
+    are ``owner``'s)."""
     if not audio_path:
         raise InvalidInput("Record or upload audio first.")
     studio.check_upload(str(audio_path), "audio file")
@@ -77,12 +79,12 @@ def codec_roundtrip(studio: Studio, audio_path: Optional[str]) -> dict:
     stats = {"snr_db": round(snr_db(ref, out), 3), "log_mel_distance": round(log_mel_distance(ref, out), 4),
              "input_seconds": round(seconds, 3)}
     return _codec_outputs(studio, codes, out, _stamp("codec"), stats,
-                          {"encode": encoded - start, "decode": decoded - encoded})
+                          {"encode": encoded - start, "decode": decoded - encoded}, owner)
 
 
 @ui_errors
-def codec_decode(studio: Studio, codes_path: Optional[str]) -> dict:
-    """Uploaded codes (.npz) -> audio."""
+def codec_decode(studio: Studio, codes_path: Optional[str], owner: Optional[str] = None) -> dict:
+    """Uploaded codes (.npz) -> audio (``owner``'s file)."""
     if not codes_path:
         raise InvalidInput("Upload a codes file (.npz) saved by this app first.")
     studio.check_upload(str(codes_path), "codes file")
@@ -92,7 +94,7 @@ def codec_decode(studio: Studio, codes_path: Optional[str]) -> dict:
         start = time.perf_counter()
         out = loaded.engine.decode(codes)
         took = time.perf_counter() - start
-    return _codec_outputs(studio, codes, out, _stamp("decode"), {}, {"decode": took})
+    return _codec_outputs(studio, codes, out, _stamp("decode"), {}, {"decode": took}, owner)
 
 
 def build(studio: Studio) -> None:
@@ -118,18 +120,24 @@ def build(studio: Studio) -> None:
     def shown(result: dict) -> dict:
         return {outputs[name]: value for name, value in result.items() if name in outputs}
 
-    go.click(lambda path: shown(codec_roundtrip(studio, path)), inputs=audio_in, outputs=list(outputs.values()),
+    def roundtrip(path, request: gr.Request):
+        return shown(codec_roundtrip(studio, path, owner_of(request)))
+
+    def decode_uploaded(path, request: gr.Request):
+        return shown(codec_decode(studio, path, owner_of(request)))
+
+    go.click(roundtrip, inputs=audio_in, outputs=list(outputs.values()),
              concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
-    decode_button.click(lambda path: shown(codec_decode(studio, path)), inputs=upload, outputs=list(outputs.values()),
+    decode_button.click(decode_uploaded, inputs=upload, outputs=list(outputs.values()),
                         concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
 
 
 def build_api(studio: Studio) -> None:
     """/codec and /decode (inside the app's hidden column)."""
-    def codec(audio):
+    def codec(audio, request: gr.Request = None):
         """Audio -> codes -> audio: the decoded audio, the codes (.npz) and the metrics (SNR, log-mel distance,
         frames, bitrate, timings)."""
-        result = codec_roundtrip(studio, audio)
+        result = codec_roundtrip(studio, audio, owner_of(request))
         return result["output"], result["codes_file"], result["metrics"]
 
     gr.Button(visible=False).click(
@@ -137,9 +145,9 @@ def build_api(studio: Studio) -> None:
         outputs=[gr.Audio(type="filepath", label="decoded"), gr.File(label="codes"), gr.JSON(label="metrics")],
         api_name="codec", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
 
-    def decode(codes):
+    def decode(codes, request: gr.Request = None):
         """Codes (.npz from /codec or /speak's downloads) -> audio."""
-        return codec_decode(studio, codes)["output"]
+        return codec_decode(studio, codes, owner_of(request))["output"]
 
     gr.Button(visible=False).click(api_errors(decode), inputs=describe([gr.File(label="codes")]),
                                    outputs=gr.Audio(type="filepath", label="audio"), api_name="decode",

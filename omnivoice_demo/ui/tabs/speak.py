@@ -53,10 +53,10 @@ def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> 
 
 @ui_errors
 def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
-          session: Optional[str] = None, browser=None) -> Iterator[dict]:
-    """Text (and voice design, or a saved voice) -> speech, with live progress."""
+          session: Optional[str] = None, browser=None, owner: Optional[str] = None) -> Iterator[dict]:
+    """Text (and voice design, or a saved voice) -> speech, with live progress (the files are ``owner``'s)."""
     voice, design = chosen_voice(studio, values.get("voice"), session, browser)
-    yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak")
+    yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak", owner)
 
 
 def build(studio: Studio, history: SessionHistory,
@@ -80,9 +80,9 @@ def build(studio: Studio, history: SessionHistory,
 
     stored = [browser_voices] if browser_voices is not None else []
 
-    def run(text_value, values, history_value, data, session):
+    def run(text_value, values, history_value, data, session, owner):
         browser = data[browser_voices] if browser_voices is not None else None
-        return speak(studio, text_value, values, history_value, session, browser)
+        return speak(studio, text_value, values, history_value, session, browser, owner)
 
     wire_generation(studio, panel, history, run, extra_inputs=stored,
                     voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session))
@@ -99,9 +99,9 @@ def build(studio: Studio, history: SessionHistory,
 def build_api(studio: Studio) -> None:
     """/speak (inside the app's hidden column): async through the studio's service, so a cancel stops the engine."""
     @api_errors
-    async def handle(values: dict, session: Optional[str]):
+    async def handle(values: dict, session: Optional[str], owner: Optional[str]):
         voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
-        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak")
+        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner)
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",
