@@ -11,9 +11,11 @@ that decides the configuration's audio) matches and whose audio's sha256 checks
 is reused, and a transcript or similarity already in it for the same recogniser or
 speaker model is kept; an interrupted run, run again, redoes nothing finished.
 
-Order: the configurations one after another (one engine in memory at a time),
-then the scoring (recogniser, speaker model), then the comparison with the exact
-run, which reads only the folder.
+Order: the configurations one after another, those that share an engine (model,
+precision, backbone) together, so one engine is in memory at a time and each is
+loaded once; then the scoring (one recogniser, one speaker model, each loaded
+once for the whole run); then the comparison with the exact run, which reads
+only the folder.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def run_eval(items: Sequence[EvalItem], candidates: Sequence[Candidate], output,
     with top.lock(), bar:
         for (item, seed) in runs:
             _folder(top, item, seed).create().remove_stale_parts()
-        for configuration in configurations:
+        for configuration in by_engine(configurations):
             _generate_all(configuration, runs, top, engines, counts, step)
         _score_all(configurations, runs, top, scorers, counts, step)
         report = build_report(items, runs, configurations, top, scorers, counts)
@@ -122,6 +124,14 @@ def _check(items, candidates, exact: Candidate, seeds: int) -> list[Candidate]:
         raise InvalidInput(f"Two configurations are named {repeated[0]!r} ({EXACT_NAME!r} is the exact one's); "
                            "give each candidate its own name=.", param="candidate")
     return configurations
+
+
+def by_engine(configurations: Sequence[Candidate]) -> list[Candidate]:
+    """The configurations in the order they run: grouped by engine, each group where its first one stood."""
+    first: dict[tuple, int] = {}
+    for index, configuration in enumerate(configurations):
+        first.setdefault(configuration.engine_key(), index)
+    return sorted(configurations, key=lambda c: first[c.engine_key()])  # stable: the given order within a group
 
 
 def _folder(top: OutputFolder, item: EvalItem, seed: int) -> OutputFolder:
@@ -174,7 +184,7 @@ def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts
     references: dict[str, np.ndarray] = {}
     for item, seed in runs:
         folder = _folder(top, item, seed)
-        for configuration in configurations:
+        for configuration in by_engine(configurations):
             sidecar = folder.read_sidecar(configuration.name)
             changed = False
             if scorers.recognizer is not None:
