@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
 from typing import Iterator, Optional
@@ -103,27 +102,42 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
 def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
             intelligibility: bool = False, progress=None) -> dict:
     """The active model (Reference) against the chosen candidates on a few built-in sentences (``omnivoice_demo.eval``)."""
-    from ...eval.quick import quality_run
+    from ...eval.quick import QualityProgress
+
+    result = None
+    for update in quality_updates(studio, labels, candidates, sentences, intelligibility):
+        if isinstance(update, QualityProgress):
+            if progress:
+                progress(update.fraction, desc=update.message)
+        else:
+            result = update
+    return result
+
+
+def quality_updates(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
+                    intelligibility: bool = False) -> Iterator:
+    """``quality`` as it runs: ``QualityProgress`` while waiting in the service's queue, at each generation
+    and scoring and at every step, then the result ``dict``.  The run is one job of the one queue
+    (``eval.quick.queued_quality``); closing this generator cancels it after the step in flight."""
+    from ...eval.quick import QualityProgress, queued_quality
 
     sentences = _whole(sentences, 2, "sentences")
     active = studio.models.get()
     others = [label for label in (labels or []) if label and label != active.label]
     chosen = [active] + [studio.models.get(label) for label in others]
-    with contextlib.ExitStack() as stack:
-        for model in chosen:
-            stack.enter_context(model.lock)
-        report = (lambda done, total, what: progress(done / total, desc=what)) if progress else None
-        result = quality_run({m.label: m.engine for m in chosen}, active.label, candidates or [], sentences,
-                             intelligibility, on_progress=report)
-    path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md")
-    path.write_text(result.markdown, encoding="utf-8")
-    headers, rows = result.table()
-    return {"table": {"headers": headers, "data": rows}, "notes": result.notes_markdown(), "report": str(path)}
+    for update in queued_quality(studio.service, chosen, candidates or [], sentences, intelligibility):
+        if isinstance(update, QualityProgress):
+            yield update
+            continue
+        path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md")
+        path.write_text(update.markdown, encoding="utf-8")
+        headers, rows = update.table()
+        yield {"table": {"headers": headers, "data": rows}, "notes": update.notes_markdown(), "report": str(path)}
 
 
 def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
     """"Quality against the exact model": the same table as ``omnivoice eval``, for a few sentences."""
-    from ...eval.quick import CANDIDATE_CHOICES, MAX_SENTENCES
+    from ...eval.quick import CANDIDATE_CHOICES, MAX_SENTENCES, QualityProgress
 
     gr.Markdown("### Quality against the exact model\nThe active model (Reference preset) against each candidate "
                 "at the same seeds: codes agreement, log-mel distance, duration ratio, and with the recogniser "
@@ -141,9 +155,15 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
     notes = gr.Markdown("", elem_id="quality-notes")
     report = gr.File(label="report.md", interactive=False, elem_id="quality-report")
 
+    @ui_errors
     def run(labels, chosen, count, asr, progress=gr.Progress()):
-        result = quality(studio, labels, chosen, count, asr, progress=progress)
-        return result["table"], result["notes"], result["report"]
+        # a generator: Gradio closes it when the event is cancelled, which cancels the queued job
+        for update in quality_updates(studio, labels, chosen, count, asr):
+            if isinstance(update, QualityProgress):
+                progress(update.fraction, desc=update.message)
+                yield gr.skip(), gr.skip(), gr.skip()
+            else:
+                yield update["table"], update["notes"], update["report"]
 
     go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
              concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
