@@ -332,8 +332,13 @@ def test_a_cancelled_benchmark_stops_within_a_step_and_frees_the_model(studio):
     assert studio.service.wait_idle(timeout=30)
     stats = studio.service.stats()
     assert stats["cancelled"] == 1 and stats["steps_after_cancel"] <= 1, stats
+    assert_the_model_is_free(studio)
+
+
+def assert_the_model_is_free(studio):
+    """Nobody holds the active model's lock, and the next job in the queue runs to its end."""
     loaded = studio.models.get()
-    assert loaded.lock.acquire(timeout=1)                     # nobody holds the model
+    assert loaded.lock.acquire(timeout=1)
     loaded.lock.release()
     job = studio.service.submit(lambda: loaded.engine.stream("Next.", num_step=1), label="next")
     assert job.wait(timeout=60) and job.state == "finished"
@@ -375,11 +380,7 @@ def test_a_cancelled_quality_run_stops_within_a_step_and_frees_the_model(studio,
     stats = studio.service.stats()
     assert stats["cancelled"] == 1 and stats["steps_after_cancel"] <= 1, stats
     assert not list((tmp_path / "tmp").iterdir())             # and it is gone
-    loaded = studio.models.get()
-    assert loaded.lock.acquire(timeout=1)                     # nobody holds the model
-    loaded.lock.release()
-    job = studio.service.submit(lambda: loaded.engine.stream("Next.", num_step=1), label="next")
-    assert job.wait(timeout=60) and job.state == "finished"
+    assert_the_model_is_free(studio)
 
 
 def test_a_quality_run_waits_its_turn_in_the_queue(studio):

@@ -40,9 +40,14 @@ def _whole(value, default: int, name: str) -> int:
 def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
               repeats: int = 1, progress=None) -> dict:
     """Time the chosen loaded models on the same text: table, chart, machine, CSV."""
+    return _to_the_end(benchmark_updates(studio, labels, length, num_step, repeats), BenchmarkProgress, progress)
+
+
+def _to_the_end(updates: Iterator, progress_type: type, progress=None):
+    """The last update of ``updates`` (the result); each ``progress_type`` one before it goes to ``progress``."""
     result = None
-    for update in benchmark_updates(studio, labels, length, num_step, repeats):
-        if isinstance(update, BenchmarkProgress):
+    for update in updates:
+        if isinstance(update, progress_type):
             if progress:
                 progress(update.fraction, desc=update.message)
         else:
@@ -104,14 +109,8 @@ def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[li
     """The active model (Reference) against the chosen candidates on a few built-in sentences (``omnivoice_demo.eval``)."""
     from ...eval.quick import QualityProgress
 
-    result = None
-    for update in quality_updates(studio, labels, candidates, sentences, intelligibility):
-        if isinstance(update, QualityProgress):
-            if progress:
-                progress(update.fraction, desc=update.message)
-        else:
-            result = update
-    return result
+    return _to_the_end(quality_updates(studio, labels, candidates, sentences, intelligibility), QualityProgress,
+                       progress)
 
 
 def quality_updates(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
