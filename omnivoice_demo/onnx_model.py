@@ -49,9 +49,10 @@ def session_options(threads: int | None = None):
     the sessions not running took the cores from the work that was: with 2 threads, three 32-step
     generations on the tiny folder took 8.8-9.7 CPU s instead of 2.8-3.0 (sampling 6.9-7.6 s wall
     instead of 1.3-2.7), and an 8-step full-size int4 one 58-72 s wall instead of 31-32, with the
-    same codes (issue 20's profile of ``omnivoice eval``, at load 4-6 from other processes; not
-    measured on an idle machine).  Blocking costs a thread wake-up where spinning would catch the
-    next parallel section sooner."""
+    same codes (issue 20's profile of ``omnivoice eval``, at load 4-6 from other processes).  Blocking
+    costs a thread wake-up where spinning would catch the next parallel section sooner: on an idle
+    machine issue 10 measured the 5 s case 5% slower without spinning (BENCHMARKS.md;
+    ``benchmarks/spinning.py`` reruns the comparison)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()

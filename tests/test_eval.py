@@ -248,7 +248,7 @@ def test_the_cli_loads_each_model_once_over_the_builtin_set(tiny_fp32_folder, wh
     configuration and two candidates, int8-row for the one named between them) and the recogniser are
     loaded once, no session is opened per item, every configuration speaks each item once and each
     output is transcribed once; run again, only the recogniser is loaded (to fail fast) and nothing is
-    redone.  Counts, not seconds: the measured minute is in the report of issue 20."""
+    redone.  Counts, not seconds: the measured minute is in the README (Quality against the exact model)."""
     import collections
 
     import onnxruntime

@@ -136,7 +136,7 @@ class EngineCache:
 
     The configurations run one after another, grouped by engine (``runner``), so only
     one engine (with its backbone in memory) is held at a time and each distinct
-    model, precision and backbone is loaded once; ``loads`` counts the loads.
+    model, precision and backbone is loaded once.
     """
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, offline: Optional[bool] = None,
@@ -145,7 +145,6 @@ class EngineCache:
         self.limits = limits or Limits.local()
         self.recognizer, self.progress = recognizer, progress
         self._key, self._engine = None, None
-        self.loads = 0
 
     def __call__(self, candidate: Candidate):
         from ..engine import OmniVoiceEngine
@@ -161,7 +160,6 @@ class EngineCache:
                                            limits=self.limits, backbone=candidate.backbone,
                                            recognizer=self.recognizer, calibrate=False)
             self._key = key
-            self.loads += 1
         return self._engine
 
 

@@ -33,7 +33,7 @@ JOB_LABEL = "quality"
 
 @dataclasses.dataclass
 class QualityProgress:
-    """An update of ``quality_updates`` before its report: what happens now and the fraction done."""
+    """An update of ``queued_quality`` before its report: what happens now and the fraction done."""
 
     message: str
     fraction: float
