@@ -38,7 +38,21 @@ def providers_for(provider: str) -> list[str]:
     raise InvalidInput(f"provider must be 'cpu' or 'cuda', got {provider!r}")
 
 
+#: session config entries every session gets: ONNX Runtime's worker threads block when idle instead of spinning
+SESSION_CONFIG = {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}
+
+
 def session_options(threads: int | None = None):
+    """The options of every session.  No spinning (``SESSION_CONFIG``): by default each session's
+    intra-op workers keep spinning on the CPU after a run, waiting for the next.  A generation runs
+    three sessions in turn with numpy's sampling in between, so on 2 cores the spinning workers of
+    the sessions not running took the cores from the work that was: with 2 threads, three 32-step
+    generations on the tiny folder took 8.8-9.7 CPU s instead of 2.8-3.0 (sampling 6.9-7.6 s wall
+    instead of 1.3-2.7), and an 8-step full-size int4 one 58-72 s wall instead of 31-32, with the
+    same codes (issue 20's profile of ``omnivoice eval``, at load 4-6 from other processes).  Blocking
+    costs a thread wake-up where spinning would catch the next parallel section sooner: on an idle
+    machine issue 10 measured the 5 s case 5% slower without spinning (BENCHMARKS.md;
+    ``benchmarks/spinning.py`` reruns the comparison)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -47,6 +61,8 @@ def session_options(threads: int | None = None):
         options.intra_op_num_threads = int(threads)
         options.inter_op_num_threads = 1
     options.log_severity_level = 3
+    for key, value in SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
     return options
 
 
@@ -79,7 +95,7 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
                                "again.") from exc
 
 
-#: the settings ``session_options`` makes, copied when a session needs options of its own
+#: the settings ``session_options`` makes, copied when a session needs options of its own (with ``SESSION_CONFIG``)
 _COPIED_OPTIONS = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads", "log_severity_level",
                    "enable_cpu_mem_arena", "enable_mem_pattern", "execution_mode", "enable_profiling",
                    "profile_file_prefix")
@@ -116,6 +132,11 @@ def with_weights_in_memory(path: pathlib.Path, options):
     fresh = ort.SessionOptions()
     for name in _COPIED_OPTIONS if options is not None else ():
         setattr(fresh, name, getattr(options, name))
+    for key in SESSION_CONFIG if options is not None else ():
+        try:
+            fresh.add_session_config_entry(key, options.get_session_config_entry(key))
+        except RuntimeError:  # not set on these options: the runtime's default
+            pass
     buffers = [(path.parent / name).read_bytes() for name in names]
     fresh.add_external_initializers_from_files_in_memory(names, buffers, [len(b) for b in buffers])
     return fresh, buffers

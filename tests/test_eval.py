@@ -38,15 +38,21 @@ def items_of(count: int = 3) -> list[EvalItem]:
 
 
 @pytest.fixture(scope="module")
-def recognizer(tmp_path_factory):
-    """The project's Whisper recogniser on a tiny random-weight Whisper (fp32 graphs)."""
+def whisper_folder(tmp_path_factory):
+    """A tiny random-weight Whisper converted to the recogniser's folder (fp32 graphs)."""
     from convert.whisper import convert_whisper
     from convert.whisper_checkpoint import build_checkpoint
-    from omnivoice_demo.asr import SpeechRecognizer
 
     root = tmp_path_factory.mktemp("eval-whisper")
-    folder = convert_whisper(build_checkpoint("test", root / "ckpt", seed=0, max_length=24), root / "onnx")
-    return SpeechRecognizer(folder, precision="fp32", threads=2)
+    return convert_whisper(build_checkpoint("test", root / "ckpt", seed=0, max_length=24), root / "onnx")
+
+
+@pytest.fixture(scope="module")
+def recognizer(whisper_folder):
+    """The project's Whisper recogniser on the tiny random-weight Whisper."""
+    from omnivoice_demo.asr import SpeechRecognizer
+
+    return SpeechRecognizer(whisper_folder, precision="fp32", threads=2)
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +240,68 @@ def test_an_interrupted_eval_redoes_nothing_finished(tiny_fp32_folder, engines, 
     assert all(path.read_bytes() == data for path, data in finished.items())  # not redone, not rewritten
     assert main(argv) == 0  # and once more: nothing at all
     assert json.loads((output / "report.json").read_text())["counts"]["generated"] == 0
+
+
+@pytest.mark.slow  # 80 generations (2 steps each) and 80 transcriptions
+def test_the_cli_loads_each_model_once_over_the_builtin_set(tiny_fp32_folder, whisper_folder, tmp_path, monkeypatch):
+    """``omnivoice eval`` with three candidates over the built-in set: each engine (fp32 for the exact
+    configuration and two candidates, int8-row for the one named between them) and the recogniser are
+    loaded once, no session is opened per item, every configuration speaks each item once and each
+    output is transcribed once; run again, only the recogniser is loaded (to fail fast) and nothing is
+    redone.  Counts, not seconds: the measured minute is in the README (Quality against the exact model)."""
+    import collections
+
+    import onnxruntime
+
+    from omnivoice_demo.__main__ import main
+    from omnivoice_demo.asr import SpeechRecognizer
+    from omnivoice_demo.engine import OmniVoiceEngine
+
+    counts, loading = collections.Counter(), []
+
+    def count(cls, name, key, loader=False):
+        original = getattr(cls, name)
+
+        def counted(*args, **kwargs):
+            counts[key] += 1
+            if loader:
+                loading.append(key)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if loader:
+                    loading.pop()
+        monkeypatch.setattr(cls, name, counted)
+
+    count(OmniVoiceEngine, "__init__", "engines", loader=True)
+    count(SpeechRecognizer, "__init__", "recognizers", loader=True)
+    count(OmniVoiceEngine, "run", "generations")
+    count(SpeechRecognizer, "decode_window", "transcribed windows")
+    original_session = onnxruntime.InferenceSession.__init__
+
+    def session(self, *args, **kwargs):
+        counts["sessions" if loading else "sessions opened outside a load"] += 1
+        return original_session(self, *args, **kwargs)
+    monkeypatch.setattr(onnxruntime.InferenceSession, "__init__", session)
+
+    argv = ["eval", "--model", str(tiny_fp32_folder), "--output", str(tmp_path / "out"), "--items", "builtin",
+            "--asr-model", str(whisper_folder), "--asr-precision", "fp32", "--no-progress", "--threads", "2",
+            "--num-step", "2", "--candidate", "name=int8,backbone=int8-row,num_step=2",
+            "--candidate", "name=fast,preset=fast,num_step=2", "--candidate", "name=streaming,streaming=on,num_step=2"]
+    assert main(argv) == 0
+    items = len(read_eval_items("builtin"))
+    assert counts["engines"] == 2 and counts["recognizers"] == 1, counts
+    assert counts["generations"] == 4 * items and counts["transcribed windows"] == 4 * items, counts
+    assert counts["sessions"] > 0 and counts["sessions opened outside a load"] == 0, counts
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [row["configuration"] for row in report["summary"]] == ["exact", "int8", "fast", "streaming"]
+    assert report["counts"] == {"generated": 4 * items, "reused": 0, "transcribed": 4 * items, "embedded": 0}
+
+    counts.clear()
+    assert main(argv) == 0
+    assert counts["engines"] == 0 and counts["recognizers"] == 1, counts
+    assert counts["generations"] == 0 and counts["transcribed windows"] == 0, counts
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["counts"]["reused"] == 4 * items
 
 
 def test_bad_requests_are_refused_before_any_work(tiny_fp32_folder, tmp_path, capsys):

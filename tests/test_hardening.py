@@ -332,8 +332,13 @@ def test_a_cancelled_benchmark_stops_within_a_step_and_frees_the_model(studio):
     assert studio.service.wait_idle(timeout=30)
     stats = studio.service.stats()
     assert stats["cancelled"] == 1 and stats["steps_after_cancel"] <= 1, stats
+    assert_the_model_is_free(studio)
+
+
+def assert_the_model_is_free(studio):
+    """Nobody holds the active model's lock, and the next job in the queue runs to its end."""
     loaded = studio.models.get()
-    assert loaded.lock.acquire(timeout=1)                     # nobody holds the model
+    assert loaded.lock.acquire(timeout=1)
     loaded.lock.release()
     job = studio.service.submit(lambda: loaded.engine.stream("Next.", num_step=1), label="next")
     assert job.wait(timeout=60) and job.state == "finished"
@@ -353,6 +358,46 @@ def test_a_benchmark_waits_its_turn_in_the_queue(studio):
         for updates in running:
             updates.close()
     assert studio.service.wait_idle(timeout=30)
+
+
+def test_a_cancelled_quality_run_stops_within_a_step_and_frees_the_model(studio, tmp_path, monkeypatch):
+    """The Benchmark tab's "quality against the exact model" goes through the same queue (issue 20)."""
+    import tempfile
+
+    from omnivoice_demo.eval.quick import QualityProgress
+    from omnivoice_demo.ui.tabs.benchmark import quality_updates
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    updates = quality_updates(studio, [], ["balanced", "fast", "streaming"], 5, False)  # 20 generations
+    seen = [next(updates) for _ in range(3)]                  # running: a generation starts, steps go by
+    assert studio.service.stats()["running"] == 1, seen
+    assert all(isinstance(update, QualityProgress) for update in seen)
+    assert seen[0].message == "Generating exact en-weather" and seen[-1].message.endswith("of 32"), seen
+    assert list((tmp_path / "tmp").iterdir())                 # the run's folder
+    updates.close()                                           # the visitor cancels (or goes away)
+    assert studio.service.wait_idle(timeout=30)
+    stats = studio.service.stats()
+    assert stats["cancelled"] == 1 and stats["steps_after_cancel"] <= 1, stats
+    assert not list((tmp_path / "tmp").iterdir())             # and it is gone
+    assert_the_model_is_free(studio)
+
+
+def test_a_quality_run_waits_its_turn_in_the_queue(studio):
+    from omnivoice_demo.errors import Busy
+    from omnivoice_demo.ui.tabs.benchmark import quality_updates
+
+    running = [quality_updates(studio, [], ["balanced", "fast", "streaming"], 5, False) for _ in range(3)]
+    first = [next(updates) for updates in running]
+    try:
+        assert [update.message for update in first[1:]] == ["Waiting: 1 in the queue", "Waiting: 2 in the queue"]
+        with pytest.raises(Busy):
+            next(quality_updates(studio, [], ["fast"], 1, False))  # 1 running + 2 waiting is the most
+    finally:
+        for updates in running:
+            updates.close()
+    assert studio.service.wait_idle(timeout=30)
+    assert studio.service.stats()["cancelled"] == 3
 
 
 # --- items 5 and 4: bodies are counted as they arrive; voices per owner are capped --------------------

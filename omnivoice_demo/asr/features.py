@@ -64,11 +64,19 @@ def log_mel(audio_16k: np.ndarray, n_mels: int = 80, n_fft: int = 400, hop_lengt
     wave = np.zeros(n_samples, dtype=np.float64)
     clip = np.asarray(audio_16k, dtype=np.float64)[:n_samples]
     wave[:clip.shape[0]] = clip
-    padded = np.pad(wave, n_fft // 2, mode="reflect")
+    half = n_fft // 2
+    padded = np.pad(wave, half, mode="reflect")
     frames = 1 + (padded.shape[0] - n_fft) // hop_length
-    index = np.arange(n_fft)[None, :] + hop_length * np.arange(frames)[:, None]
-    spectrum = np.abs(np.fft.rfft(padded[index] * _hann(n_fft), n=n_fft, axis=-1)) ** 2  # [frames, bins]
-    mel = mel_filters(n_fft, n_mels, sampling_rate).T @ spectrum.T  # [n_mels, frames]
+    # a frame that starts past the clip sees only the zero padding (the reflection at the end is of zeros
+    # too while the clip ends before it): its power is exactly 0, so only the frames over the clip are
+    # transformed (a 5 s clip: a sixth of the window) and the rest get the value of a zero frame
+    used = frames
+    if clip.shape[0] + half + 1 < n_samples:
+        used = min(frames, -(-(clip.shape[0] + half) // hop_length))
+    index = np.arange(n_fft)[None, :] + hop_length * np.arange(used)[:, None]
+    spectrum = np.abs(np.fft.rfft(padded[index] * _hann(n_fft), n=n_fft, axis=-1)) ** 2  # [used, bins]
+    mel = np.zeros((n_mels, frames))
+    mel[:, :used] = mel_filters(n_fft, n_mels, sampling_rate).T @ spectrum.T  # [n_mels, frames]
     log_spec = np.log10(np.maximum(mel, 1e-10))[:, :-1]
     log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
     return ((log_spec + 4.0) / 4.0).astype(np.float32)

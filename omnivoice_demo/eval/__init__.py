@@ -8,14 +8,16 @@
 
 Every candidate (a precision, backbone, preset, any generation setting, sentence
 streaming) speaks the same items at the same seeds as the exact configuration;
-``runner`` runs and scores them (resumably), ``report`` compares, ``scores`` holds
-the measures and the text normalisation, ``speaker`` the speaker-similarity model.
+``runner`` runs and scores them (resumably; ``eval_events`` a step at a time, for
+the server's queue), ``report`` compares, ``scores`` holds the measures and the text
+normalisation, ``speaker`` the speaker-similarity model, ``quick`` the app's run
+over the loaded models.
 """
 
 from .candidates import Candidate, EngineCache, exact_candidate, parse_candidate
 from .items import EvalItem, read_eval_items
 from .report import EvalReport
-from .runner import Scorers, run_eval
+from .runner import EvalProgress, Scorers, eval_events, run_eval
 
-__all__ = ["Candidate", "EngineCache", "EvalItem", "EvalReport", "Scorers", "exact_candidate", "parse_candidate",
-           "read_eval_items", "run_eval"]
+__all__ = ["Candidate", "EngineCache", "EvalItem", "EvalProgress", "EvalReport", "Scorers", "eval_events",
+           "exact_candidate", "parse_candidate", "read_eval_items", "run_eval"]

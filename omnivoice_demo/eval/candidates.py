@@ -46,6 +46,10 @@ class Candidate:
         return dataclasses.replace(self, model=exact.model, precision=self.precision or exact.precision,
                                    backbone=backbone)
 
+    def engine_key(self) -> tuple:
+        """What decides the engine that runs this configuration: the same key, the same loaded engine."""
+        return (self.model, self.precision, self.backbone)
+
     def identity(self) -> dict:
         """What decides this configuration's audio (a folder by its absolute path; the seed left out)."""
         model = self.model or ""
@@ -130,8 +134,9 @@ def _name_of(spec: str) -> str:
 class EngineCache:
     """Opens the engine of a configuration (resolving its model), keeping the last one open.
 
-    The configurations run one after another, so only one engine (with its backbone
-    in memory) is held at a time; the same model and backbone reuse it.
+    The configurations run one after another, grouped by engine (``runner``), so only
+    one engine (with its backbone in memory) is held at a time and each distinct
+    model, precision and backbone is loaded once.
     """
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, offline: Optional[bool] = None,
@@ -145,7 +150,7 @@ class EngineCache:
         from ..engine import OmniVoiceEngine
         from ..hub import resolve_model
 
-        key = (candidate.model, candidate.precision, candidate.backbone)
+        key = candidate.engine_key()
         if key != self._key:
             self._engine = None  # free the last backbone before the next is loaded
             ready = resolve_model(candidate.model, precision=candidate.precision, cache_dir=self.cache_dir,

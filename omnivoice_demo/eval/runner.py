@@ -11,17 +11,20 @@ that decides the configuration's audio) matches and whose audio's sha256 checks
 is reused, and a transcript or similarity already in it for the same recogniser or
 speaker model is kept; an interrupted run, run again, redoes nothing finished.
 
-Order: the configurations one after another (one engine in memory at a time),
-then the scoring (recogniser, speaker model), then the comparison with the exact
-run, which reads only the folder.
+Order: the configurations one after another, those that share an engine (model,
+precision, backbone) together, so one engine is in memory at a time and each is
+loaded once; then the scoring (one recogniser, one speaker model, each loaded
+once for the whole run); then the comparison with the exact run, which reads
+only the folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -62,6 +65,23 @@ class Scorers:
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclasses.dataclass
+class EvalProgress:
+    """An event of ``eval_events``: ``done`` of ``total`` units (a generation or a scoring) finished, ``what``
+    starts (``finished`` False) or just finished; the last event carries the ``report``."""
+
+    done: int
+    total: int
+    what: str
+    finished: bool = True
+    report: object = None
+    kind: str = "eval"
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
 def run_eval(items: Sequence[EvalItem], candidates: Sequence[Candidate], output, *,
              exact: Optional[Candidate] = None, engines: Optional[EngineSource] = None,
              scorers: Optional[Scorers] = None, seeds: int = 1, progress: bool = True,
@@ -69,42 +89,77 @@ def run_eval(items: Sequence[EvalItem], candidates: Sequence[Candidate], output,
     """Run, score and compare; returns the ``report.EvalReport`` (also written as report.md/.json)."""
     from tqdm import tqdm
 
-    from .candidates import EngineCache
-    from .report import build_report
+    events = eval_events(items, candidates, output, exact=exact, engines=engines, scorers=scorers, seeds=seeds)
+    report = None
+    with contextlib.closing(events), tqdm(desc="eval", unit="run", disable=not progress, file=sys.stderr,
+                                          dynamic_ncols=True) as bar:
+        for event in events:
+            if not isinstance(event, EvalProgress) or not event.finished:
+                continue
+            if event.report is not None:
+                report = event.report
+                continue
+            bar.total = event.total
+            bar.update(event.done - bar.n)
+            bar.set_postfix_str(event.what[-40:])
+            if on_progress is not None:
+                on_progress(event.done, event.total, event.what)
+    return report
 
+
+def eval_events(items: Sequence[EvalItem], candidates: Sequence[Candidate], output, *,
+                exact: Optional[Candidate] = None, engines: Optional[EngineSource] = None,
+                scorers: Optional[Scorers] = None, seeds: int = 1,
+                lock_of: Optional[Callable[[Candidate], object]] = None) -> Iterator:
+    """``run_eval`` a step at a time, for a queue (``studio.service``): the request is checked now, and the
+    returned generator does the work when iterated.  It yields an ``EvalProgress`` as each generation or
+    scoring starts and finishes, every engine ``StepEvent`` in between, and a last ``EvalProgress`` with the
+    report.  Closing it stops the run after the step in flight (what finished stays in the folder).
+    ``lock_of(configuration)``: a lock held around each of its engine's steps (a loaded model's, shared
+    with the app's other users), or None."""
     exact = exact or exact_candidate()
     configurations = _check(items, candidates, exact, seeds)
-    engines = engines or EngineCache()
     scorers = scorers or Scorers()
     if scorers.recognizer is not None:
         from .scores import require_jiwer
 
         require_jiwer()  # before any work: the error rates are counted at the end
+    return _events(items, configurations, output, engines, scorers, seeds, lock_of or (lambda _: None))
+
+
+def _events(items, configurations, output, engines, scorers: Scorers, seeds: int, lock_of) -> Iterator:
+    from .candidates import EngineCache
+    from .report import build_report
+
+    engines = engines or EngineCache()
     top = OutputFolder(output).create()
     counts = RunCounts()
     runs = [(item, seed) for item in items for seed in item.seeds(seeds)]
-    total = len(runs) * len(configurations) * (1 + (scorers.recognizer is not None))
-    bar = tqdm(total=total, desc="eval", unit="run", disable=not progress, file=sys.stderr, dynamic_ncols=True)
-    done = 0
-
-    def step(what: str) -> None:
-        nonlocal done
-        done += 1
-        bar.update(1)
-        bar.set_postfix_str(what[-40:])
-        if on_progress is not None:
-            on_progress(done, total, what)
-
-    with top.lock(), bar:
+    progress = _Progress(len(runs) * len(configurations) * (1 + (scorers.recognizer is not None)))
+    with top.lock():
         for (item, seed) in runs:
             _folder(top, item, seed).create().remove_stale_parts()
-        for configuration in configurations:
-            _generate_all(configuration, runs, top, engines, counts, step)
-        _score_all(configurations, runs, top, scorers, counts, step)
+        for configuration in by_engine(configurations):
+            yield from _generate_all(configuration, runs, top, engines, counts, progress, lock_of(configuration))
+        yield from _score_all(configurations, runs, top, scorers, counts, progress)
         report = build_report(items, runs, configurations, top, scorers, counts)
         top.write_bytes(top.path / "report.md", report.markdown.encode("utf-8"))
         top.write_json(top.path / "report.json", report.to_dict())
-    return report
+    yield EvalProgress(progress.total, progress.total, "report", report=report)
+
+
+class _Progress:
+    """Counts the finished units of a run and makes its ``EvalProgress`` events."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+
+    def starts(self, what: str) -> EvalProgress:
+        return EvalProgress(self.done, self.total, what, finished=False)
+
+    def finished(self, what: str) -> EvalProgress:
+        self.done += 1
+        return EvalProgress(self.done, self.total, what)
 
 
 def _check(items, candidates, exact: Candidate, seeds: int) -> list[Candidate]:
@@ -124,32 +179,66 @@ def _check(items, candidates, exact: Candidate, seeds: int) -> list[Candidate]:
     return configurations
 
 
+def by_engine(configurations: Sequence[Candidate]) -> list[Candidate]:
+    """The configurations in the order they run: grouped by engine, each group where its first one stood."""
+    first: dict[tuple, int] = {}
+    for index, configuration in enumerate(configurations):
+        first.setdefault(configuration.engine_key(), index)
+    return sorted(configurations, key=lambda c: first[c.engine_key()])  # stable: the given order within a group
+
+
 def _folder(top: OutputFolder, item: EvalItem, seed: int) -> OutputFolder:
     return OutputFolder(top.path / f"{item.id}-s{seed}")
 
 
 def _generate_all(configuration: Candidate, runs, top: OutputFolder, engines: EngineSource, counts: RunCounts,
-                  step) -> None:
+                  progress: _Progress, lock) -> Iterator:
     voices: dict[str, object] = {}
     fingerprints = {item.id: item.fingerprint() for item, _ in runs}
     for item, seed in runs:
         folder = _folder(top, item, seed)
         key = configuration.key(fingerprints[item.id], seed)
+        what = f"{configuration.name} {item.id}"
         if folder.finished(configuration.name, key, AUDIO_FORMAT) is not None:
             counts.reused += 1
         else:
+            yield progress.starts(what)
             engine = engines(configuration)
             voice = None
             if item.cloned:
                 if item.id not in voices:
-                    voices[item.id] = engine.clone_voice(item.ref_audio, transcript=item.ref_text,
-                                                         preprocess=configuration.config.preprocess_prompt)
+                    with _held(lock):
+                        voices[item.id] = engine.clone_voice(item.ref_audio, transcript=item.ref_text,
+                                                             preprocess=configuration.config.preprocess_prompt)
                 voice = voices[item.id]
-            result = engine.generate(item.text, language=item.language, instruct=item.instruct, voice=voice,
-                                     config=configuration.config.replace(seed=seed))
+            result = yield from _stepped(engine.stream(item.text, language=item.language, instruct=item.instruct,
+                                                       voice=voice, config=configuration.config.replace(seed=seed)),
+                                         lock)
             _write_run(folder, configuration, key, item, seed, result)
             counts.generated += 1
-        step(f"{configuration.name} {item.id}")
+        yield progress.finished(what)
+
+
+def _held(lock):
+    return lock if lock is not None else contextlib.nullcontext()
+
+
+def _stepped(stream, lock) -> Iterator:
+    """The engine's events, ``lock`` held around each step; returns the ``GenerationResult``.  Closed early,
+    it closes the engine's generator (which frees its buffers)."""
+    result = None
+    try:
+        while True:
+            with _held(lock):
+                event = next(stream, None)
+            if event is None:
+                return result
+            if getattr(event, "kind", None) == "result":
+                result = event
+            else:
+                yield event
+    finally:
+        stream.close()
 
 
 def _write_run(folder: OutputFolder, configuration: Candidate, key: str, item: EvalItem, seed: int, result) -> None:
@@ -167,7 +256,8 @@ def _write_run(folder: OutputFolder, configuration: Candidate, key: str, item: E
         "chunks": len(result.chunks), "codes": codes.astype(int).tolist()})
 
 
-def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts: RunCounts, step) -> None:
+def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts: RunCounts,
+               progress: _Progress) -> Iterator:
     from ..audio import load_audio_file
     from ..config import Limits
 
@@ -176,15 +266,16 @@ def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts
         folder = _folder(top, item, seed)
         for configuration in configurations:
             sidecar = folder.read_sidecar(configuration.name)
-            changed = False
             if scorers.recognizer is not None:
+                what = f"asr {configuration.name} {item.id}"
                 if (sidecar.get("transcript") or {}).get("by") != scorers.recognizer_id:
+                    yield progress.starts(what)
                     audio, rate = read_run_audio(folder, configuration.name)
                     sidecar["transcript"] = {"by": scorers.recognizer_id,
                                              "text": _transcribe(scorers.recognizer, audio, rate, item.language)}
                     counts.transcribed += 1
-                    changed = True
-                step(f"asr {configuration.name} {item.id}")
+                    folder.write_json(folder.sidecar_path(configuration.name), sidecar)  # kept if stopped now
+                yield progress.finished(what)
             speaker = scorers.speaker
             if speaker is not None and item.cloned:
                 if (sidecar.get("similarity") or {}).get("by") != speaker.identity:
@@ -197,9 +288,7 @@ def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts
                     sidecar["similarity"] = {"by": speaker.identity,
                                              "value": cosine(speaker.embed(audio, rate), references[item.id])}
                     counts.embedded += 1
-                    changed = True
-            if changed:
-                folder.write_json(folder.sidecar_path(configuration.name), sidecar)
+                    folder.write_json(folder.sidecar_path(configuration.name), sidecar)
 
 
 def _transcribe(recognizer, audio: np.ndarray, rate: int, language: Optional[str]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
 from typing import Iterator, Optional
@@ -42,9 +41,15 @@ def _whole(value, default: int, name: str) -> int:
 def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short", num_step: int = 32,
               repeats: int = 1, progress=None, owner: Optional[str] = None) -> dict:
     """Time the chosen loaded models on the same text: table, chart, machine, CSV (``owner``'s file)."""
+    return _to_the_end(benchmark_updates(studio, labels, length, num_step, repeats, owner), BenchmarkProgress,
+                       progress)
+
+
+def _to_the_end(updates: Iterator, progress_type: type, progress=None):
+    """The last update of ``updates`` (the result); each ``progress_type`` one before it goes to ``progress``."""
     result = None
-    for update in benchmark_updates(studio, labels, length, num_step, repeats, owner):
-        if isinstance(update, BenchmarkProgress):
+    for update in updates:
+        if isinstance(update, progress_type):
             if progress:
                 progress(update.fraction, desc=update.message)
         else:
@@ -104,27 +109,36 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
 def quality(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
             intelligibility: bool = False, progress=None, owner: Optional[str] = None) -> dict:
     """The active model (Reference) against the chosen candidates on a few built-in sentences (``omnivoice_demo.eval``)."""
-    from ...eval.quick import quality_run
+    from ...eval.quick import QualityProgress
+
+    return _to_the_end(quality_updates(studio, labels, candidates, sentences, intelligibility, owner),
+                       QualityProgress, progress)
+
+
+def quality_updates(studio: Studio, labels: Optional[list[str]], candidates: Optional[list[str]], sentences=2,
+                    intelligibility: bool = False, owner: Optional[str] = None) -> Iterator:
+    """``quality`` as it runs: ``QualityProgress`` while waiting in the service's queue, at each generation
+    and scoring and at every step, then the result ``dict`` (its report is ``owner``'s file).  The run is one job of the one queue
+    (``eval.quick.queued_quality``); closing this generator cancels it after the step in flight."""
+    from ...eval.quick import QualityProgress, queued_quality
 
     sentences = _whole(sentences, 2, "sentences")
     active = studio.models.get()
     others = [label for label in (labels or []) if label and label != active.label]
     chosen = [active] + [studio.models.get(label) for label in others]
-    with contextlib.ExitStack() as stack:
-        for model in chosen:
-            stack.enter_context(model.lock)
-        report = (lambda done, total, what: progress(done / total, desc=what)) if progress else None
-        result = quality_run({m.label: m.engine for m in chosen}, active.label, candidates or [], sentences,
-                             intelligibility, on_progress=report)
-    path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md", owner)
-    path.write_text(result.markdown, encoding="utf-8")
-    headers, rows = result.table()
-    return {"table": {"headers": headers, "data": rows}, "notes": result.notes_markdown(), "report": str(path)}
+    for update in queued_quality(studio.service, chosen, candidates or [], sentences, intelligibility):
+        if isinstance(update, QualityProgress):
+            yield update
+            continue
+        path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md", owner)
+        path.write_text(update.markdown, encoding="utf-8")
+        headers, rows = update.table()
+        yield {"table": {"headers": headers, "data": rows}, "notes": update.notes_markdown(), "report": str(path)}
 
 
 def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
     """"Quality against the exact model": the same table as ``omnivoice eval``, for a few sentences."""
-    from ...eval.quick import CANDIDATE_CHOICES, MAX_SENTENCES
+    from ...eval.quick import CANDIDATE_CHOICES, MAX_SENTENCES, QualityProgress
 
     gr.Markdown("### Quality against the exact model\nThe active model (Reference preset) against each candidate "
                 "at the same seeds: codes agreement, log-mel distance, duration ratio, and with the recogniser "
@@ -142,9 +156,15 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
     notes = gr.Markdown("", elem_id="quality-notes")
     report = gr.File(label="report.md", interactive=False, elem_id="quality-report")
 
+    @ui_errors
     def run(labels, chosen, count, asr, request: gr.Request, progress=gr.Progress()):
-        result = quality(studio, labels, chosen, count, asr, progress=progress, owner=owner_of(request))
-        return result["table"], result["notes"], result["report"]
+        # a generator: Gradio closes it when the event is cancelled, which cancels the queued job
+        for update in quality_updates(studio, labels, chosen, count, asr, owner_of(request)):
+            if isinstance(update, QualityProgress):
+                progress(update.fraction, desc=update.message)
+                yield gr.skip(), gr.skip(), gr.skip()
+            else:
+                yield update["table"], update["notes"], update["report"]
 
     go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
              concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
