@@ -258,12 +258,14 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
 # --- the remembered choice -----------------------------------------------------------------------
 
 def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None) -> str:
-    """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads, the graph, the
-    builder's version and the fidelity table (a new table can admit other choices)."""
+    """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads, the session settings
+    (spinning or not changes the timings), the graph, the builder's version and the fidelity table (a new
+    table can admit other choices)."""
     import hashlib
 
     import onnxruntime as ort
 
+    from .onnx_model import SESSION_CONFIG
     from .quick_bench import cpu_name
 
     cpu, flags = cpu_name(), ""
@@ -276,8 +278,10 @@ def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None
         pass
     sizes = "+".join(str(p.stat().st_size) for p in sorted(path.parent.glob(path.name + "*")))
     gate = hashlib.sha256(json.dumps(published_table(), sort_keys=True).encode()).hexdigest()[:8]
+    session = ",".join(f"{key}={value}" for key, value in sorted(SESSION_CONFIG.items()))
     return (f"{cpu} flags {flags} | onnxruntime {ort.__version__} | {providers[0]} | "
-            f"threads {threads or os.cpu_count()} | {path.name} {sizes} | choices v{BUILD_VERSION} gate {gate}")
+            f"threads {threads or os.cpu_count()} | {session} | {path.name} {sizes} | choices v{BUILD_VERSION} "
+            f"gate {gate}")
 
 
 class ChoiceCache:

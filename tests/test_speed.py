@@ -443,6 +443,18 @@ def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_fold
     assert not fidelity.passes_gate("int4", "int8", {})
 
 
+def test_a_remembered_choice_is_keyed_on_the_session_settings(tiny_int4_folder, monkeypatch):
+    """Spinning or not changes the probe's timings: a choice timed with other session settings is not reused."""
+    from omnivoice_demo import backbone_choice, onnx_model
+
+    path = tiny_int4_folder / "llm_decoder.onnx"
+    key = backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2)
+    assert key == backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2)
+    monkeypatch.setattr(onnx_model, "SESSION_CONFIG", dict(onnx_model.SESSION_CONFIG,
+                                                           **{"session.intra_op.allow_spinning": "1"}))
+    assert backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2) != key
+
+
 def test_the_fastest_is_kept_only_when_clearly_faster_than_int4():
     from omnivoice_demo.backbone_choice import KEEP_MARGIN, fastest
 
