@@ -15,7 +15,7 @@ from typing import BinaryIO, Iterator
 
 from .errors import InvalidInput
 
-__all__ = ["atomic_output", "write_atomically", "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "replacing_file", "write_atomically", "TEMPORARY_SUFFIX"]
 
 #: what a write in progress is called (``.<stem>-<random>.part``): a start-up sweep may remove leftovers
 TEMPORARY_SUFFIX = ".part"
@@ -24,14 +24,12 @@ _STORAGE_ERRORS = {errno.ENOSPC: "is full", errno.EDQUOT: "is over its quota", e
 
 
 @contextlib.contextmanager
-def atomic_output(path: os.PathLike | str, what: str = "file") -> Iterator[BinaryIO]:
-    """A binary handle whose bytes become ``path`` when the block ends without an error (else nothing does)."""
+def replacing_file(path: os.PathLike | str) -> Iterator[BinaryIO]:
+    """The mechanism: a binary handle on a temporary file beside ``path`` (its folder made if need be), fsynced
+    and renamed over ``path`` when the block ends without an error, else removed; an ``OSError`` as raised."""
     path = pathlib.Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:40]}-", suffix=TEMPORARY_SUFFIX, dir=path.parent)
-    except OSError as exc:
-        raise _storage_error(exc, what) from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:40]}-", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             yield out
@@ -39,12 +37,21 @@ def atomic_output(path: os.PathLike | str, what: str = "file") -> Iterator[Binar
             os.fsync(out.fileno())
         os.replace(temporary, path)
         _sync_folder(path.parent)
-    except BaseException as exc:
+    except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        if isinstance(exc, OSError):
-            raise _storage_error(exc, what) from None
         raise
+
+
+@contextlib.contextmanager
+def atomic_output(path: os.PathLike | str, what: str = "file") -> Iterator[BinaryIO]:
+    """``replacing_file`` for a file a visitor keeps: a full, read-only or unwritable folder is an
+    ``InvalidInput`` naming the problem (``what``: the kind of file, in the message)."""
+    try:
+        with replacing_file(path) as out:
+            yield out
+    except OSError as exc:
+        raise _storage_error(exc, what) from None
 
 
 def write_atomically(path: os.PathLike | str, data: bytes, what: str = "file") -> pathlib.Path:

@@ -26,6 +26,7 @@ import re
 import shutil
 import uuid
 
+from ..atomic import replacing_file
 from ..manifest import MANIFEST_NAME, read_manifest_json
 
 CACHE_ENV = "OMNIVOICE_CACHE"
@@ -80,9 +81,9 @@ def read_json(path: pathlib.Path) -> dict | None:
 
 
 def atomic_write_json(path: pathlib.Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """``data`` as JSON into ``path``, whole or not at all (``atomic.replacing_file``; an ``OSError`` as raised)."""
+    with replacing_file(path) as out:
+        out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 @contextlib.contextmanager
