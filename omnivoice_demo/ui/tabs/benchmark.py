@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Iterator, Optional
 
@@ -96,7 +95,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
     chart = pictures.bar_chart(list(STAGES) + ["total"],
                                {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
                                title=f"Seconds per stage · {length} text · {num_step} steps · mean of {repeats}")
-    csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".csv", owner)
+    csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}", ".csv", owner)
     csv_path.write_text(rows_to_csv(rows), encoding="utf-8")
     machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
                   f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
@@ -130,7 +129,7 @@ def quality_updates(studio: Studio, labels: Optional[list[str]], candidates: Opt
         if isinstance(update, QualityProgress):
             yield update
             continue
-        path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", ".md", owner)
+        path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}", ".md", owner)
         path.write_text(update.markdown, encoding="utf-8")
         headers, rows = update.table()
         yield {"table": {"headers": headers, "data": rows}, "notes": update.notes_markdown(), "report": str(path)}

@@ -10,7 +10,6 @@ import hashlib
 import html
 import inspect
 import pathlib
-import secrets
 from typing import Iterator, Optional
 
 import gradio as gr
@@ -347,7 +346,7 @@ def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Opt
         message, selected = f"Deleted the voice **{html.escape(name)}**.", None
     elif action == "export":
         voice = studio.browser_voices.load(browser, name) if shared else studio.voices.load(name, session)
-        target = studio.output_path(f"{clean_name(name).replace(' ', '_')}-{secrets.token_hex(4)}", ".npz", owner)
+        target = studio.output_path(clean_name(name).replace(' ', '_'), ".npz", owner)
         studio.outputs.written_beside(target, ".json")  # export_voice's .json: the same token and owner
         files = [str(path) for path in export_voice(voice, target)]
         message, selected = f"Exported **{html.escape(name)}**: download the .npz (the voice) and the .json.", name

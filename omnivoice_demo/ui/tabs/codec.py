@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Optional
 
@@ -25,7 +24,7 @@ BITRATE_KBPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE / 1000
 
 
 def _stamp(kind: str) -> str:
-    return f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    return f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"  # output_path adds the random token
 
 
 def _codec_outputs(studio: Studio, codes: np.ndarray, audio_out: np.ndarray, stem: str, stats: dict,
