@@ -44,7 +44,7 @@ KEEP_MARGIN = 0.05
 PROBE_POSITIONS = 384
 
 #: bump when the 8-bit graphs change, so cached builds of an older form are not reused
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 
 
 def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repeats: int = 5) -> dict[str, float]:

@@ -17,8 +17,8 @@ bidirectional check runs on the result as on any backbone):
                 fp32 (LLM.int8()'s decomposition), so one loud channel cannot flatten the
                 others' precision.
 ``int8-row``    the same with one activation scale per row (token): ``MatMulIntegerToFloat`` on
-                codes made by a few elementwise nodes (ONNX has no per-row dynamic quantizer),
-                for outliers that come and go with the token.
+                codes from ``QuantizeLinear`` with one scale per row (``Abs`` and ``ReduceMax`` find
+                it: ONNX has no per-row dynamic quantizer), for outliers that come and go with the token.
 ``int8-tensor`` dense int8 as ``onnxruntime.quantization.quantize_dynamic`` makes it
                 (``DynamicQuantizeMatMul``: one activation scale per tensor, nothing kept apart);
                 the fastest, and the one outlier channels break: measured, never chosen by ``auto``.
@@ -163,26 +163,50 @@ class Rewrite:
             self._made.add(name)
         return name
 
-    def row_quantized(self, x: str) -> tuple[str, str]:
-        """``(codes, row_scale)`` of activation ``x``: uint8 codes ``floor(x * 127/m + 128.5)`` (round half up,
-        zero point 128) with ``m`` the row's largest magnitude and ``row_scale = m / 127`` (made once per
-        activation; four passes over ``x``: ``Round`` and a full-size ``Div`` were a third of the forward)."""
-        if x not in self._row_quantized:
-            base = f"{x}_q8"
-            magnitude = self.node("Abs", [x], [f"{base}_abs"], f"{base}_abs")
-            peak = self.node("ReduceMax", [magnitude, self.constant(f"{base}_axis", np.array([-1], np.int64))],
-                             [f"{base}_peak"], f"{base}_peak", keepdims=1)
+    def flat(self, x: str, k: int) -> str:
+        """``x`` as rows ``[R, k]`` (a ``Reshape``, no copy; made once per activation)."""
+        name = f"{x}_rows"
+        if name not in self._made:
+            self.node("Reshape", [x, self.constant(f"{x}_rows_shape", np.array([-1, k], np.int64))], [name], name)
+            self._made.add(name)
+        return name
+
+    def shaped_like(self, rows: str, x: str, n: int, out: str) -> str:
+        """``rows`` ``[R, n]`` reshaped to ``x``'s leading dimensions and ``n``."""
+        lead = f"{x}_lead"
+        if lead not in self._made:
+            self.node("Shape", [x], [lead], lead, end=-1)
+            self._made.add(lead)
+        shape = f"{x}_lead_{n}"
+        if shape not in self._made:
+            self.node("Concat", [lead, self.constant(f"{x}_n_{n}", np.array([n], np.int64))], [shape], shape, axis=0)
+            self._made.add(shape)
+        return self.node("Reshape", [rows, shape], [out], f"{out}_reshape")
+
+    def row_quantized(self, rows: str) -> tuple[str, str]:
+        """``(codes, row_scale)`` of the activation rows ``rows`` ``[R, K]``: uint8 codes
+        ``rint(x * 127/m) + 128`` (``QuantizeLinear`` with one scale per row: round half to even,
+        zero point 128) with ``m`` the row's largest magnitude, and ``row_scale = m / 127`` ``[R, 1]``
+        (made once per activation; three passes over ``x``: ``Abs``, ``ReduceMax``, ``QuantizeLinear``.
+        The elementwise form before it took six and cost as much as the int8 products themselves)."""
+        if rows not in self._row_quantized:
+            base = f"{rows}_q8"
+            magnitude = self.node("Abs", [rows], [f"{base}_abs"], f"{base}_abs")
+            peak = self.node("ReduceMax", [magnitude, self.constant(f"{base}_axis", np.array([1], np.int64))],
+                             [f"{base}_peak"], f"{base}_peak", keepdims=0)
             peak = self.node("Max", [peak, self.constant(f"{base}_floor", np.array(1e-12, np.float32))],
                              [f"{base}_peak_floored"], f"{base}_peak_floored")
-            c127 = self.constant(f"{base}_127", np.array(127.0, np.float32))
-            scale = self.node("Div", [peak, c127], [f"{base}_scale"], f"{base}_scale")
-            inverse = self.node("Div", [c127, peak], [f"{base}_inverse"], f"{base}_inverse")
-            scaled = self.node("Mul", [x, inverse], [f"{base}_scaled"], f"{base}_scaled")
-            shifted = self.node("Add", [scaled, self.constant(f"{base}_half", np.array(128.5, np.float32))],
-                                [f"{base}_shifted"], f"{base}_shifted")
-            codes = self.node("Cast", [shifted], [f"{base}_codes"], f"{base}_codes", to=2)  # uint8: truncates
-            self._row_quantized[x] = (codes, scale)
-        return self._row_quantized[x]
+            scale = self.node("Div", [peak, self.constant(f"{base}_127", np.array(127.0, np.float32))],
+                              [f"{base}_scale"], f"{base}_scale")
+            # per-axis QuantizeLinear wants a zero point per row too: 128 for each, uint8 (u8s8 is VNNI's product)
+            count = self.node("Shape", [scale], [f"{base}_count"], f"{base}_count")
+            zero = self.node("Expand", [self.constant(f"{base}_128", np.array(128, np.uint8)), count],
+                             [f"{base}_zero"], f"{base}_zero")
+            codes = self.node("QuantizeLinear", [rows, scale, zero], [f"{base}_codes"], f"{base}_codes", axis=0)
+            row_scale = self.node("Unsqueeze", [scale, self.constant(f"{base}_column", np.array([1], np.int64))],
+                                  [f"{base}_row_scale"], f"{base}_row_scale")
+            self._row_quantized[rows] = (codes, row_scale)
+        return self._row_quantized[rows]
 
 
 def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -226,30 +250,30 @@ def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Seq
                                                rewrite.constant(f"{name}_s_i8", scales)],
                      [out], f"{name}_i8t", domain="com.microsoft")
     elif precision in ("int8", "int8-row"):
+        # on rows [R, K]: QuantizeLinear takes one scale per row only along one axis, Gemm only 2-D inputs
         weight = product.weight()
         codes, scales = int8_columns(weight)
-        inliers = rewrite.inliers(x, outliers, product.k)
-        main = out if not len(outliers) else f"{name}_i8_inliers"
+        w_codes, w_scales = rewrite.constant(f"{name}_w_i8", codes), rewrite.constant(f"{name}_s_i8", scales)
+        rows = rewrite.flat(x, product.k)
+        inliers = rewrite.inliers(rows, outliers, product.k)
         if precision == "int8":
-            rewrite.node("DynamicQuantizeMatMul", [inliers, rewrite.constant(f"{name}_w_i8", codes),
-                                                   rewrite.constant(f"{name}_s_i8", scales)],
-                         [main], f"{name}_i8", domain="com.microsoft")
+            y = rewrite.node("DynamicQuantizeMatMul", [inliers, w_codes, w_scales], [f"{name}_i8_rows"], f"{name}_i8",
+                             domain="com.microsoft")
         else:
-            x_codes, x_scale = rewrite.row_quantized(inliers)
+            x_codes, row_scale = rewrite.row_quantized(inliers)
             unscaled = rewrite.node("MatMulIntegerToFloat",
-                                    [x_codes, rewrite.constant(f"{name}_w_i8", codes),
-                                     rewrite.constant(f"{name}_one", np.array(1.0, np.float32)),
-                                     rewrite.constant(f"{name}_s_i8", scales),
-                                     rewrite.constant(f"{name}_zp", np.array(128, np.uint8))],
+                                    [x_codes, w_codes, rewrite.constant(f"{name}_one", np.array(1.0, np.float32)),
+                                     w_scales, rewrite.constant(f"{name}_zp", np.array(128, np.uint8))],
                                     [f"{name}_i8_unscaled"], f"{name}_i8r", domain="com.microsoft")
-            rewrite.node("Mul", [unscaled, x_scale], [main], f"{name}_i8_rows")
+            y = rewrite.node("Mul", [unscaled, row_scale], [f"{name}_i8_rows"], f"{name}_i8_rows")
         if len(outliers):
+            # the channels kept apart, in fp32, added by their own product (Gemm's C input: no separate Add pass)
             index = rewrite.constant(f"{name}_outlier_index", np.asarray(outliers, dtype=np.int64))
-            apart = rewrite.node("Gather", [x, index], [f"{name}_outlier_x"], f"{name}_outlier_x", axis=-1)
-            part = rewrite.node("MatMul", [apart, rewrite.constant(f"{name}_outlier_w",
-                                                                   np.ascontiguousarray(weight[list(outliers)]))],
-                                [f"{name}_outlier_y"], f"{name}_outlier_y")
-            rewrite.node("Add", [main, part], [out], f"{name}_outlier_add")
+            apart = rewrite.node("Gather", [rows, index], [f"{name}_outlier_x"], f"{name}_outlier_x", axis=1)
+            y = rewrite.node("Gemm", [apart, rewrite.constant(f"{name}_outlier_w",
+                                                              np.ascontiguousarray(weight[list(outliers)])), y],
+                             [f"{name}_i8_all"], f"{name}_outlier_gemm")
+        rewrite.shaped_like(y, x, product.n, out)
     else:
         raise InvalidInput(f"backbone precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.",
                            param="backbone")

@@ -55,8 +55,8 @@ def test_int8_graph_computes_exactly_its_quantization():
     inliers = x.copy()
     inliers[..., [3, 30]] = 0.0
     peak = np.maximum(np.abs(inliers).max(-1, keepdims=True), np.float32(1e-12))
-    scale, inverse = peak / np.float32(127), np.float32(127) / peak
-    codes = np.floor(inliers * inverse + np.float32(128.5)) - 128     # round half up, stored +128 as uint8
+    scale = peak / np.float32(127)
+    codes = np.clip(np.rint(inliers / scale), -128, 127)     # QuantizeLinear: round half to even, stored +128
     w_codes, w_scale = int8_columns(weight)
     expected = (codes @ w_codes.astype(np.float64)) * w_scale * scale + x[..., [3, 30]] @ weight[[3, 30]]
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
