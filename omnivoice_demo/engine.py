@@ -379,12 +379,13 @@ class OmniVoiceEngine:
             cond_embeds = model.embed(cond_ids, cond_audio_mask)
             uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if fresh else None
             tick = timer.add("embeddings", tick)
-            cond_hidden = model.hidden_states(cond_embeds, [length])[:, target]
-            observe(length, time.perf_counter() - tick)
-            if fresh:
-                middle = time.perf_counter()
-                uncond_hidden = model.hidden_states(uncond_embeds, [frames])
-                observe(frames, time.perf_counter() - middle)
+            if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
+                cond_hidden, uncond_hidden = model.hidden_states_pair((cond_embeds, [length]), (uncond_embeds, [frames]))
+                self.estimator.observe_pair(length, frames, time.perf_counter() - tick)
+            else:
+                cond_hidden = model.hidden_states(cond_embeds, [length])
+                observe(length, time.perf_counter() - tick)
+            cond_hidden = cond_hidden[:, target]
             tick = timer.add("backbone", tick)
             # both rows' target frames through the heads in one call (one larger GEMM is faster)
             logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if fresh else cond_hidden)

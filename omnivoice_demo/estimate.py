@@ -15,6 +15,10 @@ Costs (``PipelineEstimator``):
   warm-up of a few forwards when the model loads, then every forward of every
   run), so a curve measured on short rows extrapolates with the right shape
   (without ``kappa``, a free quadratic within 1.5x the longest measured row);
+* a step that runs both rows runs their forwards side by side where the model can
+  (``OmniVoiceOnnx.hidden_states_pair``): the pair costs ``pair_share`` of the two
+  forwards' sum, measured by the warm-up and refined by every such step (1 where the
+  forwards run one after the other);
 * every other stage costs a rate per unit of its work (frames x rows for the
   heads and the scoring, positions for the embeddings, frames for the codec
   decode and the post-processing), measured by the warm-up and refined after
@@ -45,9 +49,13 @@ RATE_STAGES = ("prompt", "embeddings", "heads", "sampling", "codec_decode", "pos
 #: 64 only, a first run's estimate extrapolated 2-10x and missed by 20-30% (BENCHMARKS.md, issue 10)
 WARMUP_LENGTHS = (16, 64, 256)
 WARMUP_FRAMES = 25
+WARMUP_PAIR = (160, 128)
 
 #: how much one run's measured rate moves the stored one
 RUN_WEIGHT = 0.5
+
+#: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps)
+PAIR_WEIGHT = 0.05
 
 
 @dataclasses.dataclass
@@ -133,6 +141,7 @@ class PipelineEstimator:
         self.forwards: collections.deque = collections.deque(maxlen=max_samples)   # (positions, seconds)
         self.attention_ratio = attention_ratio
         self.rates: dict[str, float] = {}
+        self.pair_share = 1.0   # a step's two forwards side by side, over their sum one after the other
         self._curve: Optional[tuple[float, float, float]] = None
 
     @property
@@ -156,6 +165,11 @@ class PipelineEstimator:
             if repeat:  # the first forward pays one-off costs: not a sample
                 self.observe_forward(length, time.perf_counter() - embedded)
                 self._rate("embeddings", embedded - tick, length, weight=1.0)
+        # a step's two rows side by side, sized as a 5 s sentence's (its conditional row and its target frames)
+        first, second = WARMUP_PAIR
+        tick = time.perf_counter()
+        model.hidden_states_pair((embeds[:, :first], [first]), (embeds[:, :second], [second]))
+        self._pair(first, second, time.perf_counter() - tick, weight=1.0)
         rows = np.concatenate([hidden[:, :frames]] * 2)
         tick = time.perf_counter()
         logits = model.audio_logits(rows)
@@ -184,6 +198,23 @@ class PipelineEstimator:
     def observe_forward(self, positions: int, seconds: float) -> None:
         self.forwards.append((int(positions), float(seconds)))
         self._curve = None
+
+    def observe_pair(self, first: int, second: int, seconds: float) -> None:
+        """One step's two forwards (``first`` and ``second`` positions) took ``seconds`` together."""
+        if not self.forwards:  # nothing measured alone yet (no warm-up): the pair, shared by positions, starts the curve
+            apart = seconds / self.pair_share
+            for positions in (first, second):
+                self.observe_forward(positions, apart * positions / max(first + second, 1))
+            return
+        self._pair(first, second, seconds, weight=PAIR_WEIGHT)
+
+    def _pair(self, first: int, second: int, seconds: float, weight: float) -> None:
+        if not self.forwards:
+            return
+        apart = self.forward_seconds(first) + self.forward_seconds(second)
+        if apart > 0:
+            share = min(max(seconds / apart, 0.3), 1.5)  # one stalled step must not swing every estimate
+            self.pair_share = (1 - weight) * self.pair_share + weight * share
 
     def observe_run(self, work: PlanWork, seconds: dict[str, float]) -> None:
         """Refine the stage rates with one finished run's stage timings (``GenerationResult.timings``)."""
@@ -233,7 +264,7 @@ class PipelineEstimator:
             uncond = self.forward_seconds(chunk.frames)
             for step, (k, runs_uncond) in enumerate(zip(chunk.schedule, chunk.uncond), start=1):
                 if k > 0:
-                    parts = {"backbone": cond + (uncond if runs_uncond else 0.0),
+                    parts = {"backbone": (cond + uncond) * self.pair_share if runs_uncond else cond,
                              "embeddings": rate["embeddings"] * (chunk.length + (chunk.frames if runs_uncond else 0)),
                              "heads": rate["heads"] * chunk.frames * (2 if runs_uncond else 1),
                              "sampling": rate["sampling"] * chunk.frames * (2 if work.guided else 1)}

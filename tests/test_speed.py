@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -209,6 +211,95 @@ def test_no_session_spins_between_runs(engine):
         options = session.get_session_options()
         for key in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
             assert options.get_session_config_entry(key) == "0", (session, key)
+
+
+# --- a step's two forwards side by side ------------------------------------------------------
+
+def two_rows(model):
+    rng = np.random.default_rng(0)
+    return ((rng.standard_normal((1, 21, model.hidden_size)).astype(np.float32), [21]),
+            (rng.standard_normal((1, 13, model.hidden_size)).astype(np.float32), [13]))
+
+
+def test_a_steps_two_forwards_run_at_once_and_compute_what_they_compute_alone(engine, monkeypatch):
+    model = engine.model
+    first, second = two_rows(model)
+    alone = model.hidden_states(*first), model.hidden_states(*second)
+    monkeypatch.setattr(model, "overlap_forwards", True)
+    together = model.hidden_states_pair(first, second)
+    np.testing.assert_array_equal(together[0], alone[0])
+    np.testing.assert_array_equal(together[1], alone[1])
+    # at once: each forward waits at a barrier for the other (one after the other would break it)
+    barrier, threads = threading.Barrier(2, timeout=20), []
+    original = model.hidden_states
+
+    def meet(embeds, lengths):
+        threads.append(threading.current_thread().name)
+        barrier.wait()
+        return original(embeds, lengths)
+
+    monkeypatch.setattr(model, "hidden_states", meet)
+    model.hidden_states_pair(first, second)
+    assert len(set(threads)) == 2
+    # without overlap (one thread), one after the other on the caller's thread
+    threads.clear()
+    monkeypatch.setattr(model, "hidden_states", lambda e, n: threads.append(threading.current_thread().name) or
+                        original(e, n))
+    monkeypatch.setattr(model, "overlap_forwards", False)
+    model.hidden_states_pair(first, second)
+    assert threads == [threading.current_thread().name] * 2
+
+
+def test_a_failing_forward_raises_after_the_other_has_finished(engine, monkeypatch):
+    model = engine.model
+    first, second = two_rows(model)
+    original, finished = model.hidden_states, []
+
+    def first_fails(embeds, lengths):
+        if lengths == first[1]:
+            raise RuntimeError("first forward failed")
+        time.sleep(0.3)
+        finished.append(lengths[0])
+        return original(embeds, lengths)
+
+    monkeypatch.setattr(model, "overlap_forwards", True)
+    monkeypatch.setattr(model, "hidden_states", first_fails)
+    with pytest.raises(RuntimeError, match="first forward failed"):
+        model.hidden_states_pair(first, second)
+    assert finished == [13]  # nothing left running behind the error
+
+
+def test_overlapping_the_forwards_leaves_every_code_unchanged(engine, monkeypatch):
+    runs = {}
+    for overlap in (True, False):
+        monkeypatch.setattr(engine.model, "overlap_forwards", overlap)
+        runs[overlap] = engine.generate("Side by side or one after the other.", seed=3, num_step=8)
+    np.testing.assert_array_equal(runs[True].codes[0], runs[False].codes[0])
+
+
+def test_one_thread_runs_the_forwards_one_after_the_other(tiny_fp32_folder):
+    one = OmniVoiceEngine(tiny_fp32_folder, threads=1, verify="none", calibrate=False)
+    two = OmniVoiceEngine(tiny_fp32_folder, threads=2, verify="none", calibrate=False)
+    assert not one.model.overlap_forwards and two.model.overlap_forwards
+
+
+def test_the_estimate_counts_a_pair_of_forwards_at_its_measured_share():
+    from omnivoice_demo.estimate import RATE_STAGES, ChunkWork, PlanWork
+
+    estimator = PipelineEstimator()
+    estimator.rates = dict.fromkeys(RATE_STAGES, 0.0)
+    for positions, seconds in ((10, 1.0), (20, 2.0), (40, 4.0)):
+        estimator.observe_forward(positions, seconds)
+    work = PlanWork(chunks=[ChunkWork(prefix=10, frames=10, schedule=[5, 5], uncond=[True, False])], guided=True)
+    cond, uncond = estimator.forward_seconds(20), estimator.forward_seconds(10)
+    assert estimator.estimate(work).stages["backbone"] == pytest.approx(2 * cond + uncond)
+    estimator.observe_pair(20, 10, 0.6 * (cond + uncond))
+    assert estimator.pair_share == pytest.approx(0.95 + 0.05 * 0.6)
+    assert estimator.estimate(work).stages["backbone"] == pytest.approx(estimator.pair_share * (cond + uncond) + cond)
+    # with nothing measured alone yet, a pair starts the curve
+    fresh = PipelineEstimator()
+    fresh.observe_pair(20, 10, 3.0)
+    assert sorted(fresh.forwards) == [(10, pytest.approx(1.0)), (20, pytest.approx(2.0))]
 
 
 def test_guidance_schedule():
