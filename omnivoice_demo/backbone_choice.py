@@ -95,7 +95,6 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
         return info
     if mode == "int4" or (source == "fp32" and mode in ("fp32", "auto")):
         return info
-    built = model.backbone
     if mode != "auto":
         return _switch(model, info, mode, _build(model, mode, path, providers, options_factory, cache_dir))
     choices = ChoiceCache(cache_dir)
@@ -108,6 +107,7 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
             return info
         return _switch(model, info, known["choice"],
                        _build(model, known["choice"], path, providers, options_factory, cache_dir), measured=True)
+    built = model.backbone  # the folder's own graph, opened only now that it is timed
     candidates = [c for c in ("fp32",) + EIGHT_BIT if passes_gate(source, c)]
     built_sessions = {c: _build(model, c, path, providers, options_factory, cache_dir) for c in candidates}
     probe = backbone_probe(model, {"int4": built, **{c: s for c, (s, _, _) in built_sessions.items()}})

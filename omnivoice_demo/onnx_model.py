@@ -144,6 +144,22 @@ def with_weights_in_memory(path: pathlib.Path, options):
     return fresh, buffers
 
 
+def graph_inputs(path: pathlib.Path) -> dict:
+    """The graph's inputs (name -> NumPy type), read from the graph file alone (its weights are not read)."""
+    import onnx
+
+    if not path.is_file():
+        raise ModelFolderError(f"{path.name} is missing from {path.parent}; download or build the model folder again.")
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+        initializers = {init.name for init in graph.initializer}
+        return {i.name: np.dtype(onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)).type
+                for i in graph.input if i.name not in initializers}
+    except Exception as exc:  # onnx raises its own types (DecodeError, ValueError, KeyError)
+        raise ModelFolderError(f"{path.name} in {path.parent} cannot be read ({exc.__class__.__name__}); download or "
+                               "build the model folder again.") from exc
+
+
 def open_session(path: pathlib.Path, providers: Sequence[str], options):
     import onnxruntime as ort
 
@@ -170,30 +186,44 @@ class OmniVoiceOnnx:
         providers = providers_for(provider)
         options = session_options(threads)
         self.embeddings = open_session(self.folder / BACKBONE_GRAPHS["audio_embeddings"], providers, options)
-        self.backbone = open_session(self.folder / BACKBONE_GRAPHS["backbone"], providers, options)
+        # the folder's own backbone is opened when first used: an engine that runs another choice
+        # (backbone_choice.py) never holds it, which kept ~0.5 GB resident beside the 8-bit graph
+        self._backbone, self._backbone_opener = None, lambda: open_session(
+            self.folder / BACKBONE_GRAPHS["backbone"], providers, options)
         self.heads = open_session(self.folder / BACKBONE_GRAPHS["audio_heads"], providers, options)
         self.run_options = run_options()
         #: whether ``hidden_states_pair`` runs its two forwards at once (with more than one thread: see there)
         self.overlap_forwards = (threads if threads is not None else os.cpu_count() or 1) > 1
         self._second_forward: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
-        inputs = {i.name: i for i in self.backbone.get_inputs()}
+        inputs = graph_inputs(self.folder / BACKBONE_GRAPHS["backbone"])
         self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
         if "inputs_embeds" not in inputs or "attention_mask" not in inputs:
             raise ModelFolderError(
                 f"{BACKBONE_GRAPHS['backbone']} in {self.folder} does not take inputs_embeds and attention_mask: "
                 "it was not built with exclude_embeds (see convert/pipeline.py)."
             )
-        self.embeds_type = _NUMPY_TYPES[inputs["inputs_embeds"].type]
-        self.mask_type = _NUMPY_TYPES[inputs["attention_mask"].type]
+        self.embeds_type = inputs["inputs_embeds"]
+        self.mask_type = inputs["attention_mask"]
         if self.past_names:
             # [batch, kv_heads, past, head_dim]; genai leaves head_dim symbolic, its config has it
             decoder = read_genai_decoder_config(self.folder)
             self.kv_heads, self.head_dim = int(decoder["num_key_value_heads"]), int(decoder["head_size"])
-            self.past_type = _NUMPY_TYPES[inputs[self.past_names[0]].type]
+            self.past_type = inputs[self.past_names[0]]
         self.hidden_size = int(self.embeddings.get_outputs()[0].shape[-1])
         self.heads_input_type = _NUMPY_TYPES[self.heads.get_inputs()[0].type]
         self.backbone_outputs = ["hidden_states"]
+
+    @property
+    def backbone(self):
+        """The backbone session: the folder's own graph unless another was set (``backbone_choice.py``)."""
+        if self._backbone is None:
+            self._backbone = self._backbone_opener()
+        return self._backbone
+
+    @backbone.setter
+    def backbone(self, session) -> None:
+        self._backbone = session
 
     # --- the three stages ---------------------------------------------------------
 

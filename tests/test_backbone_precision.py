@@ -199,3 +199,20 @@ def test_int8_block_of_an_int4_folder_is_the_int4_model(tiny_int4_folder):
     np.testing.assert_array_equal(a.codes, b.codes)
     ids, mask = check_sequence(int4.model, 64)
     assert compare(int4.model, eight.model, ids, mask)["cosine"] > 0.9999
+
+
+def test_an_engine_on_another_choice_never_opens_the_folders_own_backbone(tiny_int4_folder, tmp_path, monkeypatch):
+    """The folder's graph is opened only when it runs or is timed: held beside the 8-bit graph it kept
+    ~0.5 GB resident, and an engine on ``int8-row`` peaked at 1.8 GB instead of 1.3 (issue 18: 1.5 at most)."""
+    from omnivoice_demo import onnx_model
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
+    opened = []
+    real_open = onnx_model.open_session
+    monkeypatch.setattr(onnx_model, "open_session", lambda path, *a: opened.append(path) or real_open(path, *a))
+    own = tiny_int4_folder / BACKBONE_GRAPHS["backbone"]
+    engine = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int8-row")
+    assert engine.backbone_choice["choice"] == "int8-row" and own not in opened
+    assert engine.generate("Only the chosen graph.", num_step=2, seed=1).audio.size > 0 and own not in opened
+    as_built = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int4")
+    assert own in opened and as_built.model.backbone is as_built.model.backbone  # opened once, then kept
