@@ -252,11 +252,13 @@ class OmniVoiceOnnx:
         releases the GIL and a session may run from two threads).  At a step's sizes one forward
         leaves cores idle between and inside its ~900 nodes (150 positions of the full-size int8
         backbone: 0.39 s on 2 threads, 0.47 s on 1), so side by side the pair took 0.49 s where
-        one after the other took 0.63 (``benchmarks/overlap.py``).  Each forward computes exactly
-        what it computes alone: same graph, same inputs, no shared state but the weights.
+        one after the other took 0.63, and a 32-step generation 10.2 s instead of 12.1
+        (``benchmarks/overlap.py``).  Each forward computes exactly what it computes alone: same
+        graph, same inputs, no shared state but the weights.
         """
         if not self.overlap_forwards:
             return self.hidden_states(*first), self.hidden_states(*second)
+        _ = self.backbone  # a folder's own graph is opened here, not by both threads at once
         if self._second_forward is None:
             self._second_forward = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="omnivoice-forward")
         pending = self._second_forward.submit(self.hidden_states, *second)
@@ -266,12 +268,6 @@ class OmniVoiceOnnx:
             concurrent.futures.wait([pending])  # never leave a forward running behind an error
             raise
         return result, pending.result()
-
-    def close(self) -> None:
-        """Stop the worker thread of ``hidden_states_pair`` (the sessions go with the object)."""
-        if self._second_forward is not None:
-            self._second_forward.shutdown(wait=True)
-            self._second_forward = None
 
     def audio_logits(self, hidden_states: np.ndarray) -> np.ndarray:
         """hidden_states [B, S, H] -> logits [B, 8, S, 1025] float32."""
