@@ -250,7 +250,7 @@ class OmniVoiceOnnx:
 
         With ``overlap_forwards`` the two run at once, the second on a worker thread (ONNX Runtime
         releases the GIL and a session may run from two threads).  At a step's sizes one forward
-        leaves cores idle between and inside its ~900 nodes (150 positions of the full-size int8
+        leaves cores idle between and inside its ~2,300 nodes (150 positions of the full-size int8
         backbone: 0.39 s on 2 threads, 0.47 s on 1), so side by side the pair took 0.49 s where
         one after the other took 0.63, and a 32-step generation 10.2 s instead of 12.1
         (``benchmarks/overlap.py``).  Each forward computes exactly what it computes alone: same
