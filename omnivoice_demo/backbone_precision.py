@@ -151,36 +151,31 @@ class Rewrite:
                                                 **attrs))
         return outputs[0]
 
+    def once(self, op: str, inputs: Sequence[str], name: str, **attrs) -> str:
+        """The node ``name`` (its one output named alike), made the first time it is asked for: an
+        activation read by several products is reshaped, masked or measured once."""
+        if name not in self._made:
+            self.node(op, inputs, [name], name, **attrs)
+            self._made.add(name)
+        return name
+
     def inliers(self, x: str, keep_apart: Sequence[int], k: int) -> str:
         """``x`` with the channels ``keep_apart`` zeroed (made once per activation)."""
         if not len(keep_apart):
             return x
-        name = f"{x}_inliers"
-        if name not in self._made:
-            keep = np.ones(k, dtype=np.float32)
-            keep[list(keep_apart)] = 0.0
-            self.node("Mul", [x, self.constant(f"{x}_keep", keep)], [name], name)
-            self._made.add(name)
-        return name
+        keep = np.ones(k, dtype=np.float32)
+        keep[list(keep_apart)] = 0.0
+        return self.once("Mul", [x, self.constant(f"{x}_keep", keep)], f"{x}_inliers")
 
     def flat(self, x: str, k: int) -> str:
         """``x`` as rows ``[R, k]`` (a ``Reshape``, no copy; made once per activation)."""
-        name = f"{x}_rows"
-        if name not in self._made:
-            self.node("Reshape", [x, self.constant(f"{x}_rows_shape", np.array([-1, k], np.int64))], [name], name)
-            self._made.add(name)
-        return name
+        return self.once("Reshape", [x, self.constant(f"{x}_rows_shape", np.array([-1, k], np.int64))], f"{x}_rows")
 
     def shaped_like(self, rows: str, x: str, n: int, out: str) -> str:
         """``rows`` ``[R, n]`` reshaped to ``x``'s leading dimensions and ``n``."""
-        lead = f"{x}_lead"
-        if lead not in self._made:
-            self.node("Shape", [x], [lead], lead, end=-1)
-            self._made.add(lead)
-        shape = f"{x}_lead_{n}"
-        if shape not in self._made:
-            self.node("Concat", [lead, self.constant(f"{x}_n_{n}", np.array([n], np.int64))], [shape], shape, axis=0)
-            self._made.add(shape)
+        lead = self.once("Shape", [x], f"{x}_lead", end=-1)
+        shape = self.once("Concat", [lead, self.constant(f"{x}_n_{n}", np.array([n], np.int64))], f"{x}_lead_{n}",
+                          axis=0)
         return self.node("Reshape", [rows, shape], [out], f"{out}_reshape")
 
     def row_quantized(self, rows: str) -> tuple[str, str]:

@@ -209,8 +209,7 @@ class PipelineEstimator:
         self._pair(first, second, seconds, weight=PAIR_WEIGHT)
 
     def _pair(self, first: int, second: int, seconds: float, weight: float) -> None:
-        if not self.forwards:
-            return
+        """Move ``pair_share`` toward this pair's share (needs the forward curve: forwards measured alone)."""
         apart = self.forward_seconds(first) + self.forward_seconds(second)
         if apart > 0:
             share = min(max(seconds / apart, 0.3), 1.5)  # one stalled step must not swing every estimate
