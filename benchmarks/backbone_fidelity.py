@@ -7,7 +7,7 @@
         --checkpoint /work/models/ckpt-outliers --threads 2 [--lengths 256,512] [--repeats 3] \
         [--json out.json] [--markdown out.md] [--write-table]
 
-Fidelity (``omnivoice_demo.fidelity.compare``): every choice built from the fp32 folder and
+Fidelity (``omnivoice_demo.backbones.fidelity.compare``): every choice built from the fp32 folder and
 from the int4 folder of the same planted-outlier checkpoint, against the fp32 folder's own
 forward: the hidden states' mean cosine and the greedy audio codes' agreement.
 ``--write-table`` stores these figures as ``omnivoice_demo/data/backbone_fidelity.json``,
@@ -35,12 +35,13 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from omnivoice_demo.backbone_choice import _build  # noqa: E402
-from omnivoice_demo.dequantize import alternated_best  # noqa: E402
-from omnivoice_demo.fidelity import GATE_TOLERANCE, TABLE, check_sequence, compare  # noqa: E402
-from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
-from omnivoice_demo.onnx_model import OmniVoiceOnnx, providers_for, session_options  # noqa: E402
-from omnivoice_demo.quick_bench import cpu_name, peak_rss_mb  # noqa: E402
+from omnivoice_demo.backbones.choice import _build  # noqa: E402
+from omnivoice_demo.backbones.dequantize import alternated_best  # noqa: E402
+from omnivoice_demo.backbones.fidelity import GATE_TOLERANCE, TABLE, check_sequence, compare  # noqa: E402
+from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS  # noqa: E402
+from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+from omnivoice_demo.runtime.sessions import providers_for, session_options  # noqa: E402
+from omnivoice_demo.runtime.machine import cpu_name, peak_rss_mb  # noqa: E402
 
 CHOICES = {"fp32": ("as built", "int8-block", "int8", "int8-row", "int8-tensor"),
            "int4": ("as built", "fp32", "int8-block", "int8", "int8-row", "int8-tensor")}
@@ -152,7 +153,7 @@ def markdown(report: dict) -> str:
 
 def fidelity_markdown(fidelity: dict) -> str:
     """The fidelity figures as a table: each choice from the fp32 and from the int4 folder, and the gate."""
-    from omnivoice_demo.fidelity import passes_gate
+    from omnivoice_demo.backbones.fidelity import passes_gate
 
     lines = ["| choice | from the fp32 folder: cosine / codes agreement | from the int4 folder: cosine / codes "
              "agreement | auto may choose it on an int4 folder |", "|---|---|---|---|"]
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-table", action="store_true", help=f"store the fidelity figures as {TABLE.name}")
     args = parser.parse_args(argv)
     folders = {"fp32": pathlib.Path(args.fp32), "int4": pathlib.Path(args.int4)}
-    from omnivoice_demo.hub.cache import default_cache_dir
+    from omnivoice_demo.storage.cache import default_cache_dir
 
     cache = pathlib.Path(args.cache) if args.cache else default_cache_dir()
     report = {"cpu": cpu_name(), "cpu_flags": cpu_flags(), "threads": args.threads,

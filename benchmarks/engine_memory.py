@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from omnivoice_demo import OmniVoiceEngine  # noqa: E402
-from omnivoice_demo.backbone_choice import BACKBONE_MODES  # noqa: E402
+from omnivoice_demo.backbones.choice import BACKBONE_MODES  # noqa: E402
 
 TEXT = "This sentence is about five seconds of speech for the memory check."
 

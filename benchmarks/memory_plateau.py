@@ -36,10 +36,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
-    from omnivoice_demo.config import Limits
-    from omnivoice_demo.engine import OmniVoiceEngine
-    from omnivoice_demo.memory import bound_heap, release_free_memory
-    from omnivoice_demo.onnx_model import run_options
+    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+    from omnivoice_demo.runtime.memory import bound_heap, release_free_memory
+    from omnivoice_demo.runtime.sessions import run_options
 
     def request(text: str):
         result = engine.generate(text, num_step=args.steps, seed=0)

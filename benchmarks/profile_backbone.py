@@ -5,7 +5,7 @@
 
 For each way of running the same int4 folder's backbone -- as built (``MatMulNBits``,
 block 32, accuracy level 4: int8 activations), and dequantized once at load into
-fp32 ``MatMul`` (``omnivoice_demo.dequantize``) -- each with and without IO
+fp32 ``MatMul`` (``omnivoice_demo.backbones.dequantize``) -- each with and without IO
 binding (inputs and the output bound to buffers that are reused across calls):
 
 * the wall seconds of one forward at each length (best of ``--repeats`` rounds
@@ -38,11 +38,12 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.throughput import gemm_throughput  # noqa: E402
-from omnivoice_demo.backbone_choice import dequantized_backbone  # noqa: E402
-from omnivoice_demo.dequantize import alternated_best  # noqa: E402
-from omnivoice_demo.manifest import BACKBONE_GRAPHS  # noqa: E402
-from omnivoice_demo.onnx_model import OmniVoiceOnnx, open_session, providers_for, session_options  # noqa: E402
-from omnivoice_demo.quick_bench import cpu_name  # noqa: E402
+from omnivoice_demo.backbones.choice import dequantized_backbone  # noqa: E402
+from omnivoice_demo.backbones.dequantize import alternated_best  # noqa: E402
+from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS  # noqa: E402
+from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+from omnivoice_demo.runtime.sessions import open_session, providers_for, session_options  # noqa: E402
+from omnivoice_demo.runtime.machine import cpu_name  # noqa: E402
 
 GEMM_OPS = {"MatMulNBits", "MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "DynamicQuantizeMatMul"}
 

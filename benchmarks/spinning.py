@@ -24,13 +24,13 @@ SPINNING = {"session.intra_op.allow_spinning": "1", "session.inter_op.allow_spin
 def one_run(mode: str, model: str, backbone: str, threads: int, steps: int) -> dict:
     import time
 
-    from omnivoice_demo import onnx_model
+    from omnivoice_demo.engine import onnx_model
     from omnivoice_demo.studio.results import codes_digest
 
     if mode == "spinning":
         onnx_model.SESSION_CONFIG.update(SPINNING)
-    from omnivoice_demo.config import GenerationConfig
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     engine = OmniVoiceEngine(model, threads=threads, verify="size", backbone=backbone, calibrate=False)
     engine.generate("Hi.", language="en", config=GenerationConfig.preset("reference").replace(num_step=1, seed=1))

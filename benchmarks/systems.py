@@ -2,7 +2,7 @@
 
 Every worker takes (target, case, text, steps, repeats, threads, seed) and returns a JSON-able dict
 with the seconds per stage (``omnivoice_demo.constants.STAGES`` where it has them), the total, the
-audio seconds and the process's peak RSS (``omnivoice_demo.quick_bench.peak_rss_mb``).
+audio seconds and the process's peak RSS (``omnivoice_demo.runtime.machine.peak_rss_mb``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from omnivoice_demo.constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
-from omnivoice_demo.quick_bench import peak_rss_mb
+from omnivoice_demo.runtime.machine import peak_rss_mb
 
 CASES = {
     # case -> (text key, duration in seconds or None to estimate, reference clip seconds or None)
@@ -63,7 +63,7 @@ def dequantized(engine) -> bool:
 
 def run_engine_system(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int,
                       backbone: str = "auto") -> dict:
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     _, duration, ref_seconds = CASES[case]
     started = time.perf_counter()
@@ -150,10 +150,10 @@ def run_published_style_system(folder: str, case: str, text: str, steps: int, re
 
     import onnx
 
-    from omnivoice_demo.duration import plan_target_frames
-    from omnivoice_demo.onnx_model import OmniVoiceOnnx
-    from omnivoice_demo.repair import attention_nodes
-    from omnivoice_demo.text import build_condition_ids, load_text_tokenizer
+    from omnivoice_demo.engine.duration import plan_target_frames
+    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+    from omnivoice_demo.backbones.repair import attention_nodes
+    from omnivoice_demo.engine.text import build_condition_ids, load_text_tokenizer
 
     _, duration, _ = CASES[case]
     frames, _ = plan_target_frames(text, duration=duration)
@@ -196,7 +196,7 @@ def run_published_style_system(folder: str, case: str, text: str, steps: int, re
 
 def run_greedy_codes(folder: str, case: str, text: str, steps: int, repeats: int, threads: int, seed: int) -> dict:
     """Deterministic codes (position and class temperature 0) for the agreement table."""
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     _, duration, _ = CASES[case]
     engine = OmniVoiceEngine(folder, threads=threads, verify="size")

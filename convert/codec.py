@@ -3,7 +3,7 @@
     export_codec(checkpoint_dir, output_dir, precision="fp32" | "fp16") -> [paths]
 
 writes ``output_dir/audio_tokenizer/`` with the layout of the published
-community export (graph names from ``omnivoice_demo.manifest.CODEC_GRAPHS``):
+community export (graph names from ``omnivoice_demo.storage.manifest.CODEC_GRAPHS``):
 
 ``acoustic_encoder.onnx``
     ``waveform_24k`` float32 [B, 1, N] -> ``acoustic_features`` float32
@@ -23,7 +23,7 @@ community export (graph names from ``omnivoice_demo.manifest.CODEC_GRAPHS``):
     (S = HuBERT hidden, 768).  ``F.pad(160, 160)``, HuBERT with all hidden
     states averaged, every 2nd frame, the semantic conv encoder.  The 24 kHz ->
     16 kHz resampling (``torchaudio.functional.resample``) is *not* in the
-    graph: ``omnivoice_demo.resample`` reproduces it in NumPy.
+    graph: ``omnivoice_demo.audio.resample`` reproduces it in NumPy.
 ``quantizer_encoder.onnx``
     ``acoustic_features`` [B, A, T], ``semantic_features`` [B, S, T] -> ``audio_codes``
     int64 [8, B, T]: concat (acoustic first), ``fc``, residual VQ (per
@@ -444,7 +444,7 @@ def export_codec(
     checkpoint (``audio_tokenizer/*.onnx``); its graphs are taken instead of
     tracing again (for building the fp16 variant next to the fp32 one).
     """
-    from omnivoice_demo.manifest import CODEC_DIR, CODEC_GRAPHS
+    from omnivoice_demo.storage.manifest import CODEC_DIR, CODEC_GRAPHS
 
     if precision not in ("fp32", "fp16"):
         raise ValueError(f"precision must be 'fp32' or 'fp16', got {precision!r}")

@@ -27,8 +27,8 @@ import tempfile
 import time
 from typing import Callable
 
-from omnivoice_demo.manifest import BACKBONE_GRAPHS, CODEC_DIR, write_manifest
-from omnivoice_demo.repair import is_causal_graph, set_bidirectional
+from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, write_manifest
+from omnivoice_demo.backbones.repair import is_causal_graph, set_bidirectional
 
 GRAPHS_SCRIPT = pathlib.Path(__file__).with_name("graphs.py")
 INT4_BLOCK_SIZE = 32  # block 128 loses quality; see ../shared/omnivoice-reference.md
@@ -49,7 +49,7 @@ class Profile:
 PROFILES = {
     "cpu_fp32": Profile("cpu_fp32", "fp32", "fp32", "fp32", "fp32", "cpu"),
     "cpu": Profile("cpu", "int4", "int4", "fp32", "fp32", "cpu"),
-    # the backbone built in fp32, then rebuilt in 8 bits (omnivoice_demo.backbone_precision; --int8-form)
+    # the backbone built in fp32, then rebuilt in 8 bits (omnivoice_demo.backbones.precision; --int8-form)
     "cpu_int8": Profile("cpu_int8", "int4", "int8", "fp32", "fp32", "cpu"),
     "cpu_fp16": Profile("cpu_fp16", "fp16", "int4", "fp16", "fp16", "cpu"),
     "gpu": Profile("gpu", "fp16", "fp16", "fp16", "fp16", "cuda"),
@@ -200,10 +200,11 @@ def build_backbone(checkpoint_dir: pathlib.Path, output: pathlib.Path, precision
 def rebuild_backbone_in_place(output: pathlib.Path, form: str, work: pathlib.Path) -> None:
     """Replace the fp32 backbone of ``output`` by its 8-bit rebuild (the engine's own, so a folder built
     this way computes what ``backbone=form`` computes from the fp32 folder)."""
-    from omnivoice_demo.backbone_choice import write_rebuilt
-    from omnivoice_demo.onnx_model import OmniVoiceOnnx, providers_for, session_options
+    from omnivoice_demo.backbones.choice import write_rebuilt
+    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+    from omnivoice_demo.runtime.sessions import providers_for, session_options
 
-    from omnivoice_demo.backbone_choice import EIGHT_BIT
+    from omnivoice_demo.backbones.choice import EIGHT_BIT
 
     if form not in EIGHT_BIT:
         raise ValueError(f"int8_form must be one of {', '.join(EIGHT_BIT)}, got {form!r}")
@@ -250,7 +251,7 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
     ``bidirectional=False`` leaves genai's backbone causal, as the published
     export ships it; it exists to test the repair and the engine's refusal.
     ``int8_form`` is the 8-bit form of the ``cpu_int8`` profile's backbone
-    (``int8``, ``int8-block`` or ``int8-tensor``: ``omnivoice_demo.backbone_precision``).
+    (``int8``, ``int8-block`` or ``int8-tensor``: ``omnivoice_demo.backbones.precision``).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")

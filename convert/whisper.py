@@ -32,12 +32,7 @@ import tempfile
 import torch
 from torch import nn
 
-from omnivoice_demo.asr.folder import (
-    CONFIG_FILES,
-    PRECISION_SUFFIX,
-    graph_paths,
-    write_recognizer_manifest,
-)
+from omnivoice_demo.asr.folder import CONFIG_FILES, PRECISION_SUFFIX, graph_paths, write_recognizer_manifest
 
 OPSET = 17
 EXTERNAL_DATA_ABOVE = 1_800_000_000  # bytes: protobuf's 2 GB limit, with room

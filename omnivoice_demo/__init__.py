@@ -8,10 +8,10 @@
 Importing this package imports neither torch nor gradio.
 """
 
-from .config import GenerationConfig, Limits
-from .engine import ChunkEvent, GenerationPlan, GenerationResult, OmniVoiceEngine, StepEvent
+from .engine.config import GenerationConfig, Limits
+from .engine.loop import ChunkEvent, GenerationPlan, GenerationResult, OmniVoiceEngine, StepEvent
 from .errors import InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
-from .voice import Voice
+from .engine.voice import Voice
 
 __all__ = ["ChunkEvent", "GenerationConfig", "GenerationPlan", "GenerationResult", "InvalidInput", "Limits",
            "ModelFolderError", "ModelNotAvailable", "OmniVoiceEngine", "OmniVoiceError", "ResourceLimitExceeded",

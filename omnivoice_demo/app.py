@@ -26,7 +26,7 @@ import sys
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from omnivoice_demo.config import add_limit_arguments
+    from omnivoice_demo.engine.config import add_limit_arguments
     from omnivoice_demo.hub import add_model_arguments
 
     parser = argparse.ArgumentParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
@@ -43,7 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="shared mode (also on with SPACE_ID, --share or a non-loopback --host): visitors cannot "
                              "change models, their voices stay in their browsers, messages show no server path")
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
-    from omnivoice_demo.backbone_choice import add_backbone_argument
+    from omnivoice_demo.backbones.choice import add_backbone_argument
 
     add_backbone_argument(parser)
     parser.add_argument("--max-upload-mb", type=float, default=50.0, help=argparse.SUPPRESS)
@@ -61,7 +61,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def make_studio(args: argparse.Namespace):
-    from omnivoice_demo.config import limits_from_arguments
+    from omnivoice_demo.engine.config import limits_from_arguments
     from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
     from omnivoice_demo.studio.service import service_from_arguments
     from omnivoice_demo.studio.sharing import shared_from_arguments
@@ -82,7 +82,7 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
-    from omnivoice_demo.ports import exit_if_port_in_use
+    from omnivoice_demo.studio.ports import exit_if_port_in_use
 
     exit_if_port_in_use(args.host, args.port)  # before anything is loaded: one line, not a traceback
     from omnivoice_demo.ui.assets import css

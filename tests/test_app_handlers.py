@@ -14,8 +14,8 @@ import pytest
 import soundfile as sf
 from PIL import Image
 
-from omnivoice_demo.codes_file import load_codes, save_codes
-from omnivoice_demo.config import GenerationConfig
+from omnivoice_demo.storage.codes_file import load_codes, save_codes
+from omnivoice_demo.engine.config import GenerationConfig
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
 from omnivoice_demo.ui import assets, controls, design, generation, pictures
 from omnivoice_demo.studio.state import Studio
@@ -24,8 +24,8 @@ from omnivoice_demo.ui.tabs import clone as clone_tab
 from omnivoice_demo.ui.tabs import codec as codec_tab
 from omnivoice_demo.ui.tabs import model as model_tab
 from omnivoice_demo.ui.tabs import speak as speak_tab
-from omnivoice_demo.voice import Voice
-from omnivoice_demo.audio_metrics import log_mel_distance, snr_db
+from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.audio.metrics import log_mel_distance, snr_db
 from omnivoice_demo.studio.models import ModelManager
 from omnivoice_demo.studio.voices import VoiceLibrary, clean_name, data_dir
 
@@ -389,7 +389,7 @@ def test_reference_formats_and_rates(studio, tmp_path, fmt, rate):
 
 
 def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, tmp_path):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
     assert manager.start_load(str(tiny_fp32_folder))  # precision: the folder's own

@@ -25,8 +25,8 @@ from omnivoice_demo.asr.features import log_mel
 from omnivoice_demo.asr.folder import RECOGNIZER_MANIFEST
 from omnivoice_demo.asr.source import resolve_recognizer
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, ModelNotAvailable, one_line
-from omnivoice_demo.resample import resample
-from omnivoice_demo.voice import Voice
+from omnivoice_demo.audio.resample import resample
+from omnivoice_demo.engine.voice import Voice
 from tests.support.signals import speech_like
 
 MAX_LENGTH = 40  # tokens per window in the test model (the released 448 makes the tests slow)
@@ -248,9 +248,9 @@ def test_lazy_recognizer_loads_once_on_first_use(recognizer_folder):
 
 
 def test_clone_without_transcript_uses_the_recognizer(tiny_fp32_folder, recognizer_folder, recognizer, tmp_path):
-    from omnivoice_demo import audio as audio_ops
-    from omnivoice_demo.engine import OmniVoiceEngine
-    from omnivoice_demo.text import add_punctuation
+    from omnivoice_demo.audio import processing as audio_ops
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+    from omnivoice_demo.engine.text import add_punctuation
 
     lazy = LazyRecognizer(str(recognizer_folder), "fp32", threads=1)
     engine = OmniVoiceEngine(tiny_fp32_folder, recognizer=lazy)
@@ -284,7 +284,7 @@ def test_old_voice_files_load_as_typed(tmp_path):
 
 
 def test_clone_offline_with_cold_cache_says_what_to_download(tiny_fp32_folder, hf_env):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     engine = OmniVoiceEngine(tiny_fp32_folder, recognizer=LazyRecognizer(REPO, "int8", offline=True))
     with pytest.raises(ModelNotAvailable) as caught:
@@ -324,7 +324,7 @@ def clone_studio(tiny_fp32_folder, recognizer_folder, tmp_path_factory):
 def test_clone_tab_recognises_on_upload_then_clones(clone_studio, recognizer, tmp_path):
     import gradio as gr
 
-    from omnivoice_demo import audio as audio_ops
+    from omnivoice_demo.audio import processing as audio_ops
     from omnivoice_demo.ui.tabs import clone as clone_tab
 
     path = tmp_path / "me.wav"

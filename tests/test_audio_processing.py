@@ -20,7 +20,7 @@ with warnings.catch_warnings():
     from omnivoice.models import omnivoice as ref
     from omnivoice.utils import audio as ref_audio
 
-from omnivoice_demo import audio
+from omnivoice_demo.audio import processing as audio
 
 SR = 24000
 

@@ -17,11 +17,12 @@ import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
-from omnivoice_demo import OmniVoiceEngine, backbone_choice, backbone_precision
-from omnivoice_demo.backbone_precision import BLOCK, WeightProduct, int8_blocks, int8_columns, rebuild
-from omnivoice_demo.dequantize import dequantize_weight
-from omnivoice_demo.fidelity import check_sequence, compare
-from omnivoice_demo.manifest import BACKBONE_GRAPHS, load_manifest, write_manifest
+from omnivoice_demo import OmniVoiceEngine
+from omnivoice_demo.backbones import choice as backbone_choice, precision as backbone_precision
+from omnivoice_demo.backbones.precision import BLOCK, WeightProduct, int8_blocks, int8_columns, rebuild
+from omnivoice_demo.backbones.dequantize import dequantize_weight
+from omnivoice_demo.backbones.fidelity import check_sequence, compare
+from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS, load_manifest, write_manifest
 
 PLANTED = [5, 17, 40, 58]
 
@@ -125,7 +126,8 @@ def planted_folder(tiny_fp32_folder, tmp_path_factory) -> pathlib.Path:
 
 
 def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, tmp_path):
-    from omnivoice_demo.onnx_model import OmniVoiceOnnx, providers_for, session_options
+    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+    from omnivoice_demo.runtime.sessions import providers_for, session_options
 
     path = planted_folder / BACKBONE_GRAPHS["backbone"]
     model = OmniVoiceOnnx(planted_folder, threads=1)
@@ -175,7 +177,7 @@ def test_eight_bit_backbones_are_bidirectional_cached_and_reused(tiny_fp32_folde
 
 
 def test_a_changed_folder_gets_a_new_build(tiny_fp32_folder, tmp_path):
-    from omnivoice_demo.backbone_choice import content_key
+    from omnivoice_demo.backbones.choice import content_key
 
     folder = tmp_path / "copy"
     shutil.copytree(tiny_fp32_folder, folder)
@@ -204,7 +206,7 @@ def test_int8_block_of_an_int4_folder_is_the_int4_model(tiny_int4_folder):
 def test_an_engine_on_another_choice_never_opens_the_folders_own_backbone(tiny_int4_folder, tmp_path, monkeypatch):
     """The folder's graph is opened only when it runs or is timed: held beside the 8-bit graph it kept
     ~0.5 GB resident, and an engine on ``int8-row`` peaked at 1.8 GB instead of 1.3 (issue 18: 1.5 at most)."""
-    from omnivoice_demo import onnx_model
+    from omnivoice_demo.engine import onnx_model
 
     monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
     opened = []

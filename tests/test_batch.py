@@ -25,7 +25,7 @@ from omnivoice_demo.batch.items import BatchInputError, read_items
 from omnivoice_demo.batch.store import TEMP_MARK, file_sha256
 from omnivoice_demo.batch.subtitles import parse_timestamps
 from omnivoice_demo.batch.worker import codes_sha256
-from omnivoice_demo.config import GenerationConfig
+from omnivoice_demo.engine.config import GenerationConfig
 from omnivoice_demo.constants import SAMPLE_RATE
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
@@ -123,7 +123,7 @@ def killed_and_resumed(tiny_fp32_folder, tmp_path_factory):
     """30 items: a run with two workers SIGKILLed midway, then the same command again."""
     import psutil
 
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
     from tests.support.signals import speech_like
 
     root = tmp_path_factory.mktemp("batch")
@@ -171,7 +171,7 @@ def test_a_killed_batch_resumes_without_redoing_work(killed_and_resumed):
 
 @pytest.mark.slow  # with the 30-item run behind it, over 20 s
 def test_each_item_is_what_a_single_generate_makes(killed_and_resumed, tiny_fp32_folder):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     engine = OmniVoiceEngine(tiny_fp32_folder, verify="size")
     after = sidecars(killed_and_resumed["output"])
@@ -271,7 +271,7 @@ def _silent_runs(audio: np.ndarray, min_seconds: float) -> list[tuple[float, flo
 
 
 def test_chunk_positions_replay_the_engines_silence_removal():
-    from omnivoice_demo import audio as audio_ops
+    from omnivoice_demo.audio import processing as audio_ops
     from omnivoice_demo.batch.timeline import chunk_spans, remove_silence_positions
 
     rng = np.random.default_rng(0)
@@ -306,7 +306,7 @@ def test_chunk_positions_replay_the_engines_silence_removal():
 @pytest.mark.slow
 def test_ray_gives_the_same_outputs_as_the_local_run(killed_and_resumed, tiny_fp32_folder, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
-    from omnivoice_demo.__main__ import main
+    from omnivoice_demo.cli.main import main
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     monkeypatch.setenv("PYTHONPATH", repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -334,7 +334,7 @@ def test_batch_preset_flag_sets_every_items_defaults(tmp_path):
     import argparse
 
     from omnivoice_demo.batch.cli import add_batch_command
-    from omnivoice_demo.config import config_from_arguments
+    from omnivoice_demo.engine.config import config_from_arguments
 
     parser = argparse.ArgumentParser()
     add_batch_command(parser.add_subparsers(dest="command"), lambda p: None)

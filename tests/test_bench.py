@@ -98,7 +98,7 @@ def test_backbone_profile_compares_int4_and_fp32_per_operator(tiny_int4_folder, 
 def test_backbone_fidelity_benchmark_times_and_scores_every_choice(tiny_fp32_folder, tiny_int4_folder,
                                                                    tiny_checkpoint, tmp_path, capsys):
     from benchmarks import backbone_fidelity
-    from omnivoice_demo.fidelity import TABLE
+    from omnivoice_demo.backbones.fidelity import TABLE
 
     published = TABLE.read_bytes()
     out = tmp_path / "report.json"

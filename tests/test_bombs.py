@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from tests.support import bombs
-from omnivoice_demo.config import Limits
+from omnivoice_demo.engine.config import Limits
 from omnivoice_demo.errors import InvalidInput
 
 RSS_BUDGET_MB = 300
@@ -69,7 +69,7 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(tiny_fp32_folder):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     return OmniVoiceEngine(tiny_fp32_folder, limits=Limits())
 

@@ -1,10 +1,10 @@
-"""The ONNX codec (convert.codec + omnivoice_demo.codec) against the PyTorch Higgs Audio V2 tokenizer.
+"""The ONNX codec (convert.codec + omnivoice_demo.audio.codec) against the PyTorch Higgs Audio V2 tokenizer.
 
 Everything runs on the tiny random checkpoint (fixture ``tiny_checkpoint``):
 random weights say nothing about audio quality, but the two runtimes must
 compute the same function on them.
 
-* resampling: ``omnivoice_demo.resample`` equals ``torchaudio.functional.resample``;
+* resampling: ``omnivoice_demo.audio.resample`` equals ``torchaudio.functional.resample``;
 * encode: codes from the ONNX graphs equal ``HiggsAudioV2TokenizerModel.encode``;
   a code may differ only where the reference's own best and second-best
   codebook distances tie within float error (checked, not assumed);
@@ -80,14 +80,14 @@ def export_fp16(tiny_checkpoint, export_fp32, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def codec32(export_fp32):
-    from omnivoice_demo.codec import AudioCodec
+    from omnivoice_demo.audio.codec import AudioCodec
 
     return AudioCodec(export_fp32[0] / "audio_tokenizer")
 
 
 @pytest.fixture(scope="module")
 def codec16(export_fp16):
-    from omnivoice_demo.codec import AudioCodec
+    from omnivoice_demo.audio.codec import AudioCodec
 
     return AudioCodec(export_fp16[0] / "audio_tokenizer")
 
@@ -210,7 +210,7 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
 
 def run_graphs(codec, audio_24k: np.ndarray):
     """The four-graph encode path on audio of any length (no length check): (acoustic, semantic, codes)."""
-    from omnivoice_demo.resample import resample
+    from omnivoice_demo.audio.resample import resample
 
     audio = np.asarray(audio_24k, dtype=np.float32)[None, :]
     acoustic = codec.sessions["acoustic_encoder"].run(None, {"waveform_24k": audio[:, None, :]})[0]
@@ -230,7 +230,7 @@ RATE_PAIRS = [(24000, 16000), (44100, 24000), (16000, 24000), (22050, 24000), (4
 @pytest.mark.parametrize("length", [1, 5, 959, 960 * 3 + 17, 24011])
 def test_resample_matches_torchaudio(orig_freq, new_freq, length):
     """Mono [N], stereo [2, N] and batched [B, 1, N] signals equal torchaudio to 1e-5."""
-    from omnivoice_demo.resample import resample, resampled_length
+    from omnivoice_demo.audio.resample import resample, resampled_length
 
     mono = speechlike(length, seed=length, sr=orig_freq) if length > 1 else np.array([0.3], np.float32)
     noise = (0.2 * np.random.default_rng(length).standard_normal(length)).astype(np.float32)
@@ -244,7 +244,7 @@ def test_resample_matches_torchaudio(orig_freq, new_freq, length):
 
 
 def test_resample_edge_cases():
-    from omnivoice_demo.resample import resample
+    from omnivoice_demo.audio.resample import resample
 
     x = speechlike(4800, seed=1)
     assert np.array_equal(resample(x, 24000, 24000), x)
@@ -265,7 +265,7 @@ def test_export_layout(export_fp32):
     import onnx
 
     from convert.codec import GRAPH_IO
-    from omnivoice_demo.manifest import CODEC_GRAPHS
+    from omnivoice_demo.storage.manifest import CODEC_GRAPHS
 
     out, files = export_fp32
     for name, rel in CODEC_GRAPHS.items():

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from omnivoice_demo.config import GenerationConfig, Limits, add_config_arguments, config_from_arguments
+from omnivoice_demo.engine.config import GenerationConfig, Limits, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 
 

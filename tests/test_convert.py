@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from omnivoice_demo.manifest import BACKBONE_GRAPHS, MANIFEST_NAME, ModelFolderError, load_manifest, verify_files
-from omnivoice_demo.onnx_model import OmniVoiceOnnx
-from omnivoice_demo.repair import is_causal_graph, make_bidirectional
+from omnivoice_demo.storage.manifest import (BACKBONE_GRAPHS, MANIFEST_NAME, ModelFolderError, load_manifest,
+                                             verify_files)
+from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+from omnivoice_demo.backbones.repair import is_causal_graph, make_bidirectional
 
 CASES = [  # (batch lengths) -- each row right-padded to the longest
     [5],
@@ -222,7 +223,7 @@ def test_gpu_profile_builds_bidirectional_fp16_for_cuda(tiny_checkpoint, tmp_pat
 
     from convert.pipeline import convert_checkpoint
     from omnivoice_demo import OmniVoiceEngine
-    from omnivoice_demo.repair import attention_nodes
+    from omnivoice_demo.backbones.repair import attention_nodes
 
     folder = convert_checkpoint(tiny_checkpoint, tmp_path / "gpu", profile="gpu", include_codec=False,
                                 progress=lambda line: None)
@@ -242,7 +243,7 @@ def test_int8_profile_builds_the_engines_8_bit_backbone(reference_model, tiny_ch
     the folder says so, runs as built under auto, and refuses another backbone precision clearly."""
     from convert.pipeline import convert_checkpoint
     from omnivoice_demo import OmniVoiceEngine
-    from omnivoice_demo.backbone_precision import graph_precision
+    from omnivoice_demo.backbones.precision import graph_precision
     from omnivoice_demo.errors import InvalidInput
 
     folder = convert_checkpoint(tiny_checkpoint, tmp_path / "int8", profile="cpu_int8", include_codec=False,

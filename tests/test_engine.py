@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from omnivoice_demo import OmniVoiceEngine, Voice
-from omnivoice_demo import engine as engine_module
-from omnivoice_demo.manifest import ModelFolderError
-from omnivoice_demo.repair import make_bidirectional
-from omnivoice_demo.sampling import decode_step, score_tokens, unmask_schedule
+from omnivoice_demo.engine import loop as engine_module
+from omnivoice_demo.storage.manifest import ModelFolderError
+from omnivoice_demo.backbones.repair import make_bidirectional
+from omnivoice_demo.engine.sampling import decode_step, score_tokens, unmask_schedule
 from tests.support.signals import speech_like
 
 NEAR_TIE = 1e-5
@@ -409,7 +409,7 @@ def test_missing_or_corrupt_model_file_is_named(tiny_fp32_folder, tmp_path):
 
 def test_codec_encoders_load_only_when_a_reference_is_encoded(tiny_fp32_folder):
     """Text-to-speech needs only the decoder; the encoder graphs (most of the codec) load on demand."""
-    from omnivoice_demo.codec import AudioCodec
+    from omnivoice_demo.audio.codec import AudioCodec
 
     codec = AudioCodec(tiny_fp32_folder / "audio_tokenizer")
     assert set(codec.sessions) == {"higgs_decoder"}

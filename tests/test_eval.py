@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from omnivoice_demo.config import GenerationConfig
+from omnivoice_demo.engine.config import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.eval import EvalItem, Scorers, exact_candidate, parse_candidate, read_eval_items, run_eval
 from omnivoice_demo.eval.report import summary_row
@@ -210,7 +210,7 @@ def test_a_planted_wrong_transcript_raises_the_wer_by_its_edits(scored_run, engi
 
 def test_an_interrupted_eval_redoes_nothing_finished(tiny_fp32_folder, engines, tmp_path):
     """Stopped (Ctrl-C) after four generations, then the same command: those four are reused as they were."""
-    from omnivoice_demo.__main__ import main
+    from omnivoice_demo.cli.main import main
 
     output = tmp_path / "out"
     items = tmp_path / "items.txt"
@@ -253,9 +253,9 @@ def test_the_cli_loads_each_model_once_over_the_builtin_set(tiny_fp32_folder, wh
 
     import onnxruntime
 
-    from omnivoice_demo.__main__ import main
+    from omnivoice_demo.cli.main import main
     from omnivoice_demo.asr import SpeechRecognizer
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     counts, loading = collections.Counter(), []
 
@@ -305,7 +305,7 @@ def test_the_cli_loads_each_model_once_over_the_builtin_set(tiny_fp32_folder, wh
 
 
 def test_bad_requests_are_refused_before_any_work(tiny_fp32_folder, tmp_path, capsys):
-    from omnivoice_demo.__main__ import main
+    from omnivoice_demo.cli.main import main
 
     base = ["eval", "--model", str(tiny_fp32_folder), "--output", str(tmp_path / "out"), "--asr-model", "none"]
     assert main(base) == 2

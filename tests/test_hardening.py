@@ -16,9 +16,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from omnivoice_demo.config import Limits
+from omnivoice_demo.engine.config import Limits
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
-from omnivoice_demo.voice import MAX_META_CHARS, Voice
+from omnivoice_demo.engine.voice import MAX_META_CHARS, Voice
 from tests.test_vocabulary import a_voice
 
 LONG_TRANSCRIPT = "word " * 2000    # 10,000 characters: the probe sent 2,000 to 16,000 words
@@ -26,7 +26,7 @@ LONG_TRANSCRIPT = "word " * 2000    # 10,000 characters: the probe sent 2,000 to
 
 @pytest.fixture(scope="module")
 def engine(tiny_fp32_folder):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     return OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32")
 
@@ -135,7 +135,7 @@ def test_a_read_only_voice_folder_is_a_clear_error(tmp_path, monkeypatch):
     """(Tests run as root here, where chmod cannot make a folder read-only: the system's answer is planted.)"""
     import errno
 
-    from omnivoice_demo import atomic
+    from omnivoice_demo.storage import atomic
     from omnivoice_demo.studio import VoiceLibrary
 
     def read_only(*args, **kwargs):
@@ -469,7 +469,7 @@ def test_voices_per_owner_are_capped(tmp_path):
 # --- item 6: outputs cannot be guessed; a Gradio session cannot name the HTTP API's voices -------------
 
 def test_output_names_carry_a_random_token(tmp_path):
-    from omnivoice_demo.outputs import OutputFolder
+    from omnivoice_demo.storage.outputs import OutputFolder
 
     folder = OutputFolder(tmp_path / "out")
     first, second = folder.path("omnivoice-20260101-120000-speak-42-job2", ".wav"), \
@@ -502,7 +502,7 @@ def test_a_batch_items_key_changes_when_the_folders_weights_do(tmp_path, tiny_fp
     folder = tmp_path / "model"
     shutil.copytree(tiny_fp32_folder, folder)
     before = ModelSpec(model=str(folder)).identity()
-    from omnivoice_demo.manifest import MANIFEST_NAME
+    from omnivoice_demo.storage.manifest import MANIFEST_NAME
 
     manifest = json.loads((folder / MANIFEST_NAME).read_text())
     manifest["replaced"] = "other weights at the same path"
@@ -511,7 +511,7 @@ def test_a_batch_items_key_changes_when_the_folders_weights_do(tmp_path, tiny_fp
 
 
 def test_batch_honours_the_limit_flags():
-    from omnivoice_demo.__main__ import build_parser
+    from omnivoice_demo.cli.main import build_parser
     from omnivoice_demo.batch.cli import limits_from_arguments
 
     parse = build_parser().parse_args

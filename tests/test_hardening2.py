@@ -170,8 +170,8 @@ def test_one_long_request_leaves_no_memory_plateau(tiny_fp32_folder):
     """Issue 21 item 10: before, the CPU arena and glibc's heap kept a long request's buffers (+96 MB here)."""
     import psutil
 
-    from omnivoice_demo.config import Limits
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.studio.service import EngineService
 
     engine = OmniVoiceEngine(tiny_fp32_folder, verify="none", limits=Limits.local(), calibrate=False, backbone="int4")

@@ -18,7 +18,7 @@ from tests.test_http_api import wait_model_loaded
 # --- item 6: outputs served only to their owner in shared mode ------------------------------------------
 
 def test_an_output_is_readable_by_its_owner_only_and_a_copy_of_it_too(tmp_path):
-    from omnivoice_demo.outputs import OutputFolder
+    from omnivoice_demo.storage.outputs import OutputFolder
 
     now = [0.0]
     folder = OutputFolder(tmp_path / "out", max_age_seconds=100, copies_kept_seconds=50, clock=lambda: now[0])

@@ -27,8 +27,8 @@ from omnivoice_demo.errors import ModelFolderError, ModelNotAvailable, OmniVoice
 from omnivoice_demo.hub import (BuildExtrasMissingError, ModelDownloadError, ProgressEvent, ResolvedModel,
                                 add_model_arguments, resolve_from_args, resolve_model)
 from omnivoice_demo.hub import build as hub_build
-from omnivoice_demo.manifest import MANIFEST_NAME, load_manifest, verify_files, write_manifest
-from omnivoice_demo.repair import is_causal_graph, make_bidirectional
+from omnivoice_demo.storage.manifest import MANIFEST_NAME, load_manifest, verify_files, write_manifest
+from omnivoice_demo.backbones.repair import is_causal_graph, make_bidirectional
 from tests.support.hub_server import HubServer
 
 REPO = "onnx-community/OmniVoice-Onnx"
@@ -458,7 +458,7 @@ def test_command_line_arguments(hf_env, published_repo):
 def test_resolved_model_loads_and_generates_token_exact(hf_env, server, tiny_fp32_folder):
     """The repaired published folder generates the same tokens as our bidirectional build of the
     same weights (which test_convert checks against the PyTorch reference)."""
-    from omnivoice_demo import engine as engine_module
+    from omnivoice_demo.engine import loop as engine_module
     path = resolve_model(REPO, precision="int4").path
     repaired = engine_module.OmniVoiceEngine(path)
     ours = engine_module.OmniVoiceEngine(tiny_fp32_folder)
@@ -473,7 +473,7 @@ def test_resolved_model_loads_and_generates_token_exact(hf_env, server, tiny_fp3
 def test_resolver_hashes_and_engine_then_checks_sizes(hf_env, tiny_fp32_folder, tmp_path):
     """One checksum pass per start: the resolver hashes (and names a corrupt file), the engine opened
     with verify="size" checks sizes only, and still refuses a file of the wrong size."""
-    from omnivoice_demo import engine as engine_module
+    from omnivoice_demo.engine import loop as engine_module
     folder = tmp_path / "model"
     shutil.copytree(tiny_fp32_folder, folder)
     resolved = resolve_model(folder)

@@ -22,10 +22,10 @@ import pytest
 import soundfile as sf
 
 from tests.support import bombs
-from omnivoice_demo import audio, resample as resample_module
+from omnivoice_demo.audio import processing as audio, resample as resample_module
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
-from omnivoice_demo.resample import resample, resampled_length
-from omnivoice_demo.voice import Voice
+from omnivoice_demo.audio.resample import resample, resampled_length
+from omnivoice_demo.engine.voice import Voice
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -155,7 +155,7 @@ def test_an_npz_bomb_is_refused_before_it_inflates(tmp_path):
 
 
 def test_npz_members_of_object_type_are_refused(tmp_path):
-    from omnivoice_demo.npz_check import Member, read_npz
+    from omnivoice_demo.storage.npz_check import Member, read_npz
 
     path = tmp_path / "objects.npz"
     np.savez(path, codes=np.array([{"a": 1}], dtype=object))
@@ -169,8 +169,8 @@ def test_npz_members_of_object_type_are_refused(tmp_path):
 # --- chunking --------------------------------------------------------------------------------------
 
 def test_text_without_punctuation_is_chunked_and_punctuated_text_is_the_references():
-    from omnivoice_demo import duration
-    from omnivoice_demo.text import chunk_text_punctuation
+    from omnivoice_demo.engine import duration
+    from omnivoice_demo.engine.text import chunk_text_punctuation
 
     for text in ("a" * 4000, " ".join(["word"] * 1500), "字" * 1500):
         target, _ = duration.plan_target_frames(text, None, None, 1.0, None)
@@ -189,7 +189,7 @@ def test_text_without_punctuation_is_chunked_and_punctuated_text_is_the_referenc
 def test_limit_presets_and_flags():
     import argparse
 
-    from omnivoice_demo.config import Limits, add_limit_arguments, limits_from_arguments
+    from omnivoice_demo.engine.config import Limits, add_limit_arguments, limits_from_arguments
 
     parser = argparse.ArgumentParser()
     add_limit_arguments(parser)
@@ -205,7 +205,7 @@ def test_limit_presets_and_flags():
 
 @pytest.fixture
 def own_folder(tmp_path):
-    from omnivoice_demo.manifest import write_manifest
+    from omnivoice_demo.storage.manifest import write_manifest
 
     folder = tmp_path / "model"
     folder.mkdir()
@@ -217,7 +217,7 @@ def own_folder(tmp_path):
 
 
 def _edit_manifest(folder, change):
-    from omnivoice_demo.manifest import MANIFEST_NAME
+    from omnivoice_demo.storage.manifest import MANIFEST_NAME
 
     path = folder / MANIFEST_NAME
     data = json.loads(path.read_text())
@@ -226,7 +226,7 @@ def _edit_manifest(folder, change):
 
 
 def test_manifest_must_list_every_loaded_file_inside_the_folder(own_folder):
-    from omnivoice_demo.manifest import load_manifest, verify_files
+    from omnivoice_demo.storage.manifest import load_manifest, verify_files
 
     verify_files(own_folder, load_manifest(own_folder))
     _edit_manifest(own_folder, lambda d: d.update(files={}))
@@ -239,7 +239,7 @@ def test_manifest_must_list_every_loaded_file_inside_the_folder(own_folder):
 
 
 def test_an_unlisted_or_changed_file_fails(own_folder):
-    from omnivoice_demo.manifest import load_manifest, verify_files
+    from omnivoice_demo.storage.manifest import load_manifest, verify_files
 
     (own_folder / "llm_decoder.onnx.data").write_bytes(b"new weights")
     with pytest.raises(ModelFolderError, match="llm_decoder.onnx.data .*not listed"):
@@ -252,7 +252,7 @@ def test_an_unlisted_or_changed_file_fails(own_folder):
 
 def test_a_corrupt_manifest_is_an_error_naming_it_and_the_folder_is_not_rewritten(own_folder, tmp_path):
     from omnivoice_demo.hub import resolve_model
-    from omnivoice_demo.manifest import MANIFEST_NAME
+    from omnivoice_demo.storage.manifest import MANIFEST_NAME
 
     (own_folder / MANIFEST_NAME).write_text('{"format": "omnivoice-onnx", "files": {')
     with pytest.raises(ModelFolderError, match=MANIFEST_NAME + ".*not valid JSON"):
@@ -271,7 +271,7 @@ def test_hub_specs_are_validated_before_any_path(spec, tmp_path):
 
 
 def test_good_revisions_pass():
-    from omnivoice_demo.specs import check_revision
+    from omnivoice_demo.storage.specs import check_revision
 
     for revision in ("main", "v1.2", "refs/pr/3", "0123456789abcdef0123456789abcdef01234567", None):
         assert check_revision(revision) == revision
@@ -304,7 +304,7 @@ def test_cli_refuses_before_any_work_with_one_line(tmp_path, args, message):
 # --- the output folder ----------------------------------------------------------------------------
 
 def test_output_folder_is_capped_oldest_first_and_shared_by_starts(tmp_path):
-    from omnivoice_demo.outputs import OutputFolder
+    from omnivoice_demo.storage.outputs import OutputFolder
 
     folder = OutputFolder(tmp_path / "outputs", max_bytes=3000)
     paths = []
@@ -323,7 +323,7 @@ def test_output_folder_is_capped_oldest_first_and_shared_by_starts(tmp_path):
 
 def test_output_files_are_removed_on_sigterm(tmp_path):
     code = ("import sys, time; sys.path.insert(0, %r)\n"
-            "from omnivoice_demo.outputs import OutputFolder\n"
+            "from omnivoice_demo.storage.outputs import OutputFolder\n"
             "f = OutputFolder(%r); f.install_cleanup(); f.path('a', '.wav').write_bytes(b'x')\n"
             "print('ready', flush=True); time.sleep(60)\n") % (str(ROOT), str(tmp_path / "outputs"))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -336,7 +336,7 @@ def test_output_files_are_removed_on_sigterm(tmp_path):
 
 
 def test_codes_files_are_sized_before_they_inflate(tmp_path):
-    from omnivoice_demo.codes_file import load_codes, save_codes
+    from omnivoice_demo.storage.codes_file import load_codes, save_codes
 
     zeros = bombs.npz_of_zero_codes(tmp_path / "zeros.npz", frames=30000)
     assert zeros.stat().st_size < 4096

@@ -59,8 +59,8 @@ def test_every_runtime_module_imports_without_the_build_tools():
     done = run_without_build_tools(code, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     names = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"omnivoice_demo.engine", "omnivoice_demo.hub.build", "omnivoice_demo.hub.resolve",
-            "omnivoice_demo.__main__"} <= set(names)
+    assert {"omnivoice_demo.engine.loop", "omnivoice_demo.hub.build", "omnivoice_demo.hub.resolve",
+            "omnivoice_demo.cli.main"} <= set(names)
 
 
 def test_convert_command_without_its_extra_says_what_to_install(tmp_path):
@@ -207,3 +207,113 @@ def test_no_import_circle():
     ``omnivoice_demo.extras``, which imports nothing of the package)."""
     assert find_cycle(import_graph()) is None
     assert imports_between(import_graph(), "convert", "omnivoice_demo.hub") == []
+
+
+# --- the floors: imports run only downward -------------------------------------------------------------------------
+
+#: the package's floors, lowest first; each floor's folders (or root modules) side by side.  A module imports
+#: modules of its own folder and of lower floors, never a higher floor nor another folder of its own floor.
+FLOORS = [
+    ("foundation", ["omnivoice_demo.errors", "omnivoice_demo.constants", "omnivoice_demo.extras"]),
+    ("files", ["omnivoice_demo.storage"]),
+    ("process", ["omnivoice_demo.runtime"]),
+    ("audio", ["omnivoice_demo.audio"]),
+    ("backbone graphs", ["omnivoice_demo.backbones"]),
+    ("model folders", ["omnivoice_demo.hub"]),
+    ("recogniser", ["omnivoice_demo.asr"]),
+    ("engine", ["omnivoice_demo.engine"]),
+    ("studio core", ["omnivoice_demo.studio"]),
+    ("batch", ["omnivoice_demo.batch"]),
+    ("evaluation", ["omnivoice_demo.eval"]),
+    ("front ends", ["omnivoice_demo.ui", "omnivoice_demo.api", "omnivoice_demo.wyoming"]),
+    ("programs", ["omnivoice_demo.app", "omnivoice_demo.cli"]),
+    ("entry points", ["omnivoice_demo", "omnivoice_demo.__main__"]),
+    ("build tool", ["convert"]),
+]
+#: the one import that runs up: building a folder from a checkpoint (``hub.build``, inside a function, only
+#: with the convert extra) runs the build tool's pipeline
+UPWARD_EXCEPTIONS = {("omnivoice_demo.hub.build", "convert.pipeline")}
+
+
+def unit_of(module: str, floors=FLOORS) -> tuple[int, str]:
+    """(floor index, folder or root module) of ``module``: the longest listed name it lies in."""
+    best = None
+    for index, (_, units) in enumerate(floors):
+        for unit in units:
+            if module == unit or module.startswith(unit + ".") and unit != "omnivoice_demo":
+                if best is None or len(unit) > len(best[1]):
+                    best = (index, unit)
+    if best is None:
+        raise AssertionError(f"{module} lies on no floor of FLOORS: put it in a folder that does, or add one")
+    return best
+
+
+def wrong_way_imports(graph, floors=FLOORS, exceptions=UPWARD_EXCEPTIONS) -> list[str]:
+    """Each import that goes to a higher floor or to another folder of the same floor, as 'a -> b (why)'."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        floor, unit = unit_of(source, floors)
+        for target in sorted(targets):
+            to_floor, to_unit = unit_of(target, floors)
+            if (source, target) in exceptions or to_unit == unit:
+                continue
+            if to_floor > floor:
+                found.append(f"{source} -> {target} (up from {floors[floor][0]} to {floors[to_floor][0]})")
+            elif to_floor == floor:
+                found.append(f"{source} -> {target} (sideways within {floors[floor][0]})")
+    return found
+
+
+def folder_graph(graph, floors=FLOORS, exceptions=UPWARD_EXCEPTIONS) -> dict[str, set[str]]:
+    folders: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        unit = unit_of(source, floors)[1]
+        folders.setdefault(unit, set()).update(unit_of(t, floors)[1] for t in targets if (source, t) not in exceptions)
+        folders[unit].discard(unit)
+    return folders
+
+
+def test_every_module_lies_on_a_floor_and_imports_only_downward():
+    """Counting imports inside functions too: no module imports a higher floor, nor a neighbour on its own
+    floor (the front ends stand side by side over the studio core), except the one documented build import."""
+    graph = import_graph()
+    assert wrong_way_imports(graph) == []
+    assert all((s, t) in {(a, b) for a, ts in graph.items() for b in ts} for s, t in UPWARD_EXCEPTIONS), \
+        "an exception that no longer happens: remove it from UPWARD_EXCEPTIONS"
+
+
+def test_no_folder_imports_a_folder_that_imports_it_back():
+    assert find_cycle(folder_graph(import_graph())) is None
+
+
+def test_the_package_root_holds_only_the_foundation_and_the_entry_points():
+    loose = sorted(p.name for p in (ROOT / "omnivoice_demo").glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py", "app.py", "constants.py", "errors.py", "extras.py"]
+
+
+def test_the_floor_check_sees_an_upward_a_sideways_and_a_circular_import(tmp_path):
+    """The floor check can fail: a planted engine -> studio import (inside a function), a ui -> api import and
+    a circle between two folders are each reported; an allowed exception is not."""
+    package = tmp_path / "pkg"
+    for folder in ("", "engine", "studio", "ui", "api", "audio"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "studio" / "core.py").write_text("from ..engine import loop\n")
+    (package / "engine" / "loop.py").write_text("def f():\n    from ..studio import core\n")
+    (package / "ui" / "page.py").write_text("from ..api import routes\nfrom ..studio import core\n")
+    (package / "api" / "routes.py").write_text("from ..studio import core\n")
+    (package / "audio" / "io.py").write_text("def g():\n    from ..studio import core\n")
+    floors = [("audio", ["pkg.audio"]), ("engine", ["pkg.engine"]), ("studio", ["pkg.studio"]),
+              ("front ends", ["pkg.ui", "pkg.api"]), ("root", ["pkg"])]
+    graph = import_graph(tmp_path, ("pkg",))
+    assert wrong_way_imports(graph, floors, {("pkg.audio.io", "pkg.studio.core")}) == [
+        "pkg.engine.loop -> pkg.studio.core (up from engine to studio)",
+        "pkg.ui.page -> pkg.api.routes (sideways within front ends)",
+    ]
+    assert find_cycle(folder_graph(graph, floors, set())) is not None
+    (package / "engine" / "loop.py").write_text("")
+    assert find_cycle(folder_graph(graph := import_graph(tmp_path, ("pkg",)), floors, set())) is None
+    assert wrong_way_imports(graph, floors, set()) == [
+        "pkg.audio.io -> pkg.studio.core (up from audio to studio)",
+        "pkg.ui.page -> pkg.api.routes (sideways within front ends)",
+    ]

@@ -18,7 +18,7 @@ with warnings.catch_warnings():
     import torch
     from omnivoice.models import omnivoice as ref
 
-from omnivoice_demo import sampling
+from omnivoice_demo.engine import sampling
 
 V = 1025
 MASK = 1024

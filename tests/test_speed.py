@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo import engine as engine_module
-from omnivoice_demo.audio import cross_fade_chunks
-from omnivoice_demo.config import GenerationConfig, add_config_arguments, config_from_arguments
+from omnivoice_demo.engine import loop as engine_module
+from omnivoice_demo.audio.processing import cross_fade_chunks
+from omnivoice_demo.engine.config import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.estimate import PipelineEstimator, fit_forward_curve, plan_work
-from omnivoice_demo.presets import PRESETS, matching_preset
-from omnivoice_demo.sampling import decode_step, guidance_schedule
-from omnivoice_demo.streaming import playback_piece, sentence_chunks
+from omnivoice_demo.engine.estimate import PipelineEstimator, fit_forward_curve, plan_work
+from omnivoice_demo.engine.presets import PRESETS, matching_preset
+from omnivoice_demo.engine.sampling import decode_step, guidance_schedule
+from omnivoice_demo.engine.streaming import playback_piece, sentence_chunks
 
 PARAGRAPH = ("The old lighthouse stood at the edge of the cliff. Every night its lamp turned slowly over the water. "
              "Sailors far from home looked for it in the dark. One winter the keeper fell ill and the light went "
@@ -67,7 +67,7 @@ def test_a_long_first_sentence_is_cut_at_a_clause_boundary():
 
 def test_a_short_first_sentence_takes_more_so_later_chunks_keep_the_speaking_rate():
     """Below 50 frames the duration estimator lengthens a text; later chunks take their rate from the first."""
-    from omnivoice_demo.duration import chunk_target_frames, estimate_target_frames, total_weight
+    from omnivoice_demo.engine.duration import chunk_target_frames, estimate_target_frames, total_weight
 
     text = "Hi there. The weather today is bright and calm, and the birds are singing. We will walk to the lake."
     chunks = sentence_chunks(text, estimate_target_frames(text))
@@ -84,7 +84,7 @@ def test_one_sentence_stays_one_chunk():
 
 def test_first_sentence_is_its_own_chunk_past_the_chunking_threshold_too(engine):
     """Issue 18: a text over 30 s used to stream nothing until a 15 s chunk was done."""
-    from omnivoice_demo.duration import chunk_for_generation
+    from omnivoice_demo.engine.duration import chunk_for_generation
 
     text = " ".join([PARAGRAPH] * 4)  # about a minute of speech at the default rate
     unstreamed = engine.prepare(text)
@@ -284,7 +284,7 @@ def test_one_thread_runs_the_forwards_one_after_the_other(tiny_fp32_folder):
 
 
 def test_the_estimate_counts_a_pair_of_forwards_at_its_measured_share():
-    from omnivoice_demo.estimate import RATE_STAGES, ChunkWork, PlanWork
+    from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PlanWork
 
     estimator = PipelineEstimator()
     estimator.rates = dict.fromkeys(RATE_STAGES, 0.0)
@@ -399,7 +399,7 @@ def test_forward_curve_fit_recovers_its_coefficients():
 
 
 def test_forward_curve_with_the_models_attention_shape_extrapolates(tiny_fp32_folder):
-    from omnivoice_demo.onnx_model import attention_ratio
+    from omnivoice_demo.engine.onnx_model import attention_ratio
 
     kappa = attention_ratio(tiny_fp32_folder)
     # tiny: 2 layers of 4 heads x 16, weights 64x(4+2*2)*16 + 64x64 + 3 x 64x128 per layer
@@ -438,7 +438,7 @@ def test_a_run_refines_the_stage_rates():
     estimator = PipelineEstimator()
     estimator.rates = dict.fromkeys(("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess"), 1.0)
     estimator.observe_forward(10, 1.0)
-    from omnivoice_demo.estimate import ChunkWork, PlanWork
+    from omnivoice_demo.engine.estimate import ChunkWork, PlanWork
 
     work = PlanWork(chunks=[ChunkWork(prefix=5, frames=10, schedule=[40, 40], uncond=[True, True])], guided=True)
     before = estimator.estimate(work).stages["heads"]
@@ -450,7 +450,7 @@ def test_a_run_refines_the_stage_rates():
 # --- int4 weights as fp32 MatMuls ----------------------------------------------------------
 
 def test_dequantized_weights_are_the_int4_weights_exactly():
-    from omnivoice_demo.dequantize import dequantize_weight
+    from omnivoice_demo.backbones.dequantize import dequantize_weight
 
     rng = np.random.default_rng(0)
     n, k, block = 6, 70, 32                       # K not a multiple of the block: the tail is cut
@@ -482,7 +482,7 @@ def test_fp32_backbone_of_an_int4_folder_computes_the_same_model(tiny_int4_folde
 
 
 def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_folder, tmp_path, monkeypatch):
-    from omnivoice_demo import backbone_choice
+    from omnivoice_demo.backbones import choice as backbone_choice
 
     monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
     probes = []
@@ -514,7 +514,7 @@ def test_auto_backbone_measures_once_then_remembers(tiny_int4_folder, tiny_fp32_
 
 
 def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_folder, tmp_path, monkeypatch):
-    from omnivoice_demo import backbone_choice, fidelity
+    from omnivoice_demo.backbones import choice as backbone_choice, fidelity
 
     table = {"from_int4": {"int4": {"cosine": 0.9, "agreement": 0.8}, "fp32": {"cosine": 0.95, "agreement": 0.9},
                            "int8-block": {"cosine": 0.9, "agreement": 0.8},     # equal to int4's: passes
@@ -536,7 +536,8 @@ def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_fold
 
 def test_a_remembered_choice_is_keyed_on_the_session_settings(tiny_int4_folder, monkeypatch):
     """Spinning or not changes the probe's timings: a choice timed with other session settings is not reused."""
-    from omnivoice_demo import backbone_choice, onnx_model
+    from omnivoice_demo.backbones import choice as backbone_choice
+    from omnivoice_demo.engine import onnx_model
 
     path = tiny_int4_folder / "llm_decoder.onnx"
     key = backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2)
@@ -547,7 +548,7 @@ def test_a_remembered_choice_is_keyed_on_the_session_settings(tiny_int4_folder, 
 
 
 def test_the_fastest_is_kept_only_when_clearly_faster_than_int4():
-    from omnivoice_demo.backbone_choice import KEEP_MARGIN, fastest
+    from omnivoice_demo.backbones.choice import KEEP_MARGIN, fastest
 
     assert fastest({"int4": 1.0, "fp32": 0.8}) == "fp32"
     assert fastest({"int4": 1.0, "fp32": 1.0 - KEEP_MARGIN / 2}) == "int4"   # a near tie keeps int4's memory

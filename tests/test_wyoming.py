@@ -24,7 +24,7 @@ from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, Synthesiz
                          SynthesizeVoice)
 
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.stream_audio import chunk_output, pcm16
+from omnivoice_demo.studio.stream_audio import chunk_output, pcm16
 from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
 from omnivoice_demo.wyoming.requests import parse_request, wyoming_language
 from omnivoice_demo.wyoming.server import WyomingServer, make_context, start_beside
@@ -358,7 +358,7 @@ def test_a_wrong_uri_is_one_error_line():
 
 
 def test_serve_takes_the_wyoming_flags_and_starts_it_beside_the_http_api():
-    from omnivoice_demo.__main__ import build_parser
+    from omnivoice_demo.cli.main import build_parser
 
     args = build_parser().parse_args(["serve", "--wyoming-uri", "tcp://127.0.0.1:10200", "--zeroconf"])
     assert args.wyoming_uri == "tcp://127.0.0.1:10200" and args.zeroconf == "" and args.start_beside is start_beside

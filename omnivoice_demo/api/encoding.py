@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from ..constants import SAMPLE_RATE
-from ..stream_audio import pcm16
+from ..studio.stream_audio import pcm16
 from ..errors import InvalidInput
 
 #: response_format -> (libsndfile format, subtype, extra SoundFile arguments), media type

@@ -317,7 +317,7 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
-    from .. import audio as audio_ops
+    from ..audio import processing as audio_ops
     from ..studio.voices import clean_name
 
     name = clean_name(name)

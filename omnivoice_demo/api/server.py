@@ -77,10 +77,10 @@ def serve(args: argparse.Namespace) -> int:
     import fastapi
     import uvicorn
 
-    from ..config import limits_from_arguments
+    from ..engine.config import limits_from_arguments
     from ..studio import ModelManager, VoiceLibrary
 
-    from ..ports import exit_if_port_in_use
+    from ..studio.ports import exit_if_port_in_use
 
     exit_if_port_in_use(args.host, args.port)  # before the model is loaded
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

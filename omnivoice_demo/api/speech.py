@@ -27,10 +27,10 @@ import dataclasses
 import json
 from typing import AsyncIterator, Optional
 
-from ..config import GenerationConfig
+from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded
-from ..presets import preset_values
-from ..stream_audio import chunk_output
+from ..engine.presets import preset_values
+from ..studio.stream_audio import chunk_output
 from . import encoding
 
 #: model names OpenAI clients send: they mean the active model

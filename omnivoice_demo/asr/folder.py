@@ -15,7 +15,7 @@ import pathlib
 from typing import Any
 
 from ..errors import ModelFolderError
-from ..manifest import describe_files, describe_files_names, verify_files
+from ..storage.manifest import describe_files, describe_files_names, verify_files
 
 RECOGNIZER_MANIFEST = "omnivoice_recognizer.json"
 RECOGNIZER_FORMAT = "omnivoice-recognizer"

@@ -5,7 +5,7 @@
 ``pipeline("automatic-speech-recognition")``) computes for a multilingual model
 with greedy decoding, token for token:
 
-1. the clip is mixed to mono and resampled to 16 kHz (``omnivoice_demo.resample``,
+1. the clip is mixed to mono and resampled to 16 kHz (``omnivoice_demo.audio.resample``,
    the port of ``torchaudio.functional.resample`` that the pipeline uses);
 2. log-mel features of each 30 s window (``features.log_mel``), the encoder;
 3. unless a language is given, it is detected the way ``generate`` does:
@@ -38,7 +38,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import InvalidInput, ModelFolderError
-from ..onnx_model import open_session, providers_for, session_options
+from ..runtime.sessions import open_session, providers_for, session_options
 from .features import log_mel
 from .folder import check_folder
 
@@ -140,7 +140,7 @@ class SpeechRecognizer:
         if not np.isfinite(wav).all():
             raise InvalidInput("The audio to transcribe contains NaN or infinite samples.")
         if int(sample_rate) != WHISPER_RATE:
-            from ..resample import resample
+            from ..audio.resample import resample
 
             wav = resample(wav[None, :], int(sample_rate), WHISPER_RATE)[0]
         return wav

@@ -23,7 +23,8 @@ import pathlib
 from typing import Optional
 
 from ..errors import ModelFolderError, ModelNotAvailable
-from ..hub.cache import RepoCache, default_cache_dir
+from ..hub.cache import RepoCache
+from ..storage.cache import default_cache_dir
 from ..hub.download import HubRepo, HubSettings, check_against_listing
 from ..hub.progress import ProgressCallback, Reporter
 from ..hub.resolved import ResolvedModel

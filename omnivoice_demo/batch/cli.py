@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import add_config_arguments, config_from_arguments, limits_from_arguments
+from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
 from ..errors import InvalidInput
 
 AUDIO_FORMATS = ("wav", "flac")

@@ -24,9 +24,9 @@ import pathlib
 import re
 from typing import Any, Optional
 
-from ..config import GenerationConfig
+from ..engine.config import GenerationConfig
 from ..errors import InvalidInput
-from ..text import check_unicode
+from ..engine.text import check_unicode
 from .store import file_sha256
 
 log = logging.getLogger("omnivoice.batch")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..duration import total_weight
+from ..engine.duration import total_weight
 
 FORMATS = ("srt", "vtt")
 #: a sentence ends at . ! ? (and their CJK forms), with closing quotes, before a space or the end

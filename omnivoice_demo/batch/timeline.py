@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import audio as audio_ops
+from ..audio import processing as audio_ops
 from ..constants import SAMPLE_RATE
 
 #: what ``audio.postprocess_audio`` passes to ``remove_silence``

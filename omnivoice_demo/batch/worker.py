@@ -18,8 +18,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..config import Limits
-from ..manifest import MANIFEST_NAME
+from ..engine.config import Limits
+from ..storage.manifest import MANIFEST_NAME
 from ..constants import FRAME_RATE
 from ..errors import OmniVoiceError, one_line
 from .items import BatchItem
@@ -66,7 +66,7 @@ class ModelSpec:
         return dataclasses.replace(self, folder=str(ready.path))
 
     def open(self, threads: Optional[int]):
-        from ..engine import OmniVoiceEngine
+        from ..engine.loop import OmniVoiceEngine
 
         # the resolver has checked every file (sha256): the engine checks sizes only
         return OmniVoiceEngine(self.resolved().folder, provider=self.provider, threads=threads, verify="size",

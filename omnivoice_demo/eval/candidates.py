@@ -19,7 +19,7 @@ import os
 import re
 from typing import Callable, Optional
 
-from ..config import GenerationConfig, Limits
+from ..engine.config import GenerationConfig, Limits
 from ..errors import InvalidInput
 
 EXACT_NAME = "exact"
@@ -147,7 +147,7 @@ class EngineCache:
         self._key, self._engine = None, None
 
     def __call__(self, candidate: Candidate):
-        from ..engine import OmniVoiceEngine
+        from ..engine.loop import OmniVoiceEngine
         from ..hub import resolve_model
 
         key = candidate.engine_key()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import add_config_arguments, config_from_arguments, limits_from_arguments
+from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
 from ..errors import InvalidInput
 
 ASR_OFF = "none"
@@ -28,7 +28,7 @@ def add_eval_command(commands, add_model_arguments) -> None:
                               "'name=fast-int4,preset=fast,precision=int4'; repeat for more")
     command.add_argument("--items", default="builtin",
                          help="builtin (20 sentences in 7 languages), a .txt, .jsonl, or a Seed-TTS / LibriSpeech-PC "
-                              ".lst list (see the README)")
+                              ".lst list (see docs/quality.md)")
     command.add_argument("--audio-root", default=None,
                          help="where a LibriSpeech-PC list's clips are (LibriSpeech/test-clean)")
     command.add_argument("--limit", type=int, default=None, help="only the first N items")

@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..audio_metrics import log_mel_distance
+from ..audio.metrics import log_mel_distance
 from ..batch.store import OutputFolder
 from .candidates import EXACT_NAME
 from .scores import UNSPACED_LANGUAGES, codes_agreement, corpus_rates, error_rates

@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelFolderError, ModelNotAvailable
-from ..resample import resample
+from ..audio.resample import resample
 
 SPEAKER_RATE = 16000
 FRAME_LENGTH, FRAME_SHIFT, FFT_SIZE = 400, 160, 512  # 25 ms, 10 ms at 16 kHz; Kaldi rounds the FFT up
@@ -77,7 +77,7 @@ class SpeakerEmbedder:
     def __init__(self, path, provider: str = "cpu", threads: Optional[int] = None, identity: str = ""):
         import onnxruntime as ort
 
-        from ..onnx_model import providers_for, session_options
+        from ..runtime.sessions import providers_for, session_options
 
         self.path = pathlib.Path(path)
         self.identity = identity or self.path.name
@@ -109,7 +109,7 @@ class SpeakerEmbedder:
 def resolve_speaker_model(spec: str | os.PathLike, offline: Optional[bool] = None, progress=None,
                           cache: Optional[str | os.PathLike] = None) -> tuple[pathlib.Path, str]:
     """(path of the .onnx graph, an identity for result keys) of ``spec``: a file, a folder or a Hub repo."""
-    from ..hub.cache import default_cache_dir
+    from ..storage.cache import default_cache_dir
     from ..hub.download import HubSettings
     from ..hub.progress import Reporter
 

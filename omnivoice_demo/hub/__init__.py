@@ -21,7 +21,8 @@ huggingface_hub call: HF_ENDPOINT, HF_HOME / HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFL
 
 from ..extras import BUILD_MODULES, extras_message, missing_build_modules
 from .build import BuildExtrasMissingError
-from .cache import CACHE_ENV, default_cache_dir, hf_cache_dir
+from ..storage.cache import CACHE_ENV, default_cache_dir
+from .cache import hf_cache_dir
 from .choose import (DEFAULT_PRECISION, FOLDER_ALIASES, PRECISION_PROFILES, PRECISIONS, backbone_folders,
                      choose_backbone_folder, codec_base, needed_files, precision_of_manifest, precision_of_name)
 from .cli import add_model_arguments, resolve_from_args

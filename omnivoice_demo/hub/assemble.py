@@ -9,9 +9,10 @@ import pathlib
 import shutil
 
 from ..errors import ModelFolderError
-from ..manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, complete_file_list, load_manifest,
-                        verify_files, write_manifest)
-from .cache import atomic_write_json, read_json
+from ..storage.manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, complete_file_list,
+                                load_manifest, verify_files, write_manifest)
+from ..storage.atomic import atomic_write_json
+from .cache import read_json
 from .choose import BACKBONE
 from .progress import Reporter
 
@@ -57,7 +58,7 @@ def check_graph_files(folder: pathlib.Path) -> None:
 
 
 def backbone_is_causal(folder: pathlib.Path) -> bool:
-    from ..repair import is_causal_graph
+    from ..backbones.repair import is_causal_graph
 
     return is_causal_graph(_load_header(folder / BACKBONE, BACKBONE))
 
@@ -110,7 +111,7 @@ def assemble(staging: pathlib.Path, final: pathlib.Path, origin: dict, reporter:
     Every file of ``final`` is hashed here (checked against our manifest, or written into a
     new one), so the folder needs no second checksum pass when it is opened.
     """
-    from ..repair import make_bidirectional
+    from ..backbones.repair import make_bidirectional
 
     raw = read_json(staging / MANIFEST_NAME)
     ours = bool(raw) and raw.get("format") == FORMAT_NAME

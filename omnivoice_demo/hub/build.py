@@ -17,7 +17,8 @@ import uuid
 from ..errors import ModelFolderError, ModelNotAvailable
 from ..extras import extras_message, missing_build_modules
 from .assemble import ready_manifest
-from .cache import RepoCache, folder_lock, local_build_dir
+from .cache import RepoCache, local_build_dir
+from ..storage.cache import folder_lock
 from .choose import PRECISION_PROFILES, is_checkpoint
 from .download import HubRepo, HubSettings
 from .progress import Reporter

@@ -16,7 +16,6 @@ never change; ready folders are assembled in ours.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -24,21 +23,11 @@ import os
 import pathlib
 import re
 import shutil
-import uuid
 
-from ..atomic import replacing_file
-from ..manifest import MANIFEST_NAME, read_manifest_json
+from ..storage.atomic import atomic_write_json
+from ..storage.manifest import MANIFEST_NAME, read_manifest_json
 
-CACHE_ENV = "OMNIVOICE_CACHE"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-
-
-def default_cache_dir() -> pathlib.Path:
-    """Our cache: $OMNIVOICE_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/omnivoice-onnx-studio."""
-    if os.environ.get(CACHE_ENV):
-        return pathlib.Path(os.path.expanduser(os.environ[CACHE_ENV]))
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return pathlib.Path(os.path.expanduser(base)) / "omnivoice-onnx-studio"
 
 
 def hf_cache_dir() -> pathlib.Path:
@@ -78,36 +67,6 @@ def read_json(path: pathlib.Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def atomic_write_json(path: pathlib.Path, data: dict) -> None:
-    """``data`` as JSON into ``path``, whole or not at all (``atomic.replacing_file``; an ``OSError`` as raised)."""
-    with replacing_file(path) as out:
-        out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
-@contextlib.contextmanager
-def folder_lock(cache: pathlib.Path, target: pathlib.Path):
-    """An inter-process lock for assembling ``target`` (filelock comes with huggingface_hub)."""
-    from filelock import FileLock
-
-    locks = cache / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha256(str(target.resolve()).encode()).hexdigest()[:24]
-    with FileLock(str(locks / f"{name}.lock")):
-        yield
-
-
-@contextlib.contextmanager
-def staging_dir(cache: pathlib.Path):
-    """A fresh working folder under ``tmp/``, removed afterwards."""
-    root = cache / "tmp"
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"stage-{uuid.uuid4().hex[:12]}"
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def local_copy_dir(cache: pathlib.Path, model_dir: pathlib.Path, precision: str) -> pathlib.Path:

@@ -12,7 +12,7 @@ import re
 from typing import Callable, Iterable
 
 from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
-from ..manifest import BACKBONE_GRAPHS, CODEC_DIR, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME
+from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME
 
 PRECISIONS = ("int4", "fp16", "fp32", "cuda")
 DEFAULT_PRECISION = "int4"

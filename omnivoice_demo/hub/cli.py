@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .cache import CACHE_ENV
+from ..storage.cache import CACHE_ENV
 from .choose import DEFAULT_PRECISION, PRECISIONS
 from .progress import ProgressCallback, console_progress
 from .resolve import DEFAULT_CHECKPOINT_REPO, DEFAULT_REPO, resolve_model

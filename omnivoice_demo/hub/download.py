@@ -21,7 +21,7 @@ import pathlib
 import re
 
 from ..errors import ModelNotAvailable
-from ..manifest import sha256_of
+from ..storage.manifest import sha256_of
 from .cache import RepoCache, RepoFile, hf_cache_dir, repo_key
 from .progress import DownloadProgress, Reporter, format_bytes
 

@@ -19,12 +19,13 @@ import re
 from typing import Any
 
 from ..errors import ModelFolderError, ModelNotAvailable
-from ..manifest import CODEC_DIR, CODEC_GRAPHS, MANIFEST_NAME, load_manifest, verify_files
-from ..specs import check_hub_spec, check_revision
+from ..storage.manifest import CODEC_DIR, CODEC_GRAPHS, MANIFEST_NAME, load_manifest, verify_files
+from ..storage.specs import check_hub_spec, check_revision
 from .assemble import (assemble, backbone_is_causal, is_ready_as_is, ready_manifest, repair_notice, stage_links,
                        was_repaired)
-from .cache import (RepoCache, RepoFile, atomic_write_json, default_cache_dir, folder_lock, local_copy_dir, read_json,
-                    staging_dir)
+from .cache import RepoCache, RepoFile, local_copy_dir, read_json
+from ..storage.atomic import atomic_write_json
+from ..storage.cache import default_cache_dir, folder_lock, staging_dir
 from .choose import (DEFAULT_PRECISION, backbone_folders, check_precision, choose_backbone_folder, codec_base,
                      is_checkpoint, join, needed_files, precision_of_manifest)
 from .download import HubRepo, HubSettings, check_against_listing, offline_help

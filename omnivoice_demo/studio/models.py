@@ -17,8 +17,8 @@ import time
 from collections import OrderedDict
 from typing import Optional
 
-from ..config import Limits
-from ..engine import OmniVoiceEngine
+from ..engine.config import Limits
+from ..engine.loop import OmniVoiceEngine
 from ..errors import ModelNotAvailable, OmniVoiceError
 from .sharing import refuse_model_changes
 

@@ -37,7 +37,7 @@ import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
 
 from ..errors import Busy
-from ..memory import bound_heap, release_free_memory
+from ..runtime.memory import bound_heap, release_free_memory
 
 log = logging.getLogger(__name__)
 

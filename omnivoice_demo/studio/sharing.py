@@ -26,7 +26,7 @@ import tempfile
 from typing import Iterable, Mapping, Optional
 
 from ..errors import InvalidInput
-from ..voice import Voice
+from ..engine.voice import Voice
 
 __all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
            "shared_from_arguments", "unique_name"]

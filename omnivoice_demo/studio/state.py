@@ -9,11 +9,11 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Hashable, Optional
 
-from ..config import Limits
+from ..engine.config import Limits
 from ..errors import ResourceLimitExceeded
-from ..outputs import DEFAULT_MAX_BYTES, OutputFolder
+from ..storage.outputs import DEFAULT_MAX_BYTES, OutputFolder
 from .service import EngineService
-from ..voice import Voice
+from ..engine.voice import Voice
 from .models import ModelManager
 from .sharing import BrowserVoices
 from .voices import VoiceLibrary, data_dir

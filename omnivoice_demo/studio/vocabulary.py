@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import InvalidInput
-from ..languages import language_choices  # noqa: F401 - the vocabulary's languages
-from ..presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
-from ..voice import Voice
-from ..voice_design import resolve_instruct
+from ..engine.languages import language_choices  # noqa: F401 - the vocabulary's languages
+from ..engine.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
+from ..engine.voice import Voice
+from ..engine.voice_design import resolve_instruct
 
 #: name -> voice design (items of ``voice_design.INSTRUCT_CATEGORIES``)
 DESIGNS: dict[str, str] = {
@@ -124,6 +124,6 @@ def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voi
 
 
 def _single_items() -> set[str]:
-    from ..voice_design import VALID_EN
+    from ..engine.voice_design import VALID_EN
 
     return {item.lower() for item in VALID_EN}

@@ -21,10 +21,10 @@ import shutil
 import time
 from typing import Optional
 
-from ..atomic import TEMPORARY_SUFFIX, write_atomically
-from ..config import Limits
+from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
+from ..engine.config import Limits
 from ..errors import InvalidInput, ResourceLimitExceeded
-from ..voice import Voice
+from ..engine.voice import Voice
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional
 import gradio as gr
 import numpy as np
 
-from ..config import GenerationConfig
-from ..languages import language_choices
+from ..engine.config import GenerationConfig
+from ..engine.languages import language_choices
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of

@@ -7,7 +7,7 @@ from typing import Optional
 
 import gradio as gr
 
-from ..voice_design import has_chinese, instruct_categories, resolve_instruct
+from ..engine.voice_design import has_chinese, instruct_categories, resolve_instruct
 
 AUTO = "Auto"
 DESIGN_CATEGORIES = ("gender", "age", "pitch", "style", "accent", "dialect")

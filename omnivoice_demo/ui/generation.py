@@ -17,12 +17,12 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from ..codes_file import save_codes
+from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
-from ..engine import ChunkEvent, GenerationResult, StepEvent
+from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.service import QueueEvent
 from ..errors import InvalidInput
-from ..voice import Voice
+from ..engine.voice import Voice
 from . import pictures
 from .controls import generation_request
 from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes

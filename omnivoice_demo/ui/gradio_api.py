@@ -19,7 +19,7 @@ from typing import Optional
 
 import gradio as gr
 
-from ..config import GenerationConfig
+from ..engine.config import GenerationConfig
 from ..studio.messages import error_text, errors_as
 from ..studio.results import details
 from ..studio.state import session_of

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import GenerationConfig
-from ..presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
-from ..streaming import clauses, ends_sentence
+from ..engine.config import GenerationConfig
+from ..engine.presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
+from ..engine.streaming import clauses, ends_sentence
 
 CUSTOM = "custom"
 

@@ -36,13 +36,13 @@ from wyoming.info import Describe
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from ..config import GenerationConfig
+from ..engine.config import GenerationConfig
 from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded
-from ..stream_audio import chunk_output, pcm16
+from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
 from ..studio.vocabulary import resolve_voice
-from ..voice import Voice
+from ..engine.voice import Voice
 from .info import build_info
 from .requests import SpeechRequest, parse_request
 from .text_stream import TextStream

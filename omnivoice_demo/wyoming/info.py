@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
-from ..languages import supported_language_codes
+from ..engine.languages import supported_language_codes
 from ..studio.vocabulary import DESIGNS
 
 PROGRAM = "omnivoice"

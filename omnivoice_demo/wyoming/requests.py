@@ -17,7 +17,7 @@ import dataclasses
 from typing import Optional
 
 from ..errors import InvalidInput
-from ..languages import resolve_language
+from ..engine.languages import resolve_language
 
 MAX_SEED = 2**31 - 1
 

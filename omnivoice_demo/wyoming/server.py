@@ -172,7 +172,7 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
 
 def run_wyoming(args: argparse.Namespace) -> int:
     """``omnivoice wyoming``: the Wyoming server alone, the model loaded before the port opens."""
-    from ..config import limits_from_arguments
+    from ..engine.config import limits_from_arguments
     from ..studio import ModelManager, VoiceLibrary
     from ..studio.service import service_from_arguments
     from ..studio.sharing import redact_paths

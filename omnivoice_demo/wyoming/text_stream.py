@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..streaming import SENTENCE_END
-from ..text import CLOSING_MARKS
+from ..engine.streaming import SENTENCE_END
+from ..engine.text import CLOSING_MARKS
 
 _CLOSING = "".join(re.escape(mark) for mark in sorted(CLOSING_MARKS))
 _WIDE_END = "。！？"

@@ -131,7 +131,7 @@ PUNCTUATED_100K = ("This is one sentence of a very long text. " * 2400)[:100000]
 
 
 def _engine(model: str):
-    from omnivoice_demo.engine import OmniVoiceEngine
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     return OmniVoiceEngine(model, verify="none")
 
@@ -141,7 +141,7 @@ def _clone(model, path):
 
 
 def _codec(model, *paths):
-    from omnivoice_demo.audio import load_audio_file
+    from omnivoice_demo.audio.processing import load_audio_file
 
     engine = _engine(model)
     for path in paths:
@@ -156,7 +156,7 @@ def _decode(model, path):
 
 
 def _voice(model, path):
-    from omnivoice_demo.voice import Voice
+    from omnivoice_demo.engine.voice import Voice
 
     voice = Voice.load(path)
     return _engine(model).generate("Hello.", voice=voice, num_step=1, seed=0)

@@ -8,10 +8,10 @@ from typing import Iterator, Optional
 import gradio as gr
 
 from ..gradio_api import api_errors, describe
-from ...config import GenerationConfig
+from ...engine.config import GenerationConfig
 from ...constants import STAGES
 from ...errors import InvalidInput
-from ...quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
+from ...engine.quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP

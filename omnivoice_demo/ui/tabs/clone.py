@@ -16,12 +16,12 @@ import gradio as gr
 import numpy as np
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
-from ... import audio as audio_ops
-from ...config import GenerationConfig
+from ...audio import processing as audio_ops
+from ...engine.config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput, OmniVoiceError, one_line
-from ...text import add_punctuation
-from ...voice import Voice
+from ...engine.text import add_punctuation
+from ...engine.voice import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation

@@ -9,15 +9,15 @@ import gradio as gr
 import numpy as np
 
 from ..gradio_api import api_errors, describe
-from ... import audio as audio_ops
-from ...codes_file import load_codes, save_codes
+from ...audio import processing as audio_ops
+from ...storage.codes_file import load_codes, save_codes
 from ...constants import BITS_PER_CODE, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP
 from ..owners import owner_of
-from ...audio_metrics import log_mel_distance, snr_db
+from ...audio.metrics import log_mel_distance, snr_db
 from ...studio import Studio
 
 BITRATE_KBPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE / 1000
@@ -69,7 +69,7 @@ def codec_roundtrip(studio: Studio, audio_path: Optional[str], owner: Optional[s
         out = engine.decode(codes)
         decoded = time.perf_counter()
     if sr != SAMPLE_RATE:
-        from ...resample import resample
+        from ...audio.resample import resample
 
         ref = resample(mono, sr, SAMPLE_RATE)[0]
     else:

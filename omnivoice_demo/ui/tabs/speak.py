@@ -8,13 +8,13 @@ from typing import Iterator, Optional
 import gradio as gr
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
-from ...voice import Voice
+from ...engine.voice import Voice
 from ..assets import examples
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors
 from ..generation import run_generation
-from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
-                                text_block, wire_generation)
+from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons, output_panel, text_block,
+                                wire_generation)
 from ...studio import Studio, session_of
 from ...studio.vocabulary import resolve_voice
 from ..design import compose_instruct

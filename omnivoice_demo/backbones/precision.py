@@ -1,0 +1,366 @@
+"""The backbone's weight products rebuilt in another precision: fp32 from int4, and three 8-bit forms.
+
+The backbone's time is almost all in its weight products (``MatMul`` in an
+fp32 folder, 4-bit ``MatMulNBits`` in an int4 one: ~87%, ``benchmarks/profile_backbone.py``).
+Each choice below rewrites exactly those nodes and keeps everything else of
+the graph, GroupQueryAttention's ``causal=0`` included (the engine's
+bidirectional check runs on the result as on any backbone):
+
+``fp32``        ``MatMul`` on the weights; from an int4 folder, its 4-bit weights dequantized.
+``int8-block``  8-bit ``MatMulNBits``, block 32, accuracy level 4 (int8 activations with one
+                scale per row and block of 32 channels, as the int4 graph computes).  From an
+                int4 folder the 4-bit weights are re-encoded without loss (8-bit code
+                ``16*(q-8)``, scale/16): the int4 model's arithmetic on a faster kernel.
+``int8``        dense int8 ``DynamicQuantizeMatMul`` (weights int8 with one scale per output
+                channel, activations uint8 with one scale per tensor), with the few input
+                channels that carry outliers (found on a calibration forward) kept apart in
+                fp32 (LLM.int8()'s decomposition), so one loud channel cannot flatten the
+                others' precision.
+``int8-row``    the same with one activation scale per row (token): ``MatMulIntegerToFloat`` on
+                codes from ``QuantizeLinear`` with one scale per row (``Abs`` and ``ReduceMax`` find
+                it: ONNX has no per-row dynamic quantizer), for outliers that come and go with the token.
+``int8-tensor`` dense int8 as ``onnxruntime.quantization.quantize_dynamic`` makes it
+                (``DynamicQuantizeMatMul``: one activation scale per tensor, nothing kept apart);
+                the fastest, and the one outlier channels break: measured, never chosen by ``auto``.
+
+From an int4 folder every choice starts from the dequantized 4-bit weights,
+so none is better than the int4 model's weights (only its arithmetic can be).
+
+Hand-written rather than ``quantize_dynamic`` / ``MatMulNBitsQuantizer``:
+those start from an fp32 graph on disk, while an int4 folder's weights are
+4-bit (the published folders have no fp32 backbone), the lossless 8-bit
+re-encoding exists in neither, and neither splits outlier channels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from .dequantize import dequantize_weight
+from ..errors import InvalidInput, ModelFolderError
+
+#: the precisions this module builds (``as built`` is the folder's own graph)
+PRECISIONS = ("fp32", "int8-block", "int8", "int8-row", "int8-tensor")
+
+#: the graph's metadata key that records what a rebuilt backbone computes in
+METADATA_KEY = "omnivoice_backbone_precision"
+
+#: block of the 8-bit ``MatMulNBits`` (the int4 graphs' block: re-encoding keeps their scales)
+BLOCK = 32
+
+#: a channel whose largest activation on the calibration forward is this many times the median
+#: channel's is an outlier (LLM.int8() uses an absolute 6.0 on trained scales; a ratio fits any scale)
+OUTLIER_RATIO = 8.0
+
+#: at most this share of a product's input channels (and at least 8 of them) is kept apart in fp32
+MAX_OUTLIER_SHARE = 1 / 64
+MIN_OUTLIER_LIMIT = 8
+
+#: calibration forward: positions of text tokens, then of audio codes (some masked), as a prompt has them
+CALIBRATION_TEXT, CALIBRATION_AUDIO = 24, 104
+
+
+@dataclasses.dataclass
+class WeightProduct:
+    """One weight product of the graph: ``y = x @ W (+ bias)`` with ``W`` ``[K, N]`` a constant."""
+
+    node: object                       # the onnx NodeProto
+    k: int
+    n: int
+    weight: Callable[[], np.ndarray]   # the fp32 ``[K, N]`` weight
+    int4: Optional[Callable[[], tuple]] = None  # (packed, scales) of a symmetric 4-bit MatMulNBits, block ``BLOCK``
+    bias: str = ""
+
+    @property
+    def activation(self) -> str:
+        return self.node.input[0]
+
+    @property
+    def output(self) -> str:
+        return self.node.output[0]
+
+
+def weight_products(graph) -> list[WeightProduct]:
+    """The graph's constant-weight products: fp32 ``MatMul`` and 4-bit ``MatMulNBits``.
+
+    Nothing is read until asked (``weight``, ``int4``), so a graph loaded without its
+    external data serves for the names and shapes alone (``outlier_channels``)."""
+    import onnx
+    from onnx import numpy_helper
+
+    initializers = {init.name: init for init in graph.initializer}
+    value = lambda name: numpy_helper.to_array(initializers[name]) if name else None  # noqa: E731
+    found = []
+    for node in graph.node:
+        if node.op_type == "MatMul" and node.input[1] in initializers:
+            init = initializers[node.input[1]]
+            if len(init.dims) == 2 and init.data_type == onnx.TensorProto.FLOAT:
+                found.append(WeightProduct(node, int(init.dims[0]), int(init.dims[1]),
+                                           lambda name=init.name: value(name)))
+        elif node.op_type == "MatMulNBits":
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            inputs = list(node.input) + [""] * (6 - len(node.input))
+            if attrs.get("bits", 4) != 4 or inputs[1] not in initializers or (inputs[4] and inputs[4] in initializers):
+                continue  # another width, a weight fed at run time, or act-order (g_idx): left as it is
+            k, n, block = int(attrs["K"]), int(attrs["N"]), int(attrs["block_size"])
+            lossless = block == BLOCK and k % BLOCK == 0 and not inputs[3]  # symmetric: zero point 8
+            found.append(WeightProduct(
+                node, k, n, lambda i=inputs, k=k, n=n, b=block: dequantize_weight(value(i[1]), value(i[2]), k, n, b,
+                                                                                  value(i[3])),
+                int4=(lambda i=inputs: (value(i[1]), value(i[2]))) if lossless else None, bias=inputs[5]))
+    return found
+
+
+def graph_precision(path: pathlib.Path) -> str:
+    """What the backbone graph at ``path`` computes in: ``int4``, ``fp32``, or one of the 8-bit forms
+    (as ``rebuild`` recorded it in the graph's metadata)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    recorded = {prop.key: prop.value for prop in model.metadata_props}.get(METADATA_KEY)
+    if recorded in PRECISIONS:
+        return recorded
+    four_bit = any(node.op_type == "MatMulNBits" and next((a.i for a in node.attribute if a.name == "bits"), 4) == 4
+                   for node in model.graph.node)
+    return "int4" if four_bit else "fp32"
+
+
+# --- the rewrite ---------------------------------------------------------------------------
+
+class Rewrite:
+    """New nodes and constants for one graph; ``constants`` maps name -> array."""
+
+    def __init__(self):
+        self.nodes: list = []
+        self.constants: dict[str, np.ndarray] = {}
+        self._row_quantized: dict[str, tuple[str, str]] = {}
+        self._made: set[str] = set()
+
+    def constant(self, name: str, value: np.ndarray) -> str:
+        self.constants[name] = value
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, domain: str = "", **attrs):
+        import onnx
+
+        self.nodes.append(onnx.helper.make_node(op, list(inputs), list(outputs), name=name, domain=domain or None,
+                                                **attrs))
+        return outputs[0]
+
+    def once(self, op: str, inputs: Sequence[str], name: str, **attrs) -> str:
+        """The node ``name`` (its one output named alike), made the first time it is asked for: an
+        activation read by several products is reshaped, masked or measured once."""
+        if name not in self._made:
+            self.node(op, inputs, [name], name, **attrs)
+            self._made.add(name)
+        return name
+
+    def inliers(self, x: str, keep_apart: Sequence[int], k: int) -> str:
+        """``x`` with the channels ``keep_apart`` zeroed (made once per activation)."""
+        if not len(keep_apart):
+            return x
+        keep = np.ones(k, dtype=np.float32)
+        keep[list(keep_apart)] = 0.0
+        return self.once("Mul", [x, self.constant(f"{x}_keep", keep)], f"{x}_inliers")
+
+    def flat(self, x: str, k: int) -> str:
+        """``x`` as rows ``[R, k]`` (a ``Reshape``, no copy; made once per activation)."""
+        return self.once("Reshape", [x, self.constant(f"{x}_rows_shape", np.array([-1, k], np.int64))], f"{x}_rows")
+
+    def shaped_like(self, rows: str, x: str, n: int, out: str) -> str:
+        """``rows`` ``[R, n]`` reshaped to ``x``'s leading dimensions and ``n``."""
+        lead = self.once("Shape", [x], f"{x}_lead", end=-1)
+        shape = self.once("Concat", [lead, self.constant(f"{x}_n_{n}", np.array([n], np.int64))], f"{x}_lead_{n}",
+                          axis=0)
+        return self.node("Reshape", [rows, shape], [out], f"{out}_reshape")
+
+    def row_quantized(self, rows: str) -> tuple[str, str]:
+        """``(codes, row_scale)`` of the activation rows ``rows`` ``[R, K]``: uint8 codes
+        ``rint(x * 127/m) + 128`` (``QuantizeLinear`` with one scale per row: round half to even,
+        zero point 128) with ``m`` the row's largest magnitude, and ``row_scale = m / 127`` ``[R, 1]``
+        (made once per activation; three passes over ``x``: ``Abs``, ``ReduceMax``, ``QuantizeLinear``.
+        The elementwise form before it took six and cost as much as the int8 products themselves)."""
+        if rows not in self._row_quantized:
+            base = f"{rows}_q8"
+            magnitude = self.node("Abs", [rows], [f"{base}_abs"], f"{base}_abs")
+            peak = self.node("ReduceMax", [magnitude, self.constant(f"{base}_axis", np.array([1], np.int64))],
+                             [f"{base}_peak"], f"{base}_peak", keepdims=0)
+            peak = self.node("Max", [peak, self.constant(f"{base}_floor", np.array(1e-12, np.float32))],
+                             [f"{base}_peak_floored"], f"{base}_peak_floored")
+            scale = self.node("Div", [peak, self.constant(f"{base}_127", np.array(127.0, np.float32))],
+                              [f"{base}_scale"], f"{base}_scale")
+            # per-axis QuantizeLinear wants a zero point per row too: 128 for each, uint8 (u8s8 is VNNI's product)
+            count = self.node("Shape", [scale], [f"{base}_count"], f"{base}_count")
+            zero = self.node("Expand", [self.constant(f"{base}_128", np.array(128, np.uint8)), count],
+                             [f"{base}_zero"], f"{base}_zero")
+            codes = self.node("QuantizeLinear", [rows, scale, zero], [f"{base}_codes"], f"{base}_codes", axis=0)
+            row_scale = self.node("Unsqueeze", [scale, self.constant(f"{base}_column", np.array([1], np.int64))],
+                                  [f"{base}_row_scale"], f"{base}_row_scale")
+            self._row_quantized[rows] = (codes, row_scale)
+        return self._row_quantized[rows]
+
+
+def int8_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 codes of ``weight`` ``[K, N]`` with one scale per output column."""
+    scale = np.maximum(np.abs(weight).max(axis=0), 1e-12) / 127.0
+    return np.clip(np.rint(weight / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def int8_blocks(product: WeightProduct) -> tuple[np.ndarray, np.ndarray]:
+    """8-bit ``MatMulNBits`` codes ``[N, K/32, 32]`` (zero point 128) and scales ``[N * K/32]``."""
+    blocks = product.k // BLOCK
+    if product.int4 is not None:
+        # lossless: w = (q - 8) * s = (16 * (q - 8) + 128 - 128) * (s / 16), codes in [0, 240]
+        packed, scales = product.int4()
+        q = np.empty((product.n, blocks, BLOCK), dtype=np.int16)
+        q[..., 0::2] = packed & 0x0F
+        q[..., 1::2] = packed >> 4
+        codes = (16 * (q - 8) + 128).astype(np.uint8)
+        return codes, (scales.astype(np.float32) / 16.0).reshape(-1)
+    w = np.ascontiguousarray(product.weight().T).reshape(product.n, blocks, BLOCK)
+    scale = np.maximum(np.abs(w).max(axis=-1), 1e-12) / 127.0
+    codes = (np.clip(np.rint(w / scale[..., np.newaxis]), -127, 127) + 128).astype(np.uint8)
+    return codes, scale.astype(np.float32).reshape(-1)
+
+
+def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Sequence[int] = ()) -> None:
+    """The nodes computing ``product`` in ``precision`` (its output name unchanged)."""
+    name = product.node.name or product.output
+    x = product.activation
+    out = product.output + ("_nobias" if product.bias else "")
+    if precision == "fp32":
+        rewrite.node("MatMul", [x, rewrite.constant(f"{name}_w_fp32", product.weight())], [out], f"{name}_fp32")
+    elif precision == "int8-block":
+        codes, scales = int8_blocks(product)
+        rewrite.node("MatMulNBits", [x, rewrite.constant(f"{name}_w_q8", codes), rewrite.constant(f"{name}_s_q8", scales)],
+                     [out], f"{name}_q8", domain="com.microsoft", K=product.k, N=product.n, bits=8, block_size=BLOCK,
+                     accuracy_level=4)
+    elif precision == "int8-tensor":
+        codes, scales = int8_columns(product.weight())
+        rewrite.node("DynamicQuantizeMatMul", [x, rewrite.constant(f"{name}_w_i8", codes),
+                                               rewrite.constant(f"{name}_s_i8", scales)],
+                     [out], f"{name}_i8t", domain="com.microsoft")
+    elif precision in ("int8", "int8-row"):
+        # on rows [R, K]: QuantizeLinear takes one scale per row only along one axis, Gemm only 2-D inputs
+        weight = product.weight()
+        codes, scales = int8_columns(weight)
+        w_codes, w_scales = rewrite.constant(f"{name}_w_i8", codes), rewrite.constant(f"{name}_s_i8", scales)
+        rows = rewrite.flat(x, product.k)
+        inliers = rewrite.inliers(rows, outliers, product.k)
+        if precision == "int8":
+            y = rewrite.node("DynamicQuantizeMatMul", [inliers, w_codes, w_scales], [f"{name}_i8_rows"], f"{name}_i8",
+                             domain="com.microsoft")
+        else:
+            x_codes, row_scale = rewrite.row_quantized(inliers)
+            unscaled = rewrite.node("MatMulIntegerToFloat",
+                                    [x_codes, w_codes, rewrite.constant(f"{name}_one", np.array(1.0, np.float32)),
+                                     w_scales, rewrite.constant(f"{name}_zp", np.array(128, np.uint8))],
+                                    [f"{name}_i8_unscaled"], f"{name}_i8r", domain="com.microsoft")
+            y = rewrite.node("Mul", [unscaled, row_scale], [f"{name}_i8_rows"], f"{name}_i8_rows")
+        if len(outliers):
+            # the channels kept apart, in fp32, added by their own product (Gemm's C input: no separate Add pass)
+            index = rewrite.constant(f"{name}_outlier_index", np.asarray(outliers, dtype=np.int64))
+            apart = rewrite.node("Gather", [rows, index], [f"{name}_outlier_x"], f"{name}_outlier_x", axis=1)
+            y = rewrite.node("Gemm", [apart, rewrite.constant(f"{name}_outlier_w",
+                                                              np.ascontiguousarray(weight[list(outliers)])), y],
+                             [f"{name}_i8_all"], f"{name}_outlier_gemm")
+        rewrite.shaped_like(y, x, product.n, out)
+    else:
+        raise InvalidInput(f"backbone precision must be one of {', '.join(PRECISIONS)}, got {precision!r}.",
+                           param="backbone")
+    if product.bias:
+        rewrite.node("Add", [out, product.bias], [product.output], f"{name}_bias")
+
+
+def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = None) -> dict[str, np.ndarray]:
+    """Rewrite ``model`` (an onnx ModelProto, changed in place) to compute its weight products in ``precision``.
+
+    Returns the new constants (name -> array), which are not in the graph:
+    the caller adds them as initializers (``store``) or hands them to
+    ONNX Runtime in memory (``in_memory_session``).  ``outliers`` maps an
+    activation name to its input channels kept apart in fp32 (``int8`` and ``int8-row``).
+    """
+    graph = model.graph
+    products = {id(p.node): p for p in weight_products(graph)}
+    if not products:
+        raise ModelFolderError("The backbone has no weight products to rebuild (no fp32 MatMul or 4-bit MatMulNBits "
+                               "with constant weights).")
+    rewrite, replaced = Rewrite(), set()
+    for node in graph.node:
+        product = products.get(id(node))
+        if product is None:
+            rewrite.nodes.append(node)
+            continue
+        emit(rewrite, product, precision, (outliers or {}).get(product.activation, ()))
+        replaced.update(x for x in list(node.input)[1:4] if x)
+    used = {x for node in rewrite.nodes for x in node.input}
+    kept = [init for init in graph.initializer if init.name not in replaced or init.name in used]
+    nodes = list(rewrite.nodes)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    if any(n.domain == "com.microsoft" for n in nodes) and not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.add(domain="com.microsoft", version=1)
+    del model.metadata_props[:]
+    model.metadata_props.add(key=METADATA_KEY, value=precision)
+    return rewrite.constants
+
+
+# --- calibration: which input channels carry outliers -----------------------------------------
+
+def calibration_embeds(model, seed: int = 0) -> np.ndarray:
+    """``inputs_embeds`` of a prompt-shaped sequence through the folder's own embedding graph:
+    text tokens, then audio positions (three in four masked, as mid-generation)."""
+    rng = np.random.default_rng(seed)
+    length = CALIBRATION_TEXT + CALIBRATION_AUDIO
+    ids = np.empty((1, 8, length), dtype=np.int64)
+    text = rng.integers(0, 1000, CALIBRATION_TEXT)
+    ids[0, :, :CALIBRATION_TEXT] = text
+    audio = rng.integers(0, 1024, (8, CALIBRATION_AUDIO))
+    audio[rng.random((8, CALIBRATION_AUDIO)) < 0.75] = 1024
+    ids[0, :, CALIBRATION_TEXT:] = audio
+    mask = np.zeros((1, length), dtype=bool)
+    mask[0, CALIBRATION_TEXT:] = True
+    return model.embed(ids, mask)
+
+
+def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], options) -> dict[str, list[int]]:
+    """For each weight product's activation, the input channels whose largest magnitude on a calibration
+    forward is over ``OUTLIER_RATIO`` times the median channel's (the loudest ``MAX_OUTLIER_SHARE`` of them,
+    at least ``MIN_OUTLIER_LIMIT``).
+
+    The forward runs the folder's graph as built (small for an int4 folder) with the activations as
+    extra outputs; its weights are read from beside the graph file, not copied.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    graph_model = onnx.load(str(path), load_external_data=False)
+    names = sorted({p.activation for p in weight_products(graph_model.graph)})
+    existing = {o.name for o in graph_model.graph.output}
+    graph_model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in existing)
+    options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(path.parent))
+    options.add_session_config_entry("session.disable_prepacking", "1")
+    session = ort.InferenceSession(graph_model.SerializeToString(), sess_options=options, providers=list(providers))
+    embeds = calibration_embeds(model)
+    length = embeds.shape[1]
+    feeds = {"inputs_embeds": embeds.astype(model.embeds_type, copy=False),
+             "attention_mask": np.ones((1, length), dtype=model.mask_type)}
+    if model.past_names:
+        empty = np.zeros((1, model.kv_heads, 0, model.head_dim), dtype=model.past_type)
+        feeds.update({name: empty for name in model.past_names})
+    values = session.run(names, feeds)
+    found = {}
+    for name, value in zip(names, values):
+        peaks = np.abs(value.astype(np.float32)).reshape(-1, value.shape[-1]).max(axis=0)
+        limit = max(MIN_OUTLIER_LIMIT, int(peaks.size * MAX_OUTLIER_SHARE))
+        loud = np.flatnonzero(peaks > OUTLIER_RATIO * max(float(np.median(peaks)), 1e-12))
+        loud = loud[np.argsort(-peaks[loud])][:limit]
+        if loud.size:
+            found[name] = sorted(int(c) for c in loud)
+    return found

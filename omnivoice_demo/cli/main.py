@@ -1,0 +1,299 @@
+"""Command line: speak text, or round-trip audio through the codec.
+
+    omnivoice synth --model DIR --text "Hello." [--language en] [--instruct "female"]
+        [--ref-audio ref.wav [--ref-text "what the reference says"]] [--num-step 32] [--seed 1] [--output out.wav]
+    omnivoice codec --model DIR --input in.wav --output rt.wav
+    omnivoice batch --model DIR --input items.jsonl --output out/ [--workers N] [--ray auto] [--subtitles srt,vtt]
+    omnivoice serve --model DIR [--port 8880] [--api-key KEY] [--wyoming-uri tcp://0.0.0.0:10200]
+        (the OpenAI-compatible HTTP API, no UI; with --wyoming-uri the Wyoming server too, one queue)
+    omnivoice wyoming --model DIR [--uri tcp://127.0.0.1:10200] [--zeroconf]   (Home Assistant's Wyoming server)
+    omnivoice eval --model DIR --output out/ --candidate preset=fast [--candidate backbone=int4 ...]
+        (quality of the fast paths against the exact model: omnivoice_demo.eval)
+    omnivoice voices list|delete NAME|rename NAME NEW|export NAME DIR|import FILE.npz   (the app's saved voices)
+    omnivoice languages
+
+``--voice`` (synth) and a batch row's ``voice`` are read as everywhere (``studio.vocabulary``): a
+voice saved in the app, then a named design (``alloy``, ``whisper``, ...), then a ``.npz`` path;
+``--text -`` reads the text from standard input.
+
+Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
+``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
+limits, which default to those of a public server.  The output path and format
+are checked before any work.  Known errors (a wrong flag too) print one
+``error: ...`` line and exit with status 2; anything else is an internal error
+(its traceback is logged, status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pathlib
+import sys
+
+from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
+from ..constants import BITS_PER_CODE, FRAME_RATE
+from ..backbones.choice import add_backbone_argument
+from ..errors import InvalidInput, OmniVoiceError, one_line
+
+MAX_THREADS = 1024
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one ``error:`` line (status 2), like every other known error."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _threads(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--threads must be a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"--threads must be between 1 and {MAX_THREADS}, got {value}")
+    return value
+
+
+def check_output(path: str) -> pathlib.Path:
+    """The output file, checked before any synthesis: a format soundfile writes with its default encoding,
+    a writable folder (tried, not only asked), and no device, pipe or read-only file at the path (links
+    followed).  Returns the path to write (the link's target when it is a link)."""
+    import soundfile
+
+    output = pathlib.Path(path)
+    formats = soundfile.available_formats()
+    kind = output.suffix.lstrip(".").upper()
+    if kind not in formats or soundfile.default_subtype(kind) is None:  # RAW has no default encoding
+        writable = sorted(f for f in formats if soundfile.default_subtype(f) is not None)
+        raise InvalidInput(f"Cannot write {output.name!r}: the ending {output.suffix or '(none)'!r} is not an audio "
+                           f"format soundfile writes; use one of {', '.join('.' + f.lower() for f in writable)}.",
+                           param="output")
+    if output.is_dir():
+        raise InvalidInput(f"{output} is a folder; give a file name such as {output / 'out.wav'}.", param="output")
+    if output.is_symlink():
+        output = output.resolve()
+    folder = output.parent if str(output.parent) else pathlib.Path(".")
+    if output.exists() and not output.is_file():
+        raise InvalidInput(f"{output} is not a regular file (a device or a pipe); choose a file name.",
+                           param="output")
+    if not folder.is_dir():
+        raise InvalidInput(f"The folder {folder} of --output does not exist; create it or choose another.",
+                           param="output")
+    if (output.exists() and not os.access(output, os.W_OK)) or not _can_create_in(folder):
+        raise InvalidInput(f"{output if output.exists() else 'The folder ' + str(folder)} of --output is not "
+                           "writable; choose another.", param="output")
+    return output
+
+
+def _can_create_in(folder: pathlib.Path) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def write_audio(output: pathlib.Path, audio, sample_rate: int) -> None:
+    """``audio`` into ``output`` (checked by ``check_output``) whole or not at all."""
+    import soundfile
+
+    from ..storage.atomic import atomic_output
+
+    with atomic_output(output, "audio") as handle:
+        soundfile.write(handle, audio, sample_rate, format=output.suffix.lstrip(".").upper())
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..hub import add_model_arguments as add_hub_arguments
+
+    add_hub_arguments(parser)  # --model, --precision, --offline
+    parser.add_argument("--provider", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--threads", type=_threads, default=None,
+                        help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
+    add_limit_arguments(parser)
+    add_backbone_argument(parser)
+
+
+def open_engine(args):
+    from ..engine.loop import OmniVoiceEngine
+    from ..hub import console_progress, resolve_from_args
+
+    from ..asr import LazyRecognizer
+
+    resolved = resolve_from_args(args, progress=console_progress())
+    recognizer = LazyRecognizer(getattr(args, "asr_model", None), getattr(args, "asr_precision", None),
+                                provider=args.provider, threads=args.threads, progress=console_progress(),
+                                offline=True if getattr(args, "offline", False) else None)
+    # the resolver has just checked every file (sha256): the engine checks sizes only
+    return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
+                           limits=limits_from_arguments(args), backbone=args.backbone, recognizer=recognizer)
+
+
+def synth(args) -> int:
+    from tqdm import tqdm
+
+    output = check_output(args.output)
+    config = config_from_arguments(args)
+    text = read_text(args.text)
+    voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
+    engine = open_engine(args)
+    if args.ref_audio:
+        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
+        if voice.transcript_source == "recognised":
+            print(f"recognised transcript ({voice.language or 'language unknown'}): {voice.transcript}",
+                  file=sys.stderr)
+    language = args.language
+    if language is None and voice is not None and getattr(voice, "language", None):
+        language = offered_language(voice.language)
+    stream = engine.stream(text, language=language, instruct=args.instruct or design, voice=voice,
+                           config=config)
+    bar = None
+    result = first_audio = None
+    for event in stream:
+        if event.kind == "chunk" and first_audio is None:
+            first_audio = event.elapsed
+        if event.kind == "step":
+            if bar is None or bar.desc != f"chunk {event.chunk + 1}/{event.num_chunks}":
+                if bar is not None:
+                    bar.close()
+                bar = tqdm(total=event.num_steps, desc=f"chunk {event.chunk + 1}/{event.num_chunks}",
+                           unit="step", file=sys.stderr)
+            bar.update(1)
+        elif event.kind == "result":
+            result = event
+    if bar is not None:
+        bar.close()
+    write_audio(output, result.audio, result.sample_rate)
+    print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
+          f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
+          f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
+    return 0
+
+
+def read_text(value: str) -> str:
+    """``--text``: the text, or ``-`` for standard input (a pipe or a file: ``< story.txt``)."""
+    if value != "-":
+        return value
+    text = sys.stdin.read()
+    if not text.strip():
+        raise InvalidInput("--text - read no text from standard input; pipe the text in, or give it as --text.",
+                           param="text")
+    return text
+
+
+def cli_voice(name: str):
+    """(voice, design) of ``--voice``: a voice saved in the app, a named design, or a .npz path."""
+    from ..studio import VoiceLibrary
+    from ..studio.vocabulary import resolve_voice
+
+    library = VoiceLibrary()
+    return resolve_voice(name, library.names(), library.load, listed_by="omnivoice voices list",
+                         path_base=pathlib.Path.cwd())
+
+
+def offered_language(whisper_code: str):
+    """The recogniser's language as the speech's language, when the model knows it (else none)."""
+    from ..errors import InvalidInput
+    from ..engine.languages import resolve_language
+
+    try:
+        return resolve_language(whisper_code)
+    except InvalidInput:
+        return None
+
+
+def codec(args) -> int:
+    output = check_output(args.output)
+    engine = open_engine(args)
+    audio, sample_rate = engine.load_audio(args.input, purpose="codec")
+    codes = engine.encode(audio, sample_rate)
+    decoded = engine.decode(codes)
+    write_audio(output, decoded, engine.codec.sample_rate)
+    print(f"wrote {args.output}: {codes.shape[1]} frames x {codes.shape[0]} codebooks "
+          f"({codes.shape[1] / FRAME_RATE:.2f} s, {codes.shape[0] * BITS_PER_CODE * FRAME_RATE / 1000:.1f} kbit/s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="omnivoice", description="OmniVoice on ONNX Runtime")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    speak = commands.add_parser("synth", help="text to speech")
+    add_model_arguments(speak)
+    speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
+    speak.add_argument("--language", default=None,
+                       help="language name or code (default: none, or the language recognised in --ref-audio)")
+    speak.add_argument("--instruct", default=None, help='voice design, e.g. "female, low pitch, british accent"')
+    speak.add_argument("--ref-audio", default=None, help="reference audio to clone")
+    speak.add_argument("--ref-text", default=None,
+                       help="what the reference audio says (default: recognised by the speech recogniser)")
+    speak.add_argument("--asr-model", default=None,
+                       help="speech recogniser: a folder (python -m convert.whisper) or a Hub repo "
+                            "(default: $OMNIVOICE_ASR_MODEL or onnx-community/whisper-base)")
+    speak.add_argument("--asr-precision", default=None, choices=["fp32", "int8", "q8", "fp16"],
+                       help="precision of the recogniser's graphs (default int8)")
+    speak.add_argument("--voice", default=None,
+                       help="a voice saved in the app (omnivoice voices list), a named design (alloy, echo, ..., "
+                            "whisper) or a voice file (.npz)")
+    speak.add_argument("--output", default="out.wav")
+    add_config_arguments(speak)
+    speak.set_defaults(run=synth)
+
+    round_trip = commands.add_parser("codec", help="audio -> codes -> audio")
+    add_model_arguments(round_trip)
+    round_trip.add_argument("--input", required=True)
+    round_trip.add_argument("--output", default="roundtrip.wav")
+    round_trip.set_defaults(run=codec)
+
+    from ..batch.cli import add_batch_command
+
+    add_batch_command(commands, add_model_arguments)
+    from ..eval.cli import add_eval_command
+
+    add_eval_command(commands, add_model_arguments)
+    from ..api.server import add_serve_command
+
+    from ..wyoming.server import add_wyoming_command, start_beside, wyoming_arguments
+
+    serve = add_serve_command(commands, add_model_arguments)
+    wyoming_arguments(serve)  # --wyoming-uri: Home Assistant's server on the HTTP API's queue
+    serve.set_defaults(start_beside=start_beside)
+    add_wyoming_command(commands, add_model_arguments)
+    from .library import add_library_commands
+
+    add_library_commands(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # a byte that is not UTF-8 (Python keeps it as a lone surrogate)
+            shown = os.fsencode(arg).decode("ascii", "backslashreplace")
+            print(f"error: argument {position} ({shown}) is not valid UTF-8 text; pass text and paths as UTF-8",
+                  file=sys.stderr)
+            return 2
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except OmniVoiceError as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # an internal error: the traceback goes to the log, the user gets one line
+        logging.getLogger("omnivoice").exception("internal error")
+        print("error: internal error (the log above has the details); please report it", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

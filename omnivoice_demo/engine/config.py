@@ -1,0 +1,373 @@
+"""Generation settings and server limits: one typed place for each.
+
+``GenerationConfig`` holds every setting of the reference's ``generate``
+(``OmniVoiceGenerationConfig`` and its keyword arguments), with the
+reference's defaults.  Each field carries a ``Setting`` in its metadata: the
+range ``validate()`` enforces, the help text, and the slider range the app
+shows.  The engine, the CLI (a flag per field, generated here), the app and
+the APIs all read this one class, so a new setting is one field here plus its
+widget.
+
+``Limits`` bounds what one request may cost (text, planned audio, chunks,
+steps, input audio, decode frames, upload bytes).  The engine enforces them,
+so every entry point inherits them; ``Limits()`` is safe for a public
+deployment and ``Limits.local()`` is for one person's machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from typing import Any, Mapping, Optional
+
+from ..constants import FRAME_RATE
+from ..errors import InvalidInput, ResourceLimitExceeded
+
+MAX_SEED = 2**63 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """How one ``GenerationConfig`` field is checked and shown."""
+
+    help: str
+    low: Optional[float] = None          # valid range (inclusive), None for booleans
+    high: Optional[float] = None
+    ui_low: Optional[float] = None       # slider range in the app (defaults to low/high)
+    ui_high: Optional[float] = None
+    ui_step: Optional[float] = None
+    label: str = ""
+    reference_name: str = ""             # the reference's name where it differs
+    flags: tuple[str, ...] = ()          # extra CLI spellings (kept for compatibility)
+    advanced: bool = True                # under "Advanced" in the app
+
+
+def _field(default, **setting):
+    return dataclasses.field(default=default, metadata={"setting": Setting(**setting)})
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationConfig:
+    """Every setting of one generation; defaults are the reference's (omnivoice 0.2.1).
+
+    The reference's ``OmniVoiceGenerationConfig`` fields plus ``generate``'s
+    ``duration``, ``speed`` and the seed.  Not here: ``normalize_text`` (off by
+    default in the reference; it needs WeTextProcessing, which this runtime
+    does not ship).
+    """
+
+    num_step: int = _field(32, low=1, high=256, ui_low=1, ui_high=64, ui_step=1, label="Steps",
+                           help="unmasking steps (32 in the reference; fewer is faster and approximate)",
+                           flags=("--steps",))
+    guidance_scale: float = _field(2.0, low=0.0, high=20.0, ui_high=5.0, ui_step=0.1, label="Guidance scale",
+                                   help="classifier-free guidance weight (0 runs the conditional row alone)")
+    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="Schedule shift",
+                            help="time-step shift of the unmasking schedule (small = back-loaded)")
+    layer_penalty_factor: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5, label="Layer penalty",
+                                         help="confidence penalty per codebook index (decides low codebooks first)")
+    position_temperature: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5,
+                                         label="Position temperature",
+                                         help="Gumbel temperature of the choice of positions (0 = greedy)")
+    class_temperature: float = _field(0.0, low=0.0, high=100.0, ui_high=2.0, ui_step=0.05,
+                                      label="Class temperature",
+                                      help="sampling temperature of the tokens (0 = argmax)")
+    denoise: bool = _field(True, label="Denoise", help="add the <|denoise|> token when cloning")
+    preprocess_prompt: bool = _field(True, label="Preprocess reference",
+                                     help="trim silence and normalise the reference clip when cloning")
+    postprocess: bool = _field(True, label="Post-process (trim silence, loudness)", reference_name="postprocess_output",
+                               help="remove long silences, set loudness, fade and pad the output")
+    pad_duration: float = _field(0.1, low=0.0, high=2.0, ui_step=0.05, label="Padding (s)",
+                                 help="seconds of silence added on each side of the output")
+    fade_duration: float = _field(0.1, low=0.0, high=2.0, ui_step=0.05, label="Fade (s)",
+                                  help="seconds of fade-in and fade-out of the output")
+    speed: float = _field(1.0, low=0.5, high=2.0, ui_step=0.05, label="Speed", advanced=False,
+                          help="speaking rate (1 = the estimated natural length)")
+    duration: Optional[float] = _field(None, low=0.1, high=600.0, label="Duration (s, 0 = automatic)", advanced=False,
+                                       help="seconds of speech (default: estimated from the text)")
+    chunk_duration: float = _field(15.0, low=1.0, high=120.0, label="Chunk length (s)",
+                                   reference_name="audio_chunk_duration",
+                                   help="seconds of speech per chunk when a long text is split")
+    chunk_threshold: float = _field(30.0, low=1.0, high=600.0, label="Chunking threshold (s)",
+                                    reference_name="audio_chunk_threshold",
+                                    help="texts estimated longer than this are split into chunks")
+    seed: Optional[int] = _field(None, low=0, high=MAX_SEED, label="Seed", advanced=False,
+                                 help="random seed (default: a new one each run, reported with the result)")
+    # --- this program's speed options (off / 1 = the reference's behaviour) -------------------
+    guidance_every: int = _field(1, low=1, high=16, ui_high=4, ui_step=1, label="Guidance every k steps",
+                                 help="run the unconditional (guidance) forward on every k-th step only and "
+                                      "reuse its last logits in between (1 = every step, the reference)")
+    sentence_streaming: bool = _field(False, label="Sentence streaming",
+                                      help="generate the first sentence on its own (a long one cut at a clause) "
+                                           "so its audio comes first, then the rest in chunks of chunk_duration")
+
+    # --- describing -------------------------------------------------------------------
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def setting(cls, name: str) -> Setting:
+        return _FIELDS[name].metadata["setting"]
+
+    @classmethod
+    def default(cls, name: str):
+        return _FIELDS[name].default
+
+    @classmethod
+    def kind(cls, name: str) -> type:
+        """``bool``, ``int`` or ``float`` (Optional[...] unwrapped)."""
+        return _KINDS[name]
+
+    @classmethod
+    def preset(cls, name: str) -> "GenerationConfig":
+        """The settings of a speed preset (``presets.PRESETS``: reference, balanced, fast)."""
+        from .presets import preset_values
+
+        return cls().replace(**preset_values(name))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    # --- building ---------------------------------------------------------------------
+
+    def replace(self, **overrides) -> "GenerationConfig":
+        """A copy with some settings changed; an unknown name is an ``InvalidInput`` listing the known ones."""
+        unknown = sorted(set(overrides) - set(_FIELDS))
+        if unknown:
+            raise InvalidInput(f"Unknown generation setting {unknown[0]!r}; the settings are: "
+                               f"{', '.join(self.names())}.", param=unknown[0])
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], base: Optional["GenerationConfig"] = None) -> "GenerationConfig":
+        """Settings from plain values (JSON, form fields): numbers given as text are read, ``None`` keeps the base."""
+        base = base or cls()
+        coerced = {}
+        for name, value in values.items():
+            if value is None:
+                continue
+            if name in _FIELDS:
+                value = _coerce(name, value)
+            coerced[name] = value
+        return base.replace(**coerced)
+
+    # --- checking ---------------------------------------------------------------------
+
+    def validate(self) -> "GenerationConfig":
+        """Check every setting's type and range; an ``InvalidInput`` names the first one at fault."""
+        for name in self.names():
+            value = getattr(self, name)
+            if value is None and _FIELDS[name].default is None:
+                continue
+            _check(name, value)
+        return self
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
+_KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
+          "guidance_every": int, "sentence_streaming": bool}
+_KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
+
+
+def _check(name: str, value) -> None:
+    kind = _KINDS[name]
+    setting = GenerationConfig.setting(name)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{name} must be true or false, got {value!r}.", param=name)
+        return
+    if isinstance(value, bool) or not _is_number(value):
+        raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name)
+    if kind is int:
+        if not _is_whole(value):
+            raise InvalidInput(f"{name} must be a whole number, got {value!r}.", param=name)
+        value = int(value)  # exact for ints of any size: 2**63-1 and 2**53+1 are checked as they are
+    elif math.isnan(float(value)):
+        raise InvalidInput(f"{name} must be a number, got NaN.", param=name)
+    if not (setting.low <= value <= setting.high):
+        raise InvalidInput(f"{name} must be between {_show(setting.low)} and {_show(setting.high)}, got {value!r}.",
+                           param=name)
+
+
+def _show(number: float) -> str:
+    """A bound as a person reads it: whole numbers in full (2**63-1 too), others short."""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
+def _is_number(value) -> bool:
+    import numbers
+
+    return isinstance(value, numbers.Real)
+
+
+def _is_whole(value) -> bool:
+    import numbers
+
+    if isinstance(value, numbers.Integral):
+        return True
+    return math.isfinite(float(value)) and float(value) == int(value)
+
+
+def _coerce(name: str, value):
+    """Plain (JSON/form) value -> the field's type; anything unreadable is left for ``validate`` to name."""
+    kind = _KINDS[name]
+    if kind is bool:
+        if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+            return value.strip().lower() in ("true", "1", "yes", "on")
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None if _FIELDS[name].default is None else _FIELDS[name].default
+        try:
+            number = int(text) if kind is int and text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name) from None
+        return number
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``GenerationConfig`` field (``--num-step``, ``--no-denoise``, ...), defaults from the class."""
+    from .presets import ALIASES, PRESETS
+
+    group = parser.add_argument_group("generation settings (defaults are the reference's)")
+    group.add_argument("--preset", choices=[*PRESETS, *ALIASES], default=None, type=str.lower,
+                       help="a speed preset (default reference: 32 steps; quality and hd are aliases of reference); "
+                            "the flags below override its values")
+    for name in GenerationConfig.names():
+        setting, kind = GenerationConfig.setting(name), GenerationConfig.kind(name)
+        flags = ["--" + name.replace("_", "-"), *setting.flags]
+        default = GenerationConfig.default(name)
+        if kind is bool:
+            group.add_argument(*flags, dest=name, action=_GivenBoolean, default=default, help=setting.help)
+        else:
+            shown = "" if default is None else f" (default {_show(default)})"
+            range_text = f"; {_show(setting.low)}..{_show(setting.high)}"
+            group.add_argument(*flags, dest=name, action=_GivenValue, type=_cli_number(name, kind), default=default,
+                               help=setting.help + shown + range_text)
+
+
+def config_from_arguments(args: argparse.Namespace) -> GenerationConfig:
+    """The settings of the flags; with ``--preset``, the preset's values under the flags actually given."""
+    values = {name: getattr(args, name) for name in GenerationConfig.names()}
+    preset = getattr(args, "preset", None)
+    if not preset:
+        return GenerationConfig(**values).validate()
+    given = getattr(args, _GIVEN, set())
+    return GenerationConfig.preset(preset).replace(**{n: v for n, v in values.items() if n in given}).validate()
+
+
+_GIVEN = "_config_flags_given"
+
+
+class _GivenValue(argparse.Action):
+    """Stores the value and notes that the flag was given (so a preset does not override it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        _note_given(namespace, self.dest)
+
+
+class _GivenBoolean(argparse.BooleanOptionalAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        _note_given(namespace, self.dest)
+
+
+def _note_given(namespace: argparse.Namespace, dest: str) -> None:
+    if not hasattr(namespace, _GIVEN):
+        setattr(namespace, _GIVEN, set())
+    getattr(namespace, _GIVEN).add(dest)
+
+
+def _cli_number(name: str, kind: type):
+    def parse(text: str):
+        try:
+            return int(text) if kind is int else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a{' whole' if kind is int else ''} number, "
+                                             f"got {text!r}") from None
+    parse.__name__ = kind.__name__
+    return parse
+
+
+# --- limits ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one request may cost.  The defaults suit a public server; ``Limits.local()`` one person's machine."""
+
+    max_text_chars: int = 2000              # characters of text to speak (and of a transcript, an instruct)
+    max_prompt_tokens: int = 4096           # text tokens of one forward's prompt: style, transcript and text
+    max_audio_seconds: float = 180.0        # planned seconds of speech of one request
+    max_chunks: int = 16                    # chunks a long text is split into
+    max_steps: int = 64                     # unmasking steps
+    max_reference_seconds: float = 60.0     # a reference clip for cloning (read only up to this)
+    max_codec_input_seconds: float = 60.0   # audio given to the codec round trip
+    max_decode_frames: int = 180 * FRAME_RATE  # frames of codes given to decode (180 s)
+    max_upload_bytes: int = 25 * 1024 * 1024  # any uploaded file (audio, codes, voice)
+
+    @classmethod
+    def local(cls) -> "Limits":
+        """For one person's own machine: long texts and inputs, still bounded."""
+        return cls(max_text_chars=50000, max_prompt_tokens=32768, max_audio_seconds=3600.0, max_chunks=400, max_steps=256,
+                   max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
+                   max_decode_frames=3600 * FRAME_RATE,
+                   max_upload_bytes=500 * 1024 * 1024)
+
+    def check(self, what: str, value: float, limit_name: str, unit: str = "") -> None:
+        """Raise ``ResourceLimitExceeded`` naming the limit when ``value`` is over ``self.<limit_name>``."""
+        limit = getattr(self, limit_name)
+        if value > limit:
+            raise ResourceLimitExceeded(
+                f"{what} is {value:g}{unit}; the limit is {limit:g}{unit} ({limit_name}). Shorten the input, or "
+                f"raise the limit where the program is started: --limits local, or --{limit_name.replace('_', '-')} "
+                "N (a shared server keeps its operator's limits).", param=limit_name)
+
+    @property
+    def max_reference_frames(self) -> int:
+        """Codec frames of the longest reference (a saved voice may hold no more)."""
+        return int(self.max_reference_seconds * FRAME_RATE)
+
+
+LIMIT_PRESETS = {"public": Limits, "local": Limits.local}
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser, default: str = "public") -> None:
+    """``--limits public|local`` and one ``--max-...`` flag per ``Limits`` field (overriding the preset)."""
+    group = parser.add_argument_group("limits of one request (public: safe for a shared server; "
+                                      "local: for your own machine)")
+    group.add_argument("--limits", choices=sorted(LIMIT_PRESETS), default=default,
+                       help=f"preset of the limits (default {default})")
+    for field in dataclasses.fields(Limits):
+        kind = int if field.type in ("int", int) else float
+        group.add_argument("--" + field.name.replace("_", "-"), dest="limit_" + field.name, default=None,
+                           type=_cli_positive(field.name, kind), metavar="N",
+                           help=f"override {field.name} (public {_show(getattr(Limits(), field.name))}, "
+                                f"local {_show(getattr(Limits.local(), field.name))})")
+
+
+def limits_from_arguments(args: argparse.Namespace) -> Limits:
+    limits = LIMIT_PRESETS[getattr(args, "limits", None) or "public"]()
+    overrides = {f.name: getattr(args, "limit_" + f.name) for f in dataclasses.fields(Limits)
+                 if getattr(args, "limit_" + f.name, None) is not None}
+    return dataclasses.replace(limits, **overrides) if overrides else limits
+
+
+def _cli_positive(name: str, kind: type):
+    number = _cli_number(name, kind)
+
+    def parse(text: str):
+        value = number(text)
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number, got {text!r}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse

@@ -1,0 +1,315 @@
+"""How long a generation will take on this machine: a model of the whole pipeline.
+
+The work of a plan is counted exactly as the engine will do it (``plan_work``):
+for each chunk, its conditional row (text ids, reference frames, target
+frames) and its unconditional row (the target frames) on every step that
+runs them (``guidance_schedule``), the heads and the scoring of every step,
+the chunk's codec decode, and the post-processing of the joined audio.
+
+Costs (``PipelineEstimator``):
+
+* one backbone forward of a row of ``L`` positions costs ``a + b*(L + kappa*L**2)``
+  seconds: ``kappa`` is the model's attention work per position squared over
+  its weight work per position (``onnx_model.attention_ratio``, 2.6e-4 at full
+  size), and ``a``, ``b`` are fitted by least squares to measured forwards (a
+  warm-up of a few forwards when the model loads, then every forward of every
+  run), so a curve measured on short rows extrapolates with the right shape
+  (without ``kappa``, a free quadratic within 1.5x the longest measured row);
+* a step that runs both rows runs their forwards side by side where the model can
+  (``OmniVoiceOnnx.hidden_states_pair``): the pair costs ``pair_share`` of the two
+  forwards' sum, measured by the warm-up and refined by every such step (1 where the
+  forwards run one after the other);
+* every other stage costs a rate per unit of its work (frames x rows for the
+  heads and the scoring, positions for the embeddings, frames for the codec
+  decode and the post-processing), measured by the warm-up and refined after
+  each run from that run's stage timings.
+
+``Estimate.seconds_left`` gives the time left at any point of a run, scaled
+by how the run has kept to the estimate so far.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import time
+from typing import Optional
+
+import numpy as np
+
+from .duration import chunk_reference, chunk_target_frames
+from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .text import build_condition_ids
+
+#: stages with a rate per unit of work (the backbone has its own fitted curve)
+RATE_STAGES = ("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess")
+
+#: the warm-up: forward lengths (positions) and the frames of the other stages.  256 anchors the curve
+#: where most runs are (a 5 s sentence's rows are ~150 and ~125 positions, a paragraph's ~700): with 16 and
+#: 64 only, a first run's estimate extrapolated 2-10x and missed by 20-30% (BENCHMARKS.md, issue 10)
+WARMUP_LENGTHS = (16, 64, 256)
+WARMUP_FRAMES = 25
+WARMUP_PAIR = (160, 128)
+
+#: how much one run's measured rate moves the stored one
+RUN_WEIGHT = 0.5
+
+#: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps)
+PAIR_WEIGHT = 0.05
+
+
+@dataclasses.dataclass
+class ChunkWork:
+    prefix: int                 # positions before the target frames in the conditional row
+    frames: int                 # target frames
+    schedule: list[int]         # cells decided per step (0 = no forward that step)
+    uncond: list[bool]          # steps that run the unconditional forward
+
+    @property
+    def length(self) -> int:
+        return self.prefix + self.frames
+
+
+@dataclasses.dataclass
+class PlanWork:
+    chunks: list[ChunkWork]
+    guided: bool
+
+    @property
+    def frames(self) -> int:
+        return sum(c.frames for c in self.chunks)
+
+    def units(self) -> dict[str, float]:
+        """Work per rate stage, in that stage's unit."""
+        units = dict.fromkeys(RATE_STAGES, 0.0)
+        for chunk in self.chunks:
+            units["prompt"] += 1
+            units["codec_decode"] += chunk.frames
+            for k, uncond in zip(chunk.schedule, chunk.uncond):
+                if k <= 0:
+                    continue
+                units["embeddings"] += chunk.length + (chunk.frames if uncond else 0)
+                units["heads"] += chunk.frames * (2 if uncond else 1)
+                units["sampling"] += chunk.frames * (2 if self.guided else 1)
+        units["postprocess"] = self.frames
+        return units
+
+
+def plan_work(plan, tokenizer, num_codebooks: int) -> PlanWork:
+    """The forwards, heads, scoring and decodes the engine will run for ``plan`` (a ``GenerationPlan``)."""
+    config = plan.config
+    voice = plan.voice
+    frames = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
+                                 voice.transcript if voice else None, voice.frames if voice else None)
+    guided = config.guidance_scale != 0
+    chunks = []
+    for index, (text, count) in enumerate(zip(plan.chunks, frames)):
+        ref_text, ref_frames = chunk_reference(index, (voice.transcript, voice.frames) if voice else None,
+                                               (plan.chunks[0], frames[0]))
+        ref_frames = ref_frames or 0
+        ids = build_condition_ids(text, tokenizer, ref_text=ref_text, language=plan.language,
+                                  instruct=plan.instruct, denoise=config.denoise, has_reference=ref_frames > 0)
+        schedule = unmask_schedule(count, num_codebooks, config.num_step, config.t_shift)
+        uncond = guidance_schedule(schedule, config.guidance_every) if guided else [False] * len(schedule)
+        chunks.append(ChunkWork(prefix=len(ids) + ref_frames, frames=count, schedule=schedule, uncond=uncond))
+    return PlanWork(chunks=chunks, guided=guided)
+
+
+@dataclasses.dataclass
+class Estimate:
+    """Predicted seconds: the total, per stage, and the time line of the run (for the time left)."""
+
+    total: float
+    stages: dict[str, float]
+    marks: dict[tuple[int, int], float]   # (chunk, steps done) -> predicted seconds elapsed; steps+1 = decoded
+
+    def seconds_left(self, chunk: int, steps_done: int, elapsed: Optional[float] = None) -> float:
+        """Seconds left after ``steps_done`` steps of ``chunk``; with ``elapsed``, scaled by the run's pace."""
+        done = self.marks.get((chunk, steps_done))
+        if done is None:
+            return 0.0
+        left = max(self.total - done, 0.0)
+        if elapsed is not None and done > 0 and elapsed > 0:
+            left *= min(max(elapsed / done, 0.5), 2.0)
+        return left
+
+
+class PipelineEstimator:
+    """The cost model of this engine on this machine (see the module doc)."""
+
+    def __init__(self, max_samples: int = 400, attention_ratio: Optional[float] = None):
+        self.forwards: collections.deque = collections.deque(maxlen=max_samples)   # (positions, seconds)
+        self.attention_ratio = attention_ratio
+        self.rates: dict[str, float] = {}
+        self.pair_share = 1.0   # a step's two forwards side by side, over their sum one after the other
+        self._curve: Optional[tuple[float, float, float]] = None
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.forwards) and all(stage in self.rates for stage in RATE_STAGES)
+
+    # --- measuring ------------------------------------------------------------------------
+
+    def calibrate(self, engine) -> float:
+        """The warm-up: a few forwards, heads, one scoring step, one decode; returns its seconds."""
+        started = time.perf_counter()
+        model, codebooks, mask = engine.model, engine.num_codebooks, engine.mask_id
+        frames = WARMUP_FRAMES
+        hidden = None
+        for repeat, length in enumerate((WARMUP_LENGTHS[0],) + WARMUP_LENGTHS * 2):
+            ids = np.full((1, codebooks, length), mask, dtype=np.int64)
+            tick = time.perf_counter()
+            embeds = model.embed(ids, np.ones((1, length), dtype=bool))
+            embedded = time.perf_counter()
+            hidden = model.hidden_states(embeds, [length])
+            if repeat:  # the first forward pays one-off costs: not a sample
+                self.observe_forward(length, time.perf_counter() - embedded)
+                self._rate("embeddings", embedded - tick, length, weight=1.0)
+        # a step's two rows side by side, sized as a 5 s sentence's (its conditional row and its target frames)
+        first, second = WARMUP_PAIR
+        tick = time.perf_counter()
+        model.hidden_states_pair((embeds[:, :first], [first]), (embeds[:, :second], [second]))
+        self._pair(first, second, time.perf_counter() - tick, weight=1.0)
+        rows = np.concatenate([hidden[:, :frames]] * 2)
+        tick = time.perf_counter()
+        logits = model.audio_logits(rows)
+        self._rate("heads", time.perf_counter() - tick, 2 * frames, weight=1.0)
+        tokens = np.full((codebooks, frames), mask, dtype=np.int64)
+        tick = time.perf_counter()
+        decode_step(tokens, logits[0], logits[1], codebooks * frames // 4, rng=np.random.default_rng(0),
+                    mask_id=mask, overwrite=True)
+        self._rate("sampling", time.perf_counter() - tick, 2 * frames, weight=1.0)
+        self.rates["prompt"] = 1e-3
+        codes = np.random.default_rng(0).integers(0, mask, (codebooks, frames), dtype=np.int64)
+        audio = np.zeros(frames, dtype=np.float32)
+        if engine.codec is not None:
+            tick = time.perf_counter()
+            audio = engine.codec.decode(codes)
+            self._rate("codec_decode", time.perf_counter() - tick, frames, weight=1.0)
+        else:
+            self.rates["codec_decode"] = 0.0
+        from ..audio.processing import postprocess_audio
+
+        tick = time.perf_counter()
+        postprocess_audio(np.asarray(audio, dtype=np.float32)[np.newaxis], None)
+        self._rate("postprocess", time.perf_counter() - tick, frames, weight=1.0)
+        return time.perf_counter() - started
+
+    def observe_forward(self, positions: int, seconds: float) -> None:
+        self.forwards.append((int(positions), float(seconds)))
+        self._curve = None
+
+    def observe_pair(self, first: int, second: int, seconds: float) -> None:
+        """One step's two forwards (``first`` and ``second`` positions) took ``seconds`` together."""
+        if not self.forwards:  # nothing measured alone yet (no warm-up): the pair, shared by positions, starts the curve
+            apart = seconds / self.pair_share
+            for positions in (first, second):
+                self.observe_forward(positions, apart * positions / max(first + second, 1))
+            return
+        self._pair(first, second, seconds, weight=PAIR_WEIGHT)
+
+    def _pair(self, first: int, second: int, seconds: float, weight: float) -> None:
+        """Move ``pair_share`` toward this pair's share (needs the forward curve: forwards measured alone)."""
+        apart = self.forward_seconds(first) + self.forward_seconds(second)
+        if apart > 0:
+            share = min(max(seconds / apart, 0.3), 1.5)  # one stalled step must not swing every estimate
+            self.pair_share = (1 - weight) * self.pair_share + weight * share
+
+    def observe_run(self, work: PlanWork, seconds: dict[str, float]) -> None:
+        """Refine the stage rates with one finished run's stage timings (``GenerationResult.timings``)."""
+        for stage, units in work.units().items():
+            if stage in seconds and units > 0:
+                self._rate(stage, seconds[stage], units, weight=RUN_WEIGHT)
+
+    def _rate(self, stage: str, seconds: float, units: float, weight: float) -> None:
+        sample = seconds / max(units, 1e-9)
+        old = self.rates.get(stage)
+        self.rates[stage] = sample if old is None else (1 - weight) * old + weight * sample
+
+    # --- predicting -----------------------------------------------------------------------
+
+    def forward_seconds(self, positions: int) -> float:
+        """Predicted seconds of one backbone forward of ``positions`` positions.
+
+        With the model's ``attention_ratio`` the curve has the model's own shape and holds at any length.
+        Without it, beyond 1.5x the longest measured row a free quadratic term is not trusted (fitted on short
+        rows of a noisy machine it can explode): the line through the measurements extrapolates instead."""
+        if self._curve is None and self.attention_ratio:
+            a, b, c = fit_forward_curve(self.forwards, kappa=self.attention_ratio)
+            self._curve = ((a, b, c), (a, b, c), float("inf"))
+        if self._curve is None:
+            longest = max((n for n, _ in self.forwards), default=0)
+            self._curve = (fit_forward_curve(self.forwards), fit_forward_curve(self.forwards, quadratic=False),
+                           1.5 * longest)
+        (a, b, c), (a1, b1, _), trusted = self._curve
+        if positions > trusted:
+            return a1 + b1 * positions
+        return a + b * positions + c * positions * positions
+
+    def estimate(self, work: PlanWork) -> Optional[Estimate]:
+        """The predicted seconds of ``work``; None before any measurement."""
+        if not self.ready:
+            return None
+        stages = dict.fromkeys(("backbone",) + RATE_STAGES, 0.0)
+        marks: dict[tuple[int, int], float] = {}
+        elapsed = 0.0
+        rate = self.rates
+        for index, chunk in enumerate(work.chunks):
+            cost = rate["prompt"]
+            stages["prompt"] += cost
+            elapsed += cost
+            marks[(index, 0)] = elapsed
+            cond = self.forward_seconds(chunk.length)
+            uncond = self.forward_seconds(chunk.frames)
+            for step, (k, runs_uncond) in enumerate(zip(chunk.schedule, chunk.uncond), start=1):
+                if k > 0:
+                    parts = {"backbone": (cond + uncond) * self.pair_share if runs_uncond else cond,
+                             "embeddings": rate["embeddings"] * (chunk.length + (chunk.frames if runs_uncond else 0)),
+                             "heads": rate["heads"] * chunk.frames * (2 if runs_uncond else 1),
+                             "sampling": rate["sampling"] * chunk.frames * (2 if work.guided else 1)}
+                    for stage, seconds in parts.items():
+                        stages[stage] += seconds
+                        elapsed += seconds
+                marks[(index, step)] = elapsed
+            cost = rate["codec_decode"] * chunk.frames
+            stages["codec_decode"] += cost
+            elapsed += cost
+            marks[(index, len(chunk.schedule) + 1)] = elapsed
+        stages["postprocess"] = rate["postprocess"] * work.frames
+        elapsed += stages["postprocess"]
+        return Estimate(total=elapsed, stages=stages, marks=marks)
+
+
+def fit_forward_curve(samples, quadratic: bool = True, kappa: Optional[float] = None) -> tuple[float, float, float]:
+    """``(a, b, c)`` of ``seconds = a + b*L + c*L**2`` by least squares over ``(L, seconds)`` samples.
+
+    With ``kappa`` the shape is fixed, ``c = b*kappa``: ``a`` and ``b`` are
+    fitted to ``a + b*(L + kappa*L**2)`` (non-negative, else proportional).
+
+    The quadratic term (attention) is fitted only when the lengths span at
+    least a factor of 3 over three or more distinct lengths, and kept only
+    when every coefficient comes out non-negative; otherwise a line, and
+    with a single length a proportional rate.
+    """
+    if not samples:
+        return 0.0, 0.0, 0.0
+    lengths = np.array([s[0] for s in samples], dtype=np.float64)
+    seconds = np.array([s[1] for s in samples], dtype=np.float64)
+    distinct = np.unique(lengths)
+    if kappa is not None:
+        work = lengths + kappa * lengths ** 2
+        if len(distinct) >= 2:
+            coef = np.linalg.lstsq(np.stack([np.ones_like(work), work], 1), seconds, rcond=None)[0]
+            if (coef >= 0).all():
+                return float(coef[0]), float(coef[1]), float(coef[1] * kappa)
+        rate = float(seconds.sum() / max(work.sum(), 1e-12))
+        return 0.0, rate, rate * kappa
+    if quadratic and len(distinct) >= 3 and distinct[-1] >= 3 * distinct[0]:
+        coef = np.linalg.lstsq(np.stack([np.ones_like(lengths), lengths, lengths ** 2], 1), seconds, rcond=None)[0]
+        if (coef >= 0).all():
+            return float(coef[0]), float(coef[1]), float(coef[2])
+    if len(distinct) >= 2:
+        coef = np.linalg.lstsq(np.stack([np.ones_like(lengths), lengths], 1), seconds, rcond=None)[0]
+        if (coef >= 0).all():
+            return float(coef[0]), float(coef[1]), 0.0
+    return 0.0, float(seconds.sum() / max(lengths.sum(), 1.0)), 0.0

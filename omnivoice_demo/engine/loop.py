@@ -1,0 +1,405 @@
+"""OmniVoice's generation loop on ONNX Runtime, step by step as the reference runs it.
+
+Read next to ``omnivoice/models/omnivoice.py``:
+
+* ``OmniVoiceEngine.prepare``    <- ``generate`` / ``_preprocess_all`` (language, instruct,
+                                    target length, duration and speed, chunking decision)
+* ``OmniVoiceEngine._rows``      <- ``_prepare_inference_inputs`` (the conditional row) and the
+                                    unconditional row of ``_generate_iterative`` (target frames only)
+* ``OmniVoiceEngine._unmask``    <- ``_generate_iterative``'s step loop (one forward per row,
+                                    ``sampling.decode_step`` for the scoring and selection)
+* ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
+                                    chunks when there is no voice) and ``_decode_and_post_process``
+Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
+``guidance_every``; time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
+folder's backbone as the fastest choice on this machine that passes the fidelity gate (as built,
+its weights dequantized to fp32, or an 8-bit rebuild: backbone_choice.py); a folder built in fp32
+runs as built (the exact model); any choice can be pinned by name.
+
+One difference of form, not of result: the reference runs the conditional and
+unconditional rows as one batch padded to the longer row, each row attending
+only within its own length; here they are two unpadded forwards, which
+compute the same function without the padding's cost.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import secrets
+import time
+from typing import Iterator, Optional, Union
+
+import numpy as np
+
+from ..audio import processing as audio_ops
+from ..asr.lazy import LazyRecognizer
+from ..audio.codec import AudioCodec
+from .config import GenerationConfig, Limits
+from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
+from ..backbones.choice import choose_backbone
+from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
+from ..errors import InvalidInput, ModelFolderError
+from .estimate import PipelineEstimator, plan_work
+from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
+from .languages import resolve_language
+from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
+from .onnx_model import OmniVoiceOnnx, attention_ratio
+from ..runtime.sessions import providers_for, session_options
+from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .streaming import playback_piece, sentence_chunks
+from .text import add_punctuation, build_condition_ids, check_unicode, load_text_tokenizer, validate_text
+from .voice import Voice
+from .voice_design import has_chinese, resolve_instruct
+
+
+# --- the engine --------------------------------------------------------------------------
+
+class OmniVoiceEngine:
+    """Loads a model folder and generates speech with the reference's loop.
+
+    ``model_dir`` is a folder in the layout of ``convert`` (ours, or a repaired
+    copy of the published export).  The manifest and the files are checked
+    (``verify="sha256"`` re-hashes every file, ``"size"`` only checks sizes);
+    then a two-forward probe checks that the backbone attends in both
+    directions, so no folder can silently run the wrong (causal) model.
+    """
+
+    def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
+                 verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
+                 backbone: str = "auto", recognizer=None):
+        self.limits = limits or Limits()
+        # transcribes references given without a transcript; made (and downloaded) on first use
+        self.recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
+        self.folder = pathlib.Path(model_dir)
+        if not self.folder.is_dir():
+            raise ModelFolderError(f"{self.folder} is not a folder; give the path of an OmniVoice ONNX model folder.")
+        self.manifest = load_manifest(self.folder)
+        if verify not in ("sha256", "size", "none"):
+            raise InvalidInput("verify must be 'sha256', 'size' or 'none'")
+        if verify != "none":
+            verify_files(self.folder, self.manifest, checksums=verify == "sha256")
+        self.provider, self.threads = provider, threads
+        if self.manifest.get("execution_provider") == "cuda" and provider != "cuda":
+            raise ModelFolderError(
+                f"{self.folder} was built for the CUDA provider (profile {self.profile}): its backbone uses "
+                "attention features onnxruntime implements only on CUDA. Use provider='cuda' on a machine "
+                "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
+            )
+        self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
+                                               providers_for(provider), lambda: session_options(threads), threads=threads)
+        if not self.model.attends_bidirectionally():
+            raise ModelFolderError(
+                f"The backbone in {self.folder} attends causally, so it computes a different model than "
+                "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
+                "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it."
+            )
+        constants = self.manifest.get("model", {})
+        self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
+        self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
+        self.tokenizer = load_text_tokenizer(self.folder)
+        codec_dir = self.folder / CODEC_DIR
+        self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
+                      if codec_dir.is_dir() else None)
+        # the time estimates' cost model: a short warm-up now, refined by every run
+        self.estimator = PipelineEstimator(attention_ratio=attention_ratio(self.folder))
+        self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
+
+    @property
+    def profile(self) -> str:
+        return self.manifest.get("profile", "unknown")
+
+    def describe(self) -> dict:
+        return {"folder": str(self.folder), "profile": self.profile, "provider": self.provider,
+                "threads": self.threads, "precision": self.manifest.get("precision", {}),
+                "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", []),
+                "backbone_compute": self.backbone_choice}
+
+    def _require_codec(self) -> AudioCodec:
+        if self.codec is None:
+            raise ModelFolderError(f"{self.folder} has no {CODEC_DIR}/ folder with the codec graphs; "
+                                   "build it with `python -m convert ... --include-higgs`.")
+        return self.codec
+
+    # --- codec round trip and voices --------------------------------------------------
+
+    def encode(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """Codes ``[8, T]`` of any audio: mixed to mono, resampled to 24 kHz, cut to a multiple of 960."""
+        sample_rate = audio_ops.check_sample_rate(sample_rate, "audio")
+        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
+        self.limits.check("The audio", round(frames / sample_rate, 1), "max_codec_input_seconds", " s")
+        wav = audio_ops.as_float_audio(audio, "audio")
+        wav = audio_ops.to_mono(wav)
+        if sample_rate != SAMPLE_RATE:
+            from ..audio.resample import resample
+
+            wav = resample(wav, int(sample_rate), SAMPLE_RATE)
+        usable = wav.shape[-1] // HOP_LENGTH * HOP_LENGTH
+        if usable == 0:
+            raise InvalidInput("The audio is shorter than one codec frame (40 ms); give a longer clip.")
+        return self._require_codec().encode(np.ascontiguousarray(wav[0, :usable]))
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Audio (float32, 24 kHz) of codes ``[8, T]`` (at most ``limits.max_decode_frames``)."""
+        frames = np.shape(codes)[-1] if np.ndim(codes) else 0
+        self.limits.check("The codes' length", frames, "max_decode_frames", " frames")
+        return self._require_codec().decode(codes)
+
+    def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:
+        """A saved voice, checked against this engine's limits (reference length, file size)."""
+        voice = Voice.load(path, max_frames=self.limits.max_reference_frames, max_bytes=self.limits.max_upload_bytes)
+        self._check_prompt_text(voice.transcript, "The voice's transcript")
+        return voice
+
+    def load_audio(self, path: Union[str, pathlib.Path], purpose: str = "reference") -> tuple[np.ndarray, int]:
+        """(float32 ``[C, N]``, rate) of an audio file, bounded by this engine's limits before decoding.
+
+        ``purpose`` is ``"reference"`` (``max_reference_seconds``) or ``"codec"``
+        (``max_codec_input_seconds``); ``max_upload_bytes`` bounds the file.
+        """
+        seconds = (self.limits.max_codec_input_seconds if purpose == "codec" else self.limits.max_reference_seconds)
+        return audio_ops.load_audio_file(path, max_seconds=seconds, max_bytes=self.limits.max_upload_bytes,
+                                         what="audio file" if purpose == "codec" else "reference audio")
+
+    def clone_voice(self, audio: Union[np.ndarray, str, pathlib.Path], sample_rate: Optional[int] = None,
+                    transcript: Optional[str] = None, preprocess: bool = True, name: str = "") -> Voice:
+        """A reusable voice from a reference clip and its transcript (``create_voice_clone_prompt``).
+
+        ``audio`` is an array (``[samples]`` or ``[channels, samples]``) with its
+        ``sample_rate``, or the path of an audio file.  Without a transcript the
+        processed clip is transcribed by ``self.recognizer`` (as the reference does
+        with Whisper), and the voice records that it was recognised and in which language.
+        """
+        if isinstance(audio, (str, pathlib.Path)):
+            audio, sample_rate = self.load_audio(audio)
+        if sample_rate is None:
+            raise InvalidInput("sample_rate is required with an audio array", param="sample_rate")
+        sample_rate = audio_ops.check_sample_rate(sample_rate, "reference audio")
+        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
+        self.limits.check("The reference audio", round(frames / sample_rate, 1), "max_reference_seconds", " s")
+        typed = transcript is not None and bool(transcript.strip())
+        if typed:
+            self._check_prompt_text(transcript, "The transcript")
+        wav, rms = audio_ops.prepare_reference(audio_ops.as_float_audio(audio, "reference audio"), sample_rate,
+                                               transcript_given=typed, preprocess=preprocess,
+                                               max_seconds=self.limits.max_reference_seconds)
+        language = None
+        if not typed:
+            recognised = self.recognizer.transcribe(wav[0], SAMPLE_RATE)
+            if not recognised.text:
+                raise InvalidInput("No words were recognised in the reference audio: type what is said in the clip, "
+                                   "or record a clip of clear speech.")
+            transcript, language = recognised.text, recognised.language
+        codes = self._require_codec().encode(np.ascontiguousarray(wav[0]))
+        text = add_punctuation(transcript) if preprocess else transcript.strip()
+        return Voice(codes=codes, transcript=text, rms=rms, name=name,
+                     transcript_source="typed" if typed else "recognised", language=language)
+
+    # --- planning ---------------------------------------------------------------------
+
+    def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
+                voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
+                **overrides) -> GenerationPlan:
+        """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
+
+        ``config`` (default ``GenerationConfig()``, the reference's settings) with
+        any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.
+        Every check, this engine's ``limits`` included, happens here, before any work.
+        """
+        config = (config or GenerationConfig()).replace(**overrides).validate()
+        text = validate_text(text)
+        self.limits.check("The text", len(text), "max_text_chars", " characters")
+        self.limits.check("num_step", config.num_step, "max_steps")
+        code = resolve_language(language)
+        if instruct is not None:
+            self._check_prompt_text(instruct, "The instruct")
+        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
+        if isinstance(voice, (str, pathlib.Path)):
+            voice = self.load_voice(voice)
+        if voice is not None and not isinstance(voice, Voice):
+            raise InvalidInput("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice",
+                               param="voice")
+        if voice is not None:
+            self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
+            self._check_prompt_text(voice.transcript, "The voice's transcript")
+        if config.seed is None:
+            config = config.replace(seed=secrets.randbelow(2**31))
+
+        ref_text = voice.transcript if voice else None
+        ref_frames = voice.frames if voice else None
+        target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
+                                                duration=config.duration)
+        self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
+        # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
+        chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
+        if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
+            chunks = chunk_for_generation(text, target, config.chunk_duration)
+        self.limits.check("The number of chunks", len(chunks), "max_chunks")
+        plan = GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
+                              instruct=resolved_instruct, voice=voice, config=config)
+        self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
+                          "max_prompt_tokens", " tokens")
+        return plan
+
+    def prompt_tokens(self, plan: GenerationPlan) -> int:
+        """Text tokens of ``plan``'s longest conditional prompt: the style, the reference transcript and the
+        text of its longest chunk (every forward of that chunk carries them all, so its cost grows with them)."""
+        voice, chunks = plan.voice, plan.chunks
+        # without a voice, chunk 0 is the reference of every later chunk (chunk_reference)
+        later = range(1, len(chunks)) if voice is None and len(chunks) > 1 else range(len(chunks))
+        index = max(later, key=lambda i: len(chunks[i]))
+        ref_text, _ = chunk_reference(index, (voice.transcript, None) if voice else None, (chunks[0], None))
+        return len(build_condition_ids(chunks[index], self.tokenizer, ref_text=ref_text, language=plan.language,
+                                       instruct=plan.instruct, denoise=plan.config.denoise,
+                                       has_reference=ref_text is not None))
+
+    def _check_prompt_text(self, text: str, what: str) -> None:
+        """A text that enters the prompt besides the text to speak (a transcript, an instruct): valid Unicode
+        and within ``max_text_chars`` and ``max_prompt_tokens`` on its own, before it is tokenised with the rest."""
+        if not isinstance(text, str):
+            raise InvalidInput(f"{what} must be text, not {type(text).__name__}.")
+        check_unicode(text, what)
+        self.limits.check(what, len(text), "max_text_chars", " characters")
+        self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
+
+    def estimate(self, plan: GenerationPlan):
+        """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""
+        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks))
+
+    def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
+        """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
+        return getattr(self.estimate(plan), "total", None)
+
+    # --- generation -----------------------------------------------------------------
+
+    def stream(self, text: str, **kwargs) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """Events of one generation: a ``StepEvent`` per step, a ``ChunkEvent`` per chunk, then the result.
+
+        The arguments are those of ``prepare``.  The request is validated now
+        (an ``InvalidInput`` here, before any compute); closing the returned
+        generator stops the work within a step.
+        """
+        return self.run(self.prepare(text, **kwargs))
+
+    def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.studio.service``)."""
+        self._require_codec()
+        return self._run(plan)
+
+    def generate(self, text: str, **kwargs) -> GenerationResult:
+        """Speech for ``text``; the arguments are those of ``prepare``."""
+        result = None
+        for event in self.stream(text, **kwargs):
+            result = event
+        assert isinstance(result, GenerationResult)
+        return result
+
+    def _run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        config = plan.config
+        rng = np.random.default_rng(config.seed)
+        timer = Timer()
+        started = time.perf_counter()
+        voice = plan.voice
+        chunk_codes: list[np.ndarray] = []
+        chunk_audio: list[np.ndarray] = []
+        layout = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
+                                     voice.transcript if voice else None, voice.frames if voice else None)
+        for index, (chunk_text, frames) in enumerate(zip(plan.chunks, layout)):
+            # the reference of this chunk: the voice, or chunk 0's output when there is none (_generate_chunked)
+            ref_text, ref_codes = chunk_reference(index, (voice.transcript, voice.codes) if voice else None,
+                                                  (plan.chunks[0], chunk_codes[0] if chunk_codes else None))
+            tick = time.perf_counter()
+            cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
+            timer.add("prompt", tick)
+
+            tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
+            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, rng, config, timer):
+                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
+                                codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started)
+            chunk_codes.append(tokens)
+
+            tick = time.perf_counter()
+            chunk_audio.append(self.codec.decode(tokens))
+            timer.add("codec_decode", tick)
+            yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=chunk_audio[-1],
+                             elapsed=time.perf_counter() - started,
+                             playback=playback_piece(chunk_audio[-1], index, len(plan.chunks),
+                                                     voice.rms if voice else None))
+
+        tick = time.perf_counter()
+        joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
+        final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=config.postprocess,
+                                            pad_duration=config.pad_duration, fade_duration=config.fade_duration,
+                                            sample_rate=SAMPLE_RATE)
+        timer.add("postprocess", tick)
+        timings = dict(timer.seconds, total=time.perf_counter() - started)
+        self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks), timings)
+        yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
+                               codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
+                               settings=plan.settings, config=config)
+
+    def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
+              plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:
+        """The conditional row (``_prepare_inference_inputs``): ids [1, 8, L] and audio mask [1, L].
+
+        ``[style + text ids on all 8 rows] [reference codes] [frames x mask id]``;
+        the audio mask is True from the first audio position to the end.
+        """
+        text_ids = build_condition_ids(text, self.tokenizer, ref_text=ref_text, language=plan.language,
+                                       instruct=plan.instruct, denoise=plan.config.denoise,
+                                       has_reference=ref_codes is not None)
+        parts = [np.broadcast_to(text_ids, (self.num_codebooks, len(text_ids)))]
+        if ref_codes is not None:
+            parts.append(np.asarray(ref_codes, dtype=np.int64))
+        parts.append(np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64))
+        ids = np.concatenate(parts, axis=1)[np.newaxis]
+        audio_mask = np.zeros((1, ids.shape[-1]), dtype=bool)
+        audio_mask[0, len(text_ids):] = True
+        return np.ascontiguousarray(ids), audio_mask
+
+    def _unmask(self, tokens: np.ndarray, cond_ids: np.ndarray, cond_audio_mask: np.ndarray,
+                rng: np.random.Generator, config: GenerationConfig, timer: Timer) -> Iterator[tuple[int, np.ndarray]]:
+        """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided)."""
+        frames = tokens.shape[-1]
+        length = cond_ids.shape[-1]
+        target = slice(length - frames, length)
+        guided = config.guidance_scale != 0
+        # the unconditional row is the target frames alone, all audio, positions 0..T-1
+        uncond_audio_mask = np.ones((1, frames), dtype=bool)
+        schedule = unmask_schedule(frames, self.num_codebooks, config.num_step, config.t_shift)
+        runs_uncond = guidance_schedule(schedule, config.guidance_every)
+        model, observe = self.model, self.estimator.observe_forward
+        last_uncond = None  # the last unconditional logits, reused on steps that skip its forward
+        for step, (k, fresh) in enumerate(zip(schedule, runs_uncond), start=1):
+            if k <= 0:  # the reference computes this step's forward and then skips the item
+                yield step, np.zeros(tokens.shape, dtype=bool)
+                continue
+            fresh = guided and fresh
+            tick = time.perf_counter()
+            cond_ids[0, :, target] = tokens
+            cond_embeds = model.embed(cond_ids, cond_audio_mask)
+            uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if fresh else None
+            tick = timer.add("embeddings", tick)
+            if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
+                cond_hidden, uncond_hidden = model.hidden_states_pair((cond_embeds, [length]), (uncond_embeds, [frames]))
+                self.estimator.observe_pair(length, frames, time.perf_counter() - tick)
+            else:
+                cond_hidden = model.hidden_states(cond_embeds, [length])
+                observe(length, time.perf_counter() - tick)
+            cond_hidden = cond_hidden[:, target]
+            tick = timer.add("backbone", tick)
+            # both rows' target frames through the heads in one call (one larger GEMM is faster)
+            logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if fresh else cond_hidden)
+            # decode_step computes in the logits' buffers: what is kept for reuse is a copy
+            if fresh and config.guidance_every > 1:
+                last_uncond = logits[1].copy()
+            uncond_logits = logits[1] if fresh else (last_uncond.copy() if guided else None)
+            tick = timer.add("heads", tick)
+            decided = decode_step(tokens, logits[0], uncond_logits, k,
+                                  guidance_scale=config.guidance_scale,
+                                  class_temperature=config.class_temperature,
+                                  layer_penalty_factor=config.layer_penalty_factor,
+                                  position_temperature=config.position_temperature,
+                                  rng=rng, mask_id=self.mask_id, overwrite=True)
+            timer.add("sampling", tick)
+            yield step, decided

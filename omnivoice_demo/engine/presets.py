@@ -1,0 +1,64 @@
+"""Speed presets: named sets of ``GenerationConfig`` values.
+
+* ``reference``: the reference's own settings (32 steps, guidance on every step).
+* ``balanced``: 16 steps, which the model's README offers "for faster inference".
+* ``fast``: 8 steps with the unconditional (guidance) forward on every second
+  step only (``guidance_every=2``), as other OmniVoice front ends ship for CPUs.
+
+A preset only sets the fields listed here; every other setting keeps its value,
+and any field given explicitly (CLI flag, advanced control) overrides the preset.
+What is published about their quality is in the preset table of docs/speed.md: nothing
+in this repository can judge it, because the tests run random-weight models.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from ..errors import InvalidInput
+
+#: preset name -> the GenerationConfig values it sets
+PRESETS = MappingProxyType({
+    "reference": MappingProxyType({"num_step": 32, "guidance_every": 1}),
+    "balanced": MappingProxyType({"num_step": 16, "guidance_every": 1}),
+    "fast": MappingProxyType({"num_step": 8, "guidance_every": 2}),
+})
+
+#: what a person reads beside each preset
+DESCRIPTIONS = MappingProxyType({
+    "reference": "Reference: 32 steps, guidance every step (the model's defaults)",
+    "balanced": "Balanced: 16 steps (the model's README: 'or 16 for faster inference')",
+    "fast": "Fast: 8 steps, guidance every 2nd step (about 5x faster; quality not published)",
+})
+
+DEFAULT_PRESET = "reference"
+
+#: other names of presets, as other TTS APIs call them (OpenAI's ``tts-1-hd``, "quality"): accepted everywhere
+ALIASES = MappingProxyType({"quality": "reference", "hd": "reference"})
+
+
+def canonical_preset(name: str) -> str:
+    """The preset ``name`` means (case-insensitive; an alias gives its preset); an unknown name lists the known."""
+    if not isinstance(name, str):
+        raise InvalidInput(f"preset must be the name of a preset (text), not a {type(name).__name__}; the presets "
+                           f"are: {', '.join(PRESETS)}.", param="preset")
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in PRESETS:
+        aliases = ", ".join(f"{alias} = {target}" for alias, target in ALIASES.items())
+        raise InvalidInput(f"Unknown preset {name!r}; the presets are: {', '.join(PRESETS)} ({aliases}).",
+                           param="preset")
+    return key
+
+
+def preset_values(name: str) -> dict:
+    """The settings of preset ``name`` (or an alias's)."""
+    return dict(PRESETS[canonical_preset(name)])
+
+
+def matching_preset(config) -> str | None:
+    """The name of the preset whose values ``config`` has, or None (the advanced controls changed them)."""
+    for name, values in PRESETS.items():
+        if all(getattr(config, field) == value for field, value in values.items()):
+            return name
+    return None

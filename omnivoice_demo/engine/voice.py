@@ -1,0 +1,146 @@
+"""A cloned voice: the reference's codes, its transcript and its loudness.
+
+Saved as one ``.npz`` holding the codes and a JSON string (no pickle), so a
+voice file from anywhere can be loaded safely.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import pathlib
+from typing import Optional
+
+import numpy as np
+
+from ..storage.atomic import atomic_output
+from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
+from ..errors import InvalidInput
+from ..storage.npz_check import Member, read_npz
+
+VOICE_FORMAT_VERSION = 1
+#: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.
+DEFAULT_MAX_FRAMES = 60 * FRAME_RATE
+DEFAULT_MAX_BYTES = 25 * 1024 * 1024
+#: The JSON string of a voice's meta: a transcript is at most a few thousand characters.
+MAX_META_CHARS = 65536
+
+
+@dataclasses.dataclass
+class Voice:
+    """What ``OmniVoice.create_voice_clone_prompt`` returns, without torch."""
+
+    codes: np.ndarray      # int64 [8, T_ref]
+    transcript: str        # with end punctuation added, as the reference does
+    rms: float             # RMS of the reference before it was normalised
+    name: str = ""
+    transcript_source: str = "typed"   # "typed" by a person, or "recognised" by the speech recogniser
+    language: Optional[str] = None     # the language the recogniser heard (a Whisper code), if recognised
+
+    @property
+    def frames(self) -> int:
+        return int(self.codes.shape[-1])
+
+    @property
+    def seconds(self) -> float:
+        return self.frames / FRAME_RATE
+
+    def save(self, path: str | pathlib.Path) -> pathlib.Path:
+        path = pathlib.Path(path)
+        if path.suffix != ".npz":
+            path = path.with_suffix(".npz")
+        meta = {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript,
+                "rms": float(self.rms), "name": self.name, "transcript_source": self.transcript_source,
+                "language": self.language}
+        # whole or not at all: a kill or a full disk mid-write must not leave a broken voice under its name
+        with atomic_output(path, "voice") as handle:
+            np.savez(handle, codes=np.asarray(self.codes, dtype=np.int64),
+                     meta=np.array(json.dumps(meta, ensure_ascii=False)))
+        return path
+
+    @classmethod
+    def load(cls, path: str | pathlib.Path, max_frames: int = DEFAULT_MAX_FRAMES,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> "Voice":
+        """A saved voice, every field checked (sizes before anything is decompressed).
+
+        Codes: integers (not floats or booleans) of shape ``[8, T]``, ``1 <= T
+        <= max_frames``, values ``0..1023``.  Meta: a JSON object of format
+        ``VOICE_FORMAT_VERSION`` with a non-empty ``transcript`` string and a
+        finite positive ``rms``; ``name`` a string when given.  Anything else is
+        an ``InvalidInput`` naming the file (its base name) and the field.
+        """
+        path = pathlib.Path(path)
+        shown = path.name
+        arrays = read_npz(path, {"codes": Member("iu", NUM_CODEBOOKS * max_frames, ndim=2,
+                                                 limit_note=f"max_reference_seconds: {max_frames} frames"),
+                                 "meta": Member("U", MAX_META_CHARS, ndim=0, limit_note="characters of its meta")},
+                           "saved voice", max_bytes)
+        try:
+            meta = json.loads(str(arrays["meta"]))
+        except ValueError as exc:
+            raise InvalidInput(f"{shown} is not a saved voice (its meta is not JSON: {exc}).") from None
+        return cls.from_fields(arrays["codes"], meta, shown, max_frames, default_name=path.stem)
+
+    @classmethod
+    def from_fields(cls, codes: np.ndarray, meta, shown: str, max_frames: int = DEFAULT_MAX_FRAMES,
+                    default_name: str = "") -> "Voice":
+        """A voice from its codes and meta (from a file or a browser's storage), every field checked."""
+        if not isinstance(meta, dict):
+            raise InvalidInput(f"{shown} is not a saved voice (its meta is a {type(meta).__name__}, not an object).")
+        if meta.get("format_version") != VOICE_FORMAT_VERSION:
+            raise InvalidInput(f"{shown} has voice format {meta.get('format_version')!r}; "
+                               f"this program reads format {VOICE_FORMAT_VERSION}.")
+        codes = np.asarray(codes)
+        if codes.dtype.kind not in "iu" or codes.ndim != 2:
+            raise InvalidInput(f"{shown} holds codes of type {codes.dtype} and {codes.ndim} dimension(s); a voice "
+                               f"has integer codes [{NUM_CODEBOOKS}, frames].")
+        if codes.shape[0] != NUM_CODEBOOKS or codes.shape[1] == 0:
+            raise InvalidInput(f"{shown} holds codes of shape {list(codes.shape)}; a voice has "
+                               f"[{NUM_CODEBOOKS}, frames].")
+        if codes.shape[1] > max_frames:
+            raise InvalidInput(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
+                               f"({max_frames / FRAME_RATE:g} s).", param="max_reference_seconds")
+        if int(codes.min()) < 0 or int(codes.max()) >= CODEBOOK_SIZE:
+            raise InvalidInput(f"{shown} holds codes outside 0..{CODEBOOK_SIZE - 1}: not a voice file.")
+        transcript = meta.get("transcript")
+        if not isinstance(transcript, str) or not transcript.strip():
+            raise InvalidInput(f"{shown} has no transcript (a voice needs the text its reference says).")
+        rms = meta.get("rms")
+        if isinstance(rms, bool) or not isinstance(rms, (int, float)) or not math.isfinite(rms) or rms <= 0:
+            raise InvalidInput(f"{shown} has rms {rms!r}; it must be a finite number above 0.")
+        name: Optional[str] = meta.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InvalidInput(f"{shown} has a name of type {type(name).__name__}; it must be text.")
+        source, language = meta.get("transcript_source") or "typed", meta.get("language")
+        if source not in ("typed", "recognised"):
+            raise InvalidInput(f"{shown} has transcript_source {source!r}; it must be 'typed' or 'recognised'.")
+        if language is not None and (not isinstance(language, str) or len(language) > 16):
+            raise InvalidInput(f"{shown} has a language {language!r}; it must be a short language code.")
+        return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or default_name,
+                   transcript_source=source, language=language)
+
+    def to_dict(self) -> dict:
+        """The voice as JSON-ready values (codes as base64 of little-endian int16), for a browser's storage."""
+        codes = np.ascontiguousarray(np.asarray(self.codes, dtype="<i2"))
+        return {"format_version": VOICE_FORMAT_VERSION, "transcript": self.transcript, "rms": float(self.rms),
+                "name": self.name, "transcript_source": self.transcript_source, "language": self.language,
+                "frames": int(codes.shape[1]), "codes": base64.b64encode(codes.tobytes()).decode()}
+
+    @classmethod
+    def from_dict(cls, data, max_frames: int = DEFAULT_MAX_FRAMES, shown: str = "the stored voice") -> "Voice":
+        """``to_dict``'s output back, checked as a file is (sizes before decoding)."""
+        if not isinstance(data, dict):
+            raise InvalidInput(f"{shown} is not a voice (a {type(data).__name__}, not an object).")
+        frames, text = data.get("frames"), data.get("codes")
+        if isinstance(frames, bool) or not isinstance(frames, int) or not 0 < frames <= max_frames:
+            raise InvalidInput(f"{shown} has {frames!r} frames; a voice has 1 to {max_frames}.")
+        if not isinstance(text, str) or len(text) != 4 * math.ceil(NUM_CODEBOOKS * frames * 2 / 3):
+            raise InvalidInput(f"{shown} has codes of the wrong length for {frames} frames.")
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except ValueError:
+            raise InvalidInput(f"{shown} has codes that are not base64.") from None
+        codes = np.frombuffer(raw, dtype="<i2").reshape(NUM_CODEBOOKS, frames)
+        return cls.from_fields(codes, data, shown, max_frames, default_name=str(data.get("name") or ""))
