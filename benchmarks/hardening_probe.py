@@ -7,8 +7,9 @@ It starts ``app.py`` of the checkout at ``--repo`` (default: this one) as a subp
 that checkout, on 127.0.0.1 only, on the tiny fp32 random-weight folder (``--model``, or one built into the
 work folder from ``convert.random_checkpoint`` as the tests build theirs: needs the convert extras), and
 sends it requests as a visitor would: HTTP (the OpenAI-compatible API and Gradio's routes), gradio_client,
-the CLI and batch as subprocesses.  Nothing of the checkout under test is imported, so the same probe runs
-against any commit that has ``app.py`` and ``python -m omnivoice_demo``.
+the CLI and batch as subprocesses.  Nothing of the checkout under test is imported (only the process helpers
+of this checkout's ``tests/support``), so the same probe runs against any commit that has ``app.py`` and
+``python -m omnivoice_demo``.
 
 Servers: one in shared mode with an API key (``--shared --api-key``: what a public server runs) for most
 families, one per kill -9 run (family 3, restarted on the same data folder) and one, not shared, on a copy of
@@ -54,6 +55,11 @@ import psutil
 import soundfile
 
 HERE = pathlib.Path(__file__).resolve().parents[1]
+if str(HERE) not in sys.path:  # run as a script: this checkout's tests/support (standard library only)
+    sys.path.insert(0, str(HERE))
+
+from tests.support.app_server import free_port, stop_process  # noqa: E402
+
 KEY = "probe-key"
 MB = 2**20
 OUTCOMES = ("held", "broke", "crash", "data lost")
@@ -81,12 +87,6 @@ class Case:
 
 
 # --- the server under test --------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def environment(repo: pathlib.Path, work: pathlib.Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(repo), HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False",
@@ -154,13 +154,7 @@ class Server:
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.alive():
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, timeout=15)
         self.log.close()
 
     def http(self, key: bool = True, timeout: float = 120) -> httpx.Client:

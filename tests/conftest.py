@@ -14,6 +14,7 @@ themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import tempfile
@@ -97,3 +98,25 @@ def tiny_fp16_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
 def tiny_causal_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
     """An fp32 folder whose backbone keeps genai's causal attention, as the published export does."""
     return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32", name="causal", bidirectional=False)
+
+
+# --- the tiny engine in process, for the tests of limits, malformed requests and the queue ---------------
+
+@pytest.fixture(scope="module")
+def engine(tiny_fp32_folder):
+    """The tiny fp32 folder's engine, one per test module (a module may define its own ``engine``)."""
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    return OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32")
+
+
+@pytest.fixture
+def limited(engine):
+    """The module's engine with other limits for one test (restored after it)."""
+    original = engine.limits
+
+    def set_limits(**fields):
+        engine.limits = dataclasses.replace(original, **fields)
+        return engine
+    yield set_limits
+    engine.limits = original

@@ -4,7 +4,7 @@ A server on 127.0.0.1 (a free port) over a studio core with the tiny fp32 model:
 voices (one saved here) and languages; synthesize's audio is the engine's for the same text, voice and
 seed; the first audio of a three-sentence text arrives before its last sentence is generated; streamed
 text is spoken sentence by sentence while it arrives; a disconnect cancels the job; a wrong request is
-an ``error`` event.
+an ``error`` event; an event that declares a huge length is refused before it is read.
 """
 
 from __future__ import annotations
@@ -386,3 +386,38 @@ def test_the_app_serves_wyoming_on_its_own_queue(tiny_fp32_folder, tmp_path):
         assert received[-1][1].type == "audio-stop" and audio_of(received)
         # the generation went through the app's one queue, which /health reports
         assert httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"] == before + 1
+
+
+# --- an event's declared length is checked before it is read ----------------------------------------------
+
+@pytest.fixture
+def wyoming_port(tmp_path):
+    """A Wyoming server with no model loaded (the length is refused before any request is made)."""
+    port = free_port()
+    context = make_context(ModelManager(cache_dir=tmp_path / "cache", offline=True), VoiceLibrary(tmp_path / "voices"),
+                           EngineService(max_running=1, max_waiting=1))
+    running = WyomingServer(f"tcp://127.0.0.1:{port}", context).start_in_thread()
+    yield port
+    running.stop_thread()
+
+
+@pytest.mark.parametrize("field", ["data_length", "payload_length"])
+def test_a_wyoming_event_declaring_a_huge_length_is_refused_before_it_is_read(wyoming_port, field, caplog):
+    import json
+    import socket
+
+    with socket.create_connection(("127.0.0.1", wyoming_port), timeout=10) as client:
+        client.sendall(json.dumps({"type": "synthesize", field: 2**40}).encode() + b"\n")
+        refused, sent = False, 0
+        client.settimeout(5)
+        try:
+            for _ in range(64):  # up to 64 MiB while the server should have hung up at once
+                client.sendall(b"\0" * 2**20)
+                sent += 2**20
+            refused = client.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            refused = True
+        except socket.timeout:  # before: still reading, buffering every byte towards the 1 TiB declared
+            refused = False
+    assert refused, f"the server kept the connection after {sent} bytes of a 1 TiB event"
+    assert f"declares {2**40} bytes" in caplog.text, caplog.text  # said in the log, the bytes never read

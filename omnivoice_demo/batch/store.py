@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import pathlib
 from typing import Optional
 
 from ..errors import InvalidInput
+from ..storage.atomic import replacing_path
 
+#: how a batch's files in progress start (``remove_stale_parts`` removes what a killed run left)
 TEMP_MARK = ".part-"
 LOCK_NAME = ".batch.lock"
 
@@ -58,16 +59,10 @@ class OutputFolder:
 
     @contextlib.contextmanager
     def atomic(self, final: pathlib.Path):
-        """A temporary path next to ``final``; renamed over it (after fsync) when the block succeeds."""
-        temp = final.with_name(f"{TEMP_MARK}{os.getpid()}-{final.name}")
-        try:
+        """A temporary path next to ``final`` (``.part-<name>-<random>.part``); renamed over it (after fsync) when
+        the block succeeds, else removed (``storage.atomic.replacing_path``)."""
+        with replacing_path(final, prefix=f"{TEMP_MARK}{final.name}-") as temp:
             yield temp
-            with open(temp, "rb+") as handle:
-                os.fsync(handle.fileno())
-            os.replace(temp, final)
-        finally:
-            if temp.exists():
-                temp.unlink()
 
     def remove_stale_parts(self) -> int:
         """Delete temporary files left by a run that was killed (call while holding the lock)."""

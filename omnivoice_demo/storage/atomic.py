@@ -12,36 +12,50 @@ import json
 import os
 import pathlib
 import tempfile
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Optional
 
 from ..errors import InvalidInput
 
-__all__ = ["atomic_output", "replacing_file", "write_atomically", "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "replacing_file", "replacing_path", "write_atomically", "TEMPORARY_SUFFIX"]
 
-#: what a write in progress is called (``.<stem>-<random>.part``): a start-up sweep may remove leftovers
+#: what a write in progress is called (``.<stem>-<random>.part`` unless a caller names its own prefix): a
+#: start-up sweep may remove leftovers
 TEMPORARY_SUFFIX = ".part"
+#: the mode of every file we keep: the usual one of a file the user writes (read by others, written by the owner)
+FILE_MODE = 0o644
 _STORAGE_ERRORS = {errno.ENOSPC: "is full", errno.EDQUOT: "is over its quota", errno.EROFS: "is read-only",
                    errno.EACCES: "is not writable", errno.EPERM: "is not writable"}
 
 
 @contextlib.contextmanager
-def replacing_file(path: os.PathLike | str) -> Iterator[BinaryIO]:
-    """The mechanism: a binary handle on a temporary file beside ``path`` (its folder made if need be), fsynced
-    and renamed over ``path`` when the block ends without an error, else removed; an ``OSError`` as raised."""
+def replacing_path(path: os.PathLike | str, prefix: Optional[str] = None,
+                   mode: int = FILE_MODE) -> Iterator[pathlib.Path]:
+    """The mechanism: the path of a temporary file beside ``path`` (its folder made if need be) for the block to
+    write by name (a library that opens the file itself), fsynced and renamed over ``path`` when the block ends
+    without an error, else removed; an ``OSError`` as raised.  The temporary name is ``prefix`` (default
+    ``.<stem>-``), a random part and ``TEMPORARY_SUFFIX``; the file gets ``mode`` (``mkstemp`` makes it 0600)."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:40]}-", suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:40]}-" if prefix is None else prefix,
+                                         suffix=TEMPORARY_SUFFIX, dir=path.parent)
+    os.close(handle)
     try:
-        with os.fdopen(handle, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        yield pathlib.Path(temporary)
+        _sync_file(temporary)
         os.replace(temporary, path)
         _sync_folder(path.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+@contextlib.contextmanager
+def replacing_file(path: os.PathLike | str) -> Iterator[BinaryIO]:
+    """``replacing_path`` with a binary handle on the temporary file (closed before the fsync and rename)."""
+    with replacing_path(path) as temporary, open(temporary, "wb") as out:
+        yield out
 
 
 @contextlib.contextmanager
@@ -60,6 +74,15 @@ def write_atomically(path: os.PathLike | str, data: bytes, what: str = "file") -
     with atomic_output(path, what) as out:
         out.write(data)
     return pathlib.Path(path)
+
+
+def _sync_file(name: str) -> None:
+    """What the block wrote, on disk (through a handle of our own: the block's may be closed or unknown)."""
+    descriptor = os.open(name, os.O_RDWR)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _sync_folder(folder: pathlib.Path) -> None:

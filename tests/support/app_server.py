@@ -24,6 +24,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_process(process: Optional[subprocess.Popen], timeout: float = 15.0) -> None:
+    """Stop ``process`` if it still runs: SIGTERM, ``timeout`` seconds to exit, then SIGKILL (waited for).
+
+    The one way the tests and ``benchmarks/hardening_probe.py`` stop the servers they started."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class AppProcess:
     def __init__(self, args: list[str], workdir: pathlib.Path, env: Optional[dict] = None):
         self.port = free_port()
@@ -67,13 +81,7 @@ class AppProcess:
         self.stop()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, timeout=10)
         self.log.close()
 
 

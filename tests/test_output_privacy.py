@@ -1,7 +1,10 @@
-"""Issue 21, the rest of items 6 and 7: on a shared server each output file is served only to the visitor who
-made it, and a batch row that cannot be read or run fails alone.
+"""Output files cannot be guessed, and on a shared server each is served only to the visitor who made it.
 
-Each test here failed before its fix (see the commits on branch own)."""
+Output names carry a random token; the output folder knows each file's owner (and that of Gradio's copies)
+for as long as it keeps them; a shared server (a subprocess, the tiny fp32 model) answers anyone else
+404, as for a file that does not exist, while its own visitors and the Gradio client still get theirs;
+local mode hides no output.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,18 @@ from tests.support.app_server import AppProcess
 from tests.test_http_api import wait_model_loaded
 
 
-# --- item 6: outputs served only to their owner in shared mode ------------------------------------------
+# --- names and owners in the output folder ----------------------------------------------------------------
+
+def test_output_names_carry_a_random_token(tmp_path):
+    from omnivoice_demo.storage.outputs import OutputFolder
+
+    folder = OutputFolder(tmp_path / "out")
+    first, second = folder.path("omnivoice-20260101-120000-speak-42-job2", ".wav"), \
+        folder.path("omnivoice-20260101-120000-speak-42-job2", ".wav")
+    assert first != second and first.parent == tmp_path / "out"
+    token = first.name.removeprefix("omnivoice-20260101-120000-speak-42-job2-").removesuffix(".wav")
+    assert len(token) >= 24 and int(token, 16) >= 0   # 96 random bits
+
 
 def test_an_output_is_readable_by_its_owner_only_and_a_copy_of_it_too(tmp_path):
     from omnivoice_demo.storage.outputs import OutputFolder
@@ -46,6 +60,8 @@ def test_local_mode_hides_no_output(tmp_path):
     path = local.output_path("omnivoice-speak", ".wav", owner="a" * 32)
     assert not local.output_hidden_from(str(path), None) and not local.output_hidden_from(str(path), "b" * 32)
 
+
+# --- a shared server serves outputs only to their owner ---------------------------------------------------
 
 @pytest.fixture(scope="module")
 def shared_server(tiny_fp32_folder, tmp_path_factory):
@@ -107,53 +123,3 @@ def test_the_gradio_clients_own_downloads_still_work_in_shared_mode(shared_serve
     client = Client(shared_server.url, verbose=False)   # downloads the results it gets, with its cookies
     path, seed, _ = client.predict(text="Hi.", num_step=1, seed=3, api_name="/speak")
     assert pathlib.Path(path).read_bytes()[:4] == b"RIFF" and seed == 3
-
-
-# --- item 7: a bad batch row fails alone ---------------------------------------------------------------
-
-def test_bad_batch_rows_fail_alone_and_the_good_ones_are_made(tiny_fp32_folder, tmp_path):
-    import json
-    import subprocess
-
-    from tests.test_batch import batch_command
-
-    source = tmp_path / "items.jsonl"
-    source.write_text("\n".join([
-        '{"id": "good", "text": "Fine."}',
-        '{"id": "lone", "text": "Half a character: \\ud800."}',   # the JSON escape of a lone surrogate
-        '{"id": "mem", "text": "Hello.", "voice": "/proc/self/mem"}',
-        '[1, 2, 3]',
-        '{"id": "klingon", "text": "Fine words.", "language": "Klingonish"}',  # refused by the engine's checks
-        '{"id": "also-good", "text": "Fine too."}',
-    ]) + "\n")
-    out = tmp_path / "out"
-    done = subprocess.run(batch_command(tiny_fp32_folder, source, out), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 3, done.stdout + done.stderr  # before: 1, "internal error", nothing made
-    assert "Traceback" not in done.stderr + done.stdout and "internal error" not in done.stderr + done.stdout
-    assert sorted(p.name for p in out.glob("*.wav")) == ["also-good.wav", "good.wav"]
-    summary = done.stdout
-    assert "6 items: 2 done, 0 skipped (done before), 4 failed" in summary, summary
-    failed = dict(re.findall(r"^failed (.+?): (.*)$", summary, re.MULTILINE))
-    assert "lone surrogate" in failed["line 2"] and "/proc/self/mem" in failed["line 3"]
-    assert "JSON object" in failed["line 4"] and "Klingonish" in failed["klingon"]
-    sidecar = json.loads((out / "klingon.json").read_text())
-    assert sidecar["status"] == "failed" and "Klingonish" in sidecar["error"]
-
-    again = subprocess.run(batch_command(tiny_fp32_folder, source, out), capture_output=True, text=True, timeout=300)
-    assert again.returncode == 3 and "2 skipped (done before), 4 failed" in again.stdout, again.stdout
-
-
-def test_a_row_with_bytes_that_are_not_utf8_or_nested_too_deeply_fails_alone(tmp_path):
-    from omnivoice_demo.batch.items import read_batch
-
-    rows = tmp_path / "odd.jsonl"
-    rows.write_bytes(b'{"id": "ok", "text": "Fine."}\n{"id": "bytes", "text": "caf\xe9"}\n'
-                     + b"[" * 100_000 + b"]" * 100_000 + b"\n")
-    items, problems = read_batch(rows)   # before: UnicodeDecodeError / RecursionError, the whole run gone
-    assert [item.id for item in items] == ["ok"]
-    assert [line for line, _ in problems] == [2, 3]
-    assert "not UTF-8" in problems[0][1] and "nested too deeply" in problems[1][1]
-    lines = tmp_path / "odd.txt"
-    lines.write_bytes(b"Fine line.\ncaf\xe9 line\n")
-    items, problems = read_batch(lines)
-    assert len(items) == 1 and problems[0][0] == 2 and "not valid Unicode" in problems[0][1]
