@@ -241,3 +241,16 @@ def test_strict_refuses_with_the_known_items(api):
 ])
 def test_bad_instructions_are_a_4xx(api, instructions, status, words):
     assert_4xx(_speak(api, instructions=instructions), status, words)
+
+
+def test_every_openai_voice_is_a_design_listed_in_the_docs_table():
+    import pathlib
+    import re
+
+    openai_voices = ("alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
+                     "marin", "cedar")
+    page = (pathlib.Path(__file__).parents[1] / "docs" / "http-api.md").read_text()
+    table = dict(re.findall(r"^\| `(\w+)` \| ([a-z ,-]+) \|$", page, flags=re.M))
+    assert table == DESIGNS and set(openai_voices) <= set(table)
+    for design in DESIGNS.values():
+        assert read_description(design, strict=True).instruct == voice_design.resolve_instruct(design)
