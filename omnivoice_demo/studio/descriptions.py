@@ -9,7 +9,7 @@ whisper, an English accent or a Chinese dialect).  People write "a deep, calm Br
   whisper, "UK"/"English" -> British accent, "Aussie" -> Australian accent, "低沉" -> low pitch, "东北" -> 东北话);
 * nouns that carry a gender, and sometimes an age ("man", "woman", "girl", "老人", "女声"); an age
   written out ("a young girl") wins over the noun's;
-* degree words before a pitch ("very deep" -> very low pitch; "slightly high" -> high pitch);
+* degree words before a pitch ("very deep" -> very low pitch; "slightly high" -> high pitch, the mildest);
 * negation ("not whispering", "不要耳语"): the item is left out, and said so;
 * conflicts ("male, female"; an accent with a dialect): reported, and none of them applied (never guessed).
 
@@ -39,7 +39,7 @@ __all__ = ["Description", "read_description", "known_items_text"]
 _CATEGORY: dict[str, str] = {item: name for name, items in INSTRUCT_CATEGORIES.items() for item in items}
 
 # kinds of word
-_ITEM, _FILLER, _UP, _DOWN, _NOT, _TONE = "item", "filler", "up", "down", "not", "tone"
+_ITEM, _FILLER, _UP, _NOT, _TONE = "item", "filler", "up", "not", "tone"
 
 TONE_WHY = ("tone and emotion are not voice-design items (the model designs gender, age, pitch, whisper, "
             "accent and dialect; a saved voice's own clip carries its manner)")
@@ -92,7 +92,7 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
     add(en, "high|higher|high-pitched|squeaky|shrill|piping|falsetto", items=("high pitch",))
     add(en, "medium|moderate|mid|mid-pitched|medium-pitched|average pitch|normal pitch", items=("moderate pitch",))
     add(en, "whispering|whispered|whispers|whispery|hushed|whisper-quiet|in a whisper", items=("whisper",))
-    for nationality, accent in (("american|us accent|usa|u.s.|yankee", "american"),
+    for nationality, accent in (("american|us accent|usa|u.s|yankee", "american"),
                                 ("british|uk|english|england|brit|scottish|welsh|londoner|cockney|posh",
                                  "british"),
                                 ("australian|aussie|australia", "australian"),
@@ -106,17 +106,18 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
                            ("qingdao", "青岛话"), ("dongbei|northeastern|northeast", "东北话")):
         add(en, place, items=(dialect,))
     add(en, "very|extremely|really|super|quite|so|too|ultra|deeply|highly|incredibly|especially", _UP)
-    add(en, "slightly|somewhat|a bit|a little|a little bit|bit|rather|fairly|mildly|kinda|kind of|sort of", _DOWN)
+    # softening words give the mildest item of their kind ("slightly high": high pitch)
+    add(en, "slightly|somewhat|a bit|a little|a little bit|bit|rather|fairly|mildly|kinda|kind of|sort of", _FILLER)
     add(en, "not|no|non|never|without|isn't|aren't|don't|doesn't|shouldn't|mustn't|nor|neither|avoid|avoiding",
         _NOT)
     add(en, "a|an|the|voice|voiced|voices|speaker|speakers|speaking|speak|speaks|spoken|say|says|saying|talk|"
             "talks|talking|tell|read|reads|reading|narrate|narrates|narrator|narration|in|on|with|of|to|for|as|by|"
             "from|at|and|or|but|also|plus|then|that|this|these|those|is|are|be|was|were|being|been|sound|sounds|"
             "sounding|like|person|people|someone|somebody|one|who|whose|which|has|have|having|use|using|please|it|"
-            "its|it's|you|your|me|my|we|our|they|their|i|tone|toned|style|manner|kind|type|sort|way|accent|"
+            "its|it's|you|your|me|my|we|our|they|their|i|tone|toned|style|manner|type|sort|way|accent|"
             "accented|accents|pitch|pitched|dialect|age|aged-voice|gender|sex|character|adult|adults|human|"
             "should|must|can|could|would|will|just|little|native|speaker's|all|whole|entire|throughout|text|"
-            "following|something|here|there|make|makes|made|let|lets|give|gives|using|an|sounds like|no accent|"
+            "following|something|here|there|make|makes|made|let|lets|give|gives|sounds like|no accent|"
             "neutral accent|without an accent|standard", _FILLER)
     add(en, "cheerful|cheery|happy|happily|joyful|joyous|glad|sad|sadly|unhappy|sorrowful|melancholy|"
             "melancholic|gloomy|angry|angrily|mad|furious|annoyed|irritated|calm|calmly|serene|peaceful|relaxed|"
@@ -155,8 +156,8 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
     for dialect in INSTRUCT_CATEGORIES["dialect"]:
         place = dialect[:-1]
         add(zh, f"{place}|{place}口音|{place}方言|{place}腔", items=(dialect,))
-    add(zh, "非常|特别|极其|极|超级|超|十分|格外|相当|很很", _UP)
-    add(zh, "有点|有点儿|有些|稍微|稍|略微|略|一点|一点儿|偏", _DOWN)
+    add(zh, "非常|特别|极其|极|超级|超|十分|格外|相当", _UP)
+    add(zh, "有点|有点儿|有些|稍微|稍|略微|略|一点|一点儿|偏", _FILLER)
     add(zh, "不|不要|别|没有|无|非|不是|不用|勿", _NOT)
     add(zh, "的|地|得|声|音|声音|嗓音|嗓子|音色|音调|一个|一位|一名|个|位|名|用|以|说话|说|讲|讲话|朗读|念|读|带|带有|"
             "带着|有|口音|方言|腔调|语气|语调|风格|和|与|及|并且|而且|又|是|请|人|像|那种|样|般|感|感觉|很|比较|较|"
@@ -173,7 +174,7 @@ _EN_ITEM_WORDS = sorted(p for p, e in _EN.items() if e.kind == _ITEM and len(p) 
 _EN_LONGEST = max(len(p.split()) for p in _EN)
 _ZH_LONGEST = max(map(len, _ZH))
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"(?P<zh>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[.'’-][^\W_{_CJK}]+)*\.?)|(?P<stop>[,，;；.。!！?？、:：()（）\[\]/\n])")
+_TOKEN = re.compile(rf"(?P<zh>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[.'’-][^\W_{_CJK}]+)*)|(?P<stop>[,，;；.。!！?？、:：()（）\[\]/\n])")
 _MARKUP = re.compile(r"<\s*/?\s*[A-Za-z!?][^<>]*>|&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);")
 _WORD_COUNT = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 
@@ -252,7 +253,7 @@ def _scan(text: str) -> tuple[list[_Match], list[tuple[int, str, str]]]:
     """The phrases of ``text`` in order, and the words not understood: (position, words, why)."""
     matches: list[_Match] = []
     unknown: list[tuple[int, str, str]] = []
-    pending: list[_Match] = []   # degree and negation words waiting for the word they qualify
+    pending: list[_Match] = []   # "very" and "not" waiting for the word they qualify
     words: list[tuple[str, int]] = []
 
     def take(written: str, entry: _Entry, position: int):
@@ -262,13 +263,13 @@ def _scan(text: str) -> tuple[list[_Match], list[tuple[int, str, str]]]:
             miss(written, position, TONE_WHY)
             return
         match = _Match(written, entry, position)
-        if entry.kind in (_UP, _DOWN, _NOT):
+        if entry.kind in (_UP, _NOT):
             pending.append(match)
             return
-        for qualifier in pending:
-            match.negated |= qualifier.entry.kind == _NOT
-            match.degree = qualifier.entry.kind if qualifier.entry.kind != _NOT else match.degree
-            match.words, match.position = _join(qualifier.words, match.words), min(match.position, qualifier.position)
+        if pending:
+            match.negated = any(q.entry.kind == _NOT for q in pending)
+            match.degree = _UP if any(q.entry.kind == _UP for q in pending) else None
+            match.words, match.position = _join(*[q.words for q in pending], written), pending[0].position
         pending.clear()
         matches.append(match)
 
@@ -290,7 +291,7 @@ def _scan(text: str) -> tuple[list[_Match], list[tuple[int, str, str]]]:
                 continue
             for n in range(min(_EN_LONGEST, len(words) - i), 0, -1):
                 phrase = " ".join(w.lower() for w, _ in words[i:i + n])
-                entry = _EN.get(phrase) or _EN.get(phrase.rstrip(".")) or _EN.get(re.sub(r"['’]s$", "", phrase))
+                entry = _EN.get(phrase) or _EN.get(re.sub(r"['’]s$", "", phrase))   # a woman's voice
                 if entry:
                     take(" ".join(w for w, _ in words[i:i + n]), entry, words[i][1])
                     i += n
@@ -306,6 +307,11 @@ def _scan(text: str) -> tuple[list[_Match], list[tuple[int, str, str]]]:
                 i += 1
         words.clear()
 
+    def end_clause():
+        """A comma or a full stop: a negation with nothing after it was not understood."""
+        unknown.extend((q.position, q.words, "a negation of nothing") for q in pending if q.entry.kind == _NOT)
+        pending.clear()
+
     for token in _TOKEN.finditer(text):
         if token.group("word"):
             words.append((token.group("word"), token.start()))
@@ -313,16 +319,10 @@ def _scan(text: str) -> tuple[list[_Match], list[tuple[int, str, str]]]:
         flush_words()
         if token.group("zh"):
             _scan_chinese(token.group("zh"), token.start(), take, miss)
-            continue
-        # the end of a clause: a negation with nothing after it was not understood
-        for qualifier in pending:
-            if qualifier.entry.kind == _NOT:
-                unknown.append((qualifier.position, qualifier.words, "a negation of nothing"))
-        pending.clear()
+        else:
+            end_clause()
     flush_words()
-    for qualifier in pending:
-        if qualifier.entry.kind == _NOT:
-            unknown.append((qualifier.position, qualifier.words, "a negation of nothing"))
+    end_clause()
     return matches, unknown
 
 
@@ -391,8 +391,7 @@ def _tone_adverb(word: str) -> bool:
     return any(_EN.get(s) is not None and _EN[s].kind == _TONE for s in stems)
 
 
-_DEGREE = {("up", "low pitch"): "very low pitch", ("up", "high pitch"): "very high pitch",
-           ("down", "very low pitch"): "low pitch", ("down", "very high pitch"): "high pitch"}
+_DEGREE = {(_UP, "low pitch"): "very low pitch", (_UP, "high pitch"): "very high pitch"}
 
 
 def _resolve(matches: list[_Match], unknown: list[tuple[int, str, str]]):
