@@ -254,3 +254,12 @@ def test_every_openai_voice_is_a_design_listed_in_the_docs_table():
     assert table == DESIGNS and set(openai_voices) <= set(table)
     for design in DESIGNS.values():
         assert read_description(design, strict=True).instruct == voice_design.resolve_instruct(design)
+
+
+def test_header_values_keep_printable_ascii_and_percent_encode_the_rest():
+    from omnivoice_demo.api.speech import header_text
+
+    for value, sent in (("cheerful, positive", "cheerful, positive"), ("50% \\ 'x'", "50%25 \\ 'x'"),
+                        ("青年", "%E9%9D%92%E5%B9%B4"), ("é", "%C3%A9")):
+        assert header_text(value) == sent and urllib.parse.unquote(sent) == value
+        sent.encode("latin-1")

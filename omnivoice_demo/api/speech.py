@@ -148,8 +148,12 @@ def description_headers(plan, description: Description) -> dict:
             "X-OmniVoice-Ignored": header_text(", ".join(description.ignored))}
 
 
+#: printable ASCII but ``%``: what a header value keeps as it is
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+
+
 def header_text(value: str) -> str:
-    return urllib.parse.quote(value, safe=" !\"#$&'()*+,-./:;<=>?@[]^_`{|}~")
+    return urllib.parse.quote(value, safe=_HEADER_SAFE)
 
 
 def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):

@@ -318,7 +318,8 @@ class Limits:
     @classmethod
     def local(cls) -> "Limits":
         """For one person's own machine: long texts and inputs, still bounded."""
-        return cls(max_text_chars=50000, max_description_words=200, max_prompt_tokens=32768, max_audio_seconds=3600.0, max_chunks=400, max_steps=256,
+        return cls(max_text_chars=50000, max_description_words=200, max_prompt_tokens=32768, max_audio_seconds=3600.0,
+                   max_chunks=400, max_steps=256,
                    max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
                    max_decode_frames=3600 * FRAME_RATE,
                    max_upload_bytes=500 * 1024 * 1024)
