@@ -109,7 +109,7 @@ def test_benchmark(client):
 @pytest.mark.parametrize("endpoint, kwargs, expected", [
     ("/speak", dict(text="  "), "empty"),
     ("/speak", dict(text="Hi", language="Klingon"), "Unknown language"),
-    ("/speak", dict(text="Hi", instruct="femal"), "did you mean 'female'"),
+    ("/speak", dict(text="Hi", instruct="<speak>male</speak>"), "markup"),
     ("/speak", dict(text="Hi", voice="nobody"), "No saved voice or named design is called 'nobody'"),
     ("/clone", dict(transcript="One two.", text="Hi"), "I have the right to use this voice"),
     ("/clone", dict(consent=True, text="Hi"), "transcript"),
@@ -126,6 +126,13 @@ def test_bad_input_is_a_message_and_the_server_keeps_serving(client, reference, 
     assert expected in message and "Traceback" not in message
     assert "<br>" not in message and "&gt;" not in message and "&#" not in message  # plain text for API clients
     assert sf.read(client.predict(text="Still here.", num_step=1, api_name="/speak")[0])[1] == 24000
+
+
+def test_speak_reads_a_description_and_says_what_it_ignored(client):
+    path, _, details = client.predict(text="Hello.", instruct="a deep, cheerful British man", num_step=1,
+                                      api_name="/speak")
+    assert details["instruct"] == "low pitch, british accent, male" and details["ignored"] == ["cheerful"]
+    assert sf.read(path)[1] == 24000
 
 
 def test_voices_and_models_are_listed(client):

@@ -191,17 +191,30 @@ def test_text_info_counts_and_estimates(studio):
     assert generation.text_info(studio, "", {}) == "0 characters"
 
 
-def test_instruct_is_checked_with_suggestions():
+def test_the_description_box_says_what_it_applies_and_what_it_ignores():
     assert "male, low pitch" in design.check_instruct({"gender": "male", "pitch": "low pitch"})
     message = design.check_instruct({"instruct": "femal"})
-    assert message.startswith("⚠") and "female" in message
+    assert message.startswith("Voice design: *no item understood*") and "Ignored: 'femal'" in message
+    assert "did you mean 'female'" in message
+    message = design.check_instruct({"gender": "male", "instruct": "a deep, cheerful British voice"})
+    assert "`male, low pitch, british accent`" in message and "Ignored: 'cheerful'" in message
+    assert "`低音调，男`" in design.check_instruct({"instruct": "低沉的男声"}, text="你好")
+    assert design.check_instruct({"instruct": "<b>male</b>"}).startswith("⚠")
     assert design.compose_instruct({"gender": "Auto", "instruct": " "}) is None
+
+
+def test_a_named_voice_keeps_its_design_when_the_box_gives_no_item():
+    kept = speak_tab.with_design({"instruct": "cheerful"}, "female, young adult")
+    assert controls.generation_request(kept).instruct == "female, young adult"
+    assert controls.generation_request(kept).description.ignored == ("cheerful",)
+    replaced = speak_tab.with_design({"instruct": "an old man"}, "female, young adult")
+    assert controls.generation_request(replaced).instruct == "elderly, male"
 
 
 @pytest.mark.parametrize("text, values, expected", [
     ("   ", {}, "empty"),
     ("Hello", {"language": "Klingon"}, "Unknown language"),
-    ("Hello", {"instruct": "femal"}, "did you mean 'female'"),
+    ("Hello", {"instruct": "<speak>male</speak>"}, "markup"),
     ("Hello", {"speed": 0}, "speed must be between"),
     ("Hello", {"seed": 1.5, "randomize": False}, "seed must be a whole number"),
 ])

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from omnivoice_demo.batch.items import BatchInputError, read_items
+from omnivoice_demo.batch.items import BatchInputError, read_batch, read_items
 from omnivoice_demo.batch.store import TEMP_MARK, file_sha256
 from omnivoice_demo.batch.subtitles import parse_timestamps
 from omnivoice_demo.batch.worker import codes_sha256
@@ -114,6 +114,25 @@ def test_an_item_the_engine_checks_refuse_fails_alone(tiny_fp32_folder, tmp_path
     assert failed and "line 2" in failed[0] and "Klingonish" in failed[0], done.stdout
     assert "Traceback" not in done.stderr
     assert [p.name for p in (tmp_path / "out").glob("*.wav")] == ["a.wav"]
+
+
+def test_a_rows_description_is_read_leniently_and_its_sidecar_lists_what_was_ignored(tiny_fp32_folder, tmp_path):
+    source = tmp_path / "items.jsonl"
+    source.write_text("\n".join(json.dumps(row) for row in [
+        {"id": "a", "text": "One.", "instruct": "a deep, cheerful British man", "num_step": 1},
+        {"id": "b", "text": "Two.", "instruct": "female, low pitch", "num_step": 1},
+        {"id": "c", "text": "Three.", "instruct": "<b>male</b>", "num_step": 1},
+    ]) + "\n")
+    items, problems = read_batch(source)
+    assert [i.instruct for i in items] == ["low pitch, british accent, male", "female, low pitch"]
+    assert [i.ignored for i in items] == [("cheerful",), ()]
+    assert problems[0][0] == 3 and "markup" in problems[0][1]
+    done = subprocess.run(batch_command(tiny_fp32_folder, source, tmp_path / "out"), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 3, done.stderr   # row c failed alone
+    found = sidecars(tmp_path / "out")
+    assert found["a"]["status"] == "done" and found["a"]["instruct_ignored"] == ["cheerful"]
+    assert found["a"]["instruct"] == "low pitch, british accent, male" and found["b"]["instruct_ignored"] == []
 
 
 # --- resume after SIGKILL -------------------------------------------------------------------------

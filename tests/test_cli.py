@@ -127,3 +127,25 @@ def test_a_port_in_use_is_one_line_not_a_traceback(tmp_path):
             assert done.returncode == 2, done.stderr[-2000:]
             assert "Traceback" not in done.stderr
             assert done.stderr.strip().splitlines()[-1].startswith(f"error: port {port} on 127.0.0.1 is in use")
+
+
+def test_a_description_is_applied_and_what_it_ignored_is_one_line_on_stderr(tiny_fp32_folder, tmp_path):
+    out = tmp_path / "described.wav"
+    done = run_cli("synth", "--model", str(tiny_fp32_folder), "--text", "Hello.", "--instruct",
+                   "a deep, cheerful British man", "--steps", "1", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("voice description:")]
+    assert len(lines) == 1, done.stderr
+    assert "applied 'low pitch, british accent, male'" in lines[0] and "'cheerful': tone and emotion" in lines[0]
+    assert soundfile.read(out)[1] == 24000
+    strict = run_cli("synth", "--model", str(tiny_fp32_folder), "--text", "Hello.", "--instruct",
+                     "a deep, cheerful British man", "--strict-instruct", "--output", str(tmp_path / "no.wav"))
+    assert strict.returncode == 2 and not (tmp_path / "no.wav").exists()
+    last = strict.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "cheerful" in last and "Known items" in last
+    assert "Traceback" not in strict.stderr
+    for bad, words in (("<speak>male</speak>", "markup"), ("male\x01", "control character"),
+                       ("word " * 10_000, "max_text_chars")):
+        refused = run_cli("synth", "--model", str(tiny_fp32_folder), "--text", "Hi.", "--instruct", bad,
+                          "--output", str(tmp_path / "no.wav"))
+        assert refused.returncode == 2 and words in refused.stderr.strip().splitlines()[-1], refused.stderr

@@ -9,6 +9,7 @@ disconnect that stops the engine, and the same codes as the Gradio /speak.
 from __future__ import annotations
 
 import io
+import pathlib
 import threading
 import time
 
@@ -19,6 +20,7 @@ import pytest
 import soundfile as sf
 from gradio_client import Client
 
+from omnivoice_demo.studio.vocabulary import DESIGNS
 from tests.support.app_server import AppProcess
 from tests.support.signals import speech_like
 
@@ -157,6 +159,65 @@ def test_sse_stream_carries_base64_deltas_then_done(client):
     data = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
     audio, rate = decode(data, "wav")
     assert rate == 24000 and len(audio) > 0
+
+
+# --- OpenAI's own examples (https://platform.openai.com/docs/guides/text-to-speech), only the base URL changed ---
+
+EXAMPLE = dict(model="gpt-4o-mini-tts", voice="coral",
+               input="Today is a wonderful day to build something people love!",
+               instructions="Speak in a cheerful and positive tone.")
+#: what the server says of the example: coral's design applied, the tone words ignored
+EXAMPLE_HEADERS = {"x-omnivoice-instruct": DESIGNS["coral"], "x-omnivoice-ignored": "cheerful, positive"}
+
+
+def test_openais_python_examples_get_audio_and_say_what_was_ignored(client, tmp_path):
+    speech_file_path = tmp_path / "speech.mp3"
+    with client.audio.speech.with_streaming_response.create(**EXAMPLE) as response:
+        response.stream_to_file(speech_file_path)
+        assert {k: response.headers[k] for k in EXAMPLE_HEADERS} == EXAMPLE_HEADERS
+    audio, rate = decode(speech_file_path.read_bytes(), "mp3")
+    assert rate == 24000 and len(audio) > 24000 // 2
+    created = client.audio.speech.with_raw_response.create(**EXAMPLE)   # create(), with its response's headers
+    assert {k: created.headers[k] for k in EXAMPLE_HEADERS} == EXAMPLE_HEADERS
+    audio, rate = decode(created.parse().read(), "mp3")
+    assert rate == 24000 and len(audio) > 24000 // 2
+    assert decode(client.audio.speech.create(**EXAMPLE).read(), "mp3")[1] == 24000
+
+
+def _node_with_openai():
+    """(node, a folder holding node_modules/openai), or a reason to skip."""
+    import os
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        return None, "node is not installed"
+    for folder in filter(None, [os.environ.get("OMNIVOICE_NODE_MODULES"), os.getcwd()]):
+        if (pathlib.Path(folder) / "node_modules" / "openai" / "package.json").is_file():
+            return node, pathlib.Path(folder)
+    return None, ("the openai npm package is not installed: npm install openai in a folder and set "
+                  "OMNIVOICE_NODE_MODULES to it")
+
+
+def test_openais_node_example_gets_audio_and_says_what_was_ignored(app, tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    node, modules = _node_with_openai()
+    if node is None:
+        pytest.skip(modules)
+    script = tmp_path / "speech.mjs"
+    shutil.copy(pathlib.Path(__file__).parent / "support" / "openai_speech_example.mjs", script)
+    (tmp_path / "node_modules").symlink_to(modules / "node_modules", target_is_directory=True)
+    done = subprocess.run([node, str(script), str(tmp_path / "speech.mp3")], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, OPENAI_BASE_URL=app.url + "v1", OPENAI_API_KEY=KEY))
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"x-omnivoice-instruct": said["instruct"], "x-omnivoice-ignored": said["ignored"]} == EXAMPLE_HEADERS
+    audio, rate = decode((tmp_path / "speech.mp3").read_bytes(), "mp3")
+    assert said["bytes"] > 0 and rate == 24000 and len(audio) > 24000 // 2
 
 
 def test_voices_listed_and_created(app, client, tmp_path):

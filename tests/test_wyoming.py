@@ -23,7 +23,9 @@ from wyoming.info import Describe, Info
 from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped,
                          SynthesizeVoice)
 
+from omnivoice_demo.engine.voice_design import resolve_instruct
 from omnivoice_demo.errors import InvalidInput
+from omnivoice_demo.studio.vocabulary import DESIGNS
 from omnivoice_demo.studio.stream_audio import chunk_output, pcm16
 from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
 from omnivoice_demo.wyoming.requests import parse_request, wyoming_language
@@ -272,6 +274,19 @@ def test_an_unknown_voice_and_a_bad_language_are_error_events_and_the_connection
     assert "Unknown language 'klingonese'" in error.text
     error = Error.from_event(talk(server.port, [SynthesizeChunk(text="Hello.")])[0][1])
     assert "synthesize-start" in error.text
+
+
+def test_instructions_describe_the_voice_and_what_is_ignored_is_logged(server, engine, monkeypatch, caplog):
+    record = recording_run(engine, monkeypatch)
+    with caplog.at_level("INFO", logger="omnivoice_demo.wyoming.handler"):
+        talk(server.port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED, instructions="a deep, cheerful British man")])
+        talk(server.port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED, instructions="cheerful")])
+    described, kept = record["plans"]
+    assert described.instruct == "low pitch, british accent, male"
+    assert kept.instruct == resolve_instruct(DESIGNS["alloy"])       # no item: the voice keeps its design
+    assert sum("voice description:" in r.getMessage() and "cheerful" in r.getMessage() for r in caplog.records) == 2
+    error = Error.from_event(talk(server.port, [synthesize(ONE_SENTENCE, instructions="<b>male</b>")])[0][1])
+    assert error.code == "invalid_value" and "markup" in error.text
 
 
 def test_a_text_over_the_limit_is_an_error_before_any_work(server, core):

@@ -287,10 +287,11 @@ def build_router(context: ApiContext):
         parsed = speech.parse(await read_json(request))
         loaded = model_for(parsed.model)
         names = saved_names()
-        plan = await asyncio.to_thread(_plan, context, loaded, parsed, names)
+        plan, description = await asyncio.to_thread(_plan, context, loaded, parsed, names)
         job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                      lock=loaded.lock, label="http")
-        headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks))}
+        headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks)),
+                   **speech.description_headers(plan, description)}
         if parsed.speed_note:
             headers["X-OmniVoice-Speed"] = parsed.speed_note
         if parsed.stream_format:
@@ -311,9 +312,10 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     max_frames = loaded.engine.limits.max_reference_frames
-    voice, instruct = resolve_voice(parsed.voice, names,
-                                    lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
-    return speech.plan_for(loaded.engine, parsed, voice, parsed.instructions or instruct)
+    voice, design = resolve_voice(parsed.voice, names,
+                                  lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+    instruct, description = speech.instruct_for(loaded.engine, parsed, design)
+    return speech.plan_for(loaded.engine, parsed, voice, instruct), description
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):

@@ -6,7 +6,10 @@ The request's fields (OpenAI's, then ours):
   OpenAI's ``tts-1``/``tts-1-hd``/``gpt-4o-mini-tts`` meaning the active model),
   ``voice`` (see ``studio.vocabulary``), ``response_format`` (``api.encoding``),
   ``speed`` (OpenAI's 0.25-4.0, clamped to the model's 0.5-2.0; the ``X-OmniVoice-Speed``
-  header says what was used), ``instructions`` (a voice design; it replaces the voice's own),
+  header says what was used), ``instructions`` (a voice described in words, read by
+  ``studio.descriptions``: its items replace the voice's own design; with no item the voice stays as it
+  is; the ``X-OmniVoice-Instruct`` and ``X-OmniVoice-Ignored`` headers say what was applied and what was
+  not understood), ``strict`` (true: refuse instructions with any word not understood),
   ``stream_format`` (as OpenAI: ``audio`` by default, the file's bytes as each chunk is
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
@@ -25,11 +28,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import urllib.parse
 from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded
 from ..engine.presets import preset_values
+from ..studio.descriptions import Description, read_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
 
@@ -54,6 +59,7 @@ class SpeechRequest:
     instructions: Optional[str]
     settings: dict
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
+    strict: bool = False               # refuse instructions with words not understood
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -85,9 +91,13 @@ def parse(body) -> SpeechRequest:
         settings = dict(preset_values(preset), **settings)
     if body.get("steps") is not None:
         settings["num_step"] = body["steps"]
+    strict = body.get("strict", False)
+    if not isinstance(strict, bool):
+        raise InvalidInput(f"strict must be true or false, got {strict!r}.", param="strict")
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
-                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note)
+                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
+                         strict=strict)
 
 
 def _stream_format(body: dict) -> Optional[str]:
@@ -120,6 +130,30 @@ def _openai_speed(value) -> tuple[float, Optional[str]]:
 
 def config_for(request: SpeechRequest) -> GenerationConfig:
     return GenerationConfig.from_mapping(request.settings)
+
+
+def instruct_for(engine, request: SpeechRequest, design: Optional[str]) -> tuple[Optional[str], Description]:
+    """The instruct of a request: its ``instructions`` read as a description (strict if asked), whose items
+    replace the voice's ``design``; the description, for the headers."""
+    description = read_description(request.instructions, strict=request.strict, limits=engine.limits,
+                                   param="instructions")
+    return description.instruct or design, description
+
+
+def description_headers(plan, description: Description) -> dict:
+    """``X-OmniVoice-Instruct`` (the items the model was given) and ``X-OmniVoice-Ignored`` (the words left
+    out), empty when none; latin-1 safe: characters outside printable ASCII (Chinese items) and ``%`` are
+    percent-encoded as UTF-8 (``urllib.parse.unquote`` reads them back)."""
+    return {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
+            "X-OmniVoice-Ignored": header_text(", ".join(description.ignored))}
+
+
+#: printable ASCII but ``%``: what a header value keeps as it is
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+
+
+def header_text(value: str) -> str:
+    return urllib.parse.quote(value, safe=_HEADER_SAFE)
 
 
 def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):

@@ -3,7 +3,8 @@
 A JSONL row is an object with ``text`` and any of ``id``, ``voice`` (read as every
 front end reads it: a voice saved in the app, or in ``--voices DIR``; a named design
 such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
-``instruct`` and the ``GenerationConfig`` fields (``seed``, ``num_step``,
+``instruct`` (the voice in one's own words, read leniently: each item's sidecar lists the words
+left out in ``instruct_ignored``) and the ``GenerationConfig`` fields (``seed``, ``num_step``,
 ``speed``, ...).  A ``.txt`` file is one item per non-empty line; a line starting
 with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
@@ -27,6 +28,7 @@ from typing import Any, Optional
 from ..engine.config import GenerationConfig
 from ..errors import InvalidInput
 from ..engine.text import check_unicode
+from ..studio.descriptions import read_description
 from .store import file_sha256
 
 log = logging.getLogger("omnivoice.batch")
@@ -67,6 +69,7 @@ class BatchItem:
     instruct: Optional[str]
     voice: Optional[str]              # absolute path of a saved voice file
     config: GenerationConfig          # the batch's settings with the row's own on top; the seed always set
+    ignored: tuple[str, ...] = ()     # words of the row's instruct that were not understood (its sidecar says)
 
     def generate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``engine.prepare/stream/generate`` for this item."""
@@ -198,8 +201,10 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder:
     if config.seed is None:
         config = config.replace(seed=default_seed(item_id, text.strip()))
     voice, design = _voice_of(row.get("voice"), voices, folder)
+    description = read_description(row.get("instruct"), param="instruct")   # lenient: the sidecar lists the rest
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
-                     instruct=row.get("instruct") or design, voice=voice, config=config)
+                     instruct=description.instruct or design, voice=voice, config=config,
+                     ignored=description.ignored)
 
 
 def default_seed(item_id: str, text: str) -> int:

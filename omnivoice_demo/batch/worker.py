@@ -110,8 +110,8 @@ class ItemWorker:
         folder = OutputFolder(job.output)
         key = item.key(job.model_identity, job.audio_format)
         started = time.perf_counter()
-        base = {"id": item.id, "line": item.line, "key": key, "text": item.text, "host": socket.gethostname(),
-                "pid": os.getpid()}
+        base = {"id": item.id, "line": item.line, "key": key, "text": item.text, "instruct": item.instruct,
+                "instruct_ignored": list(item.ignored), "host": socket.gethostname(), "pid": os.getpid()}
         try:
             record = self._synthesise(item, job, folder, base)
         except Exception as exc:  # noqa: BLE001 - one bad item must not stop the batch; its error is recorded

@@ -36,6 +36,7 @@ from ..engine.config import add_config_arguments, add_limit_arguments, config_fr
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument
 from ..errors import InvalidInput, OmniVoiceError, one_line
+from ..studio.descriptions import read_description
 
 MAX_THREADS = 1024
 
@@ -141,6 +142,10 @@ def synth(args) -> int:
     config = config_from_arguments(args)
     text = read_text(args.text)
     voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
+    description = read_description(args.instruct, strict=args.strict_instruct, limits=limits_from_arguments(args),
+                                   param="--instruct")
+    if description.text is not None:
+        print(description.note(), file=sys.stderr)
     engine = open_engine(args)
     if args.ref_audio:
         voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
@@ -150,7 +155,7 @@ def synth(args) -> int:
     language = args.language
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
-    stream = engine.stream(text, language=language, instruct=args.instruct or design, voice=voice,
+    stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
                            config=config)
     bar = None
     result = first_audio = None
@@ -228,7 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
     speak.add_argument("--language", default=None,
                        help="language name or code (default: none, or the language recognised in --ref-audio)")
-    speak.add_argument("--instruct", default=None, help='voice design, e.g. "female, low pitch, british accent"')
+    speak.add_argument("--instruct", default=None,
+                       help='the voice in your own words or as items, e.g. "a deep, calm British man" or "female, low '
+                            'pitch"; one line on stderr says what was applied and what was ignored')
+    speak.add_argument("--strict-instruct", action="store_true",
+                       help="refuse an --instruct with any word that is not understood (and list the known items)")
     speak.add_argument("--ref-audio", default=None, help="reference audio to clone")
     speak.add_argument("--ref-text", default=None,
                        help="what the reference audio says (default: recognised by the speech recogniser)")

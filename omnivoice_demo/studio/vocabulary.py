@@ -7,6 +7,9 @@
   pitch"``), then -- where the front end reads local files (the command line, batch) -- a path to a
   ``.npz``; ``"auto"`` or empty: the model chooses.  Servers never take a path.
 * Languages: ``languages.language_choices`` (a name or a code, ``"Auto"``).
+* Voice descriptions (``read_description``, in ``studio.descriptions``): a voice in one's own words, English or
+  Chinese ("a deep, calm British man", "温柔的年轻女声") -> the model's design items, with the words left out
+  and why; every front end reads OpenAI's ``instructions``, the app's box, ``--instruct`` and batch rows there.
 
 OpenAI's clients send fixed voice names (``alloy``, ``echo``, ...).  OmniVoice has no such
 speakers; it designs a voice from attributes (``instruct``).  Each OpenAI name is mapped to one
@@ -25,6 +28,7 @@ from ..engine.languages import language_choices  # noqa: F401 - the vocabulary's
 from ..engine.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
 from ..engine.voice import Voice
 from ..engine.voice_design import resolve_instruct
+from .descriptions import Description, read_description  # noqa: F401 - the vocabulary's descriptions
 
 #: name -> voice design (items of ``voice_design.INSTRUCT_CATEGORIES``)
 DESIGNS: dict[str, str] = {

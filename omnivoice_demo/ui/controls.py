@@ -21,8 +21,9 @@ from typing import Any, Callable, Optional
 import gradio as gr
 import numpy as np
 
-from ..engine.config import GenerationConfig
+from ..engine.config import GenerationConfig, Limits
 from ..engine.languages import language_choices
+from ..studio.descriptions import Description, read_description
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -147,18 +148,23 @@ class GenerationRequest:
     """What the controls ask for: ``engine.stream(text, language=..., instruct=..., config=...)``."""
 
     language: Optional[str]
-    instruct: Optional[str]
+    description: Description      # the voice design, read from the dropdowns and the free text
     config: GenerationConfig
+
+    @property
+    def instruct(self) -> Optional[str]:
+        return self.description.instruct
 
     def engine_arguments(self) -> dict:
         return dict(language=self.language, instruct=self.instruct, config=self.config)
 
 
-def generation_request(values: dict) -> GenerationRequest:
+def generation_request(values: dict, limits: Optional[Limits] = None) -> GenerationRequest:
     """Control (or API) values -> a validated request; the seed is drawn here when it is to be random.
 
     ``duration`` 0 or empty means automatic; ``seed`` empty or negative, or ``randomize``, means a new
-    seed.  A bad value is an ``InvalidInput`` naming the setting."""
+    seed.  A bad value is an ``InvalidInput`` naming the setting.  The voice design is read leniently
+    (``studio.descriptions``), within ``limits``."""
     settings = {name: values[name] for name in tab_settings() if name in values}
     duration = settings.get("duration")
     if duration in (0, 0.0, "", "0"):
@@ -169,7 +175,7 @@ def generation_request(values: dict) -> GenerationRequest:
     config = GenerationConfig.from_mapping(settings).validate()
     language = str(values.get("language") or "").strip()
     return GenerationRequest(language=None if language.lower() in ("", "auto") else language,
-                             instruct=compose_instruct(values), config=config)
+                             description=read_description(compose_instruct(values), limits=limits), config=config)
 
 
 # --- the API's parameters ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Voice design in the app: the category dropdowns and the free-text instruct, joined and checked as you type."""
+"""Voice design in the app: the category dropdowns and the free-text description, joined and read as you type."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Optional
 import gradio as gr
 
 from ..engine.voice_design import has_chinese, instruct_categories, resolve_instruct
+from ..studio.descriptions import read_description
 
 AUTO = "Auto"
 DESIGN_CATEGORIES = ("gender", "age", "pitch", "style", "accent", "dialect")
@@ -28,16 +29,18 @@ def compose_instruct(values: dict) -> Optional[str]:
 
 
 def check_instruct(values: dict, text: str = "") -> str:
-    """Markdown: what the model will be told, or why the instruct is not accepted (with suggestions)."""
-    instruct = compose_instruct(values)
-    if instruct is None:
-        return "Voice design: *none* (the model picks a voice)."
+    """Markdown: what the model will be told, and the words of the description it ignores and why (or why
+    the description cannot be read)."""
     try:
-        resolved = resolve_instruct(instruct, use_zh=has_chinese(text))
+        description = read_description(compose_instruct(values))
+        resolved = resolve_instruct(description.instruct, use_zh=has_chinese(text))
     except ValueError as exc:
         first = str(exc).split("\n\n")[0]
         return "⚠ " + html.escape(first).replace("\n", "<br>")
-    return f"Voice design: `{resolved}`"
+    if description.text is None:
+        return "Voice design: *none* (the model picks a voice)."
+    shown = f"Voice design: `{resolved}`" if resolved else "Voice design: *no item understood* (the model picks a voice)."
+    return "<br>".join([shown] + ["Ignored: " + html.escape(line, quote=False) for line in description.why])
 
 
 def design_choices() -> dict[str, list[str]]:
@@ -55,9 +58,10 @@ def design_widgets(prefix: str, open_: bool) -> dict:
                     widgets[name] = gr.Dropdown(choices[name], value=AUTO, min_width=120,
                                                 label=_LABELS.get(name, name.capitalize()),
                                                 elem_id=f"{prefix}-{name}")
-        widgets["instruct"] = gr.Textbox(label="Instruct (free text)", elem_id=f"{prefix}-instruct",
-                                         placeholder="e.g. female, low pitch, british accent",
-                                         info="Comma-separated items; checked as you type.")
+        widgets["instruct"] = gr.Textbox(label="Describe the voice", elem_id=f"{prefix}-instruct",
+                                         placeholder="e.g. a deep, calm British man · 温柔的年轻女声 · female, low pitch",
+                                         info="Your own words or the items above; what cannot be applied is shown "
+                                              "below and ignored.")
         widgets["instruct_check"] = gr.Markdown("Voice design: *none* (the model picks a voice).",
                                                 elem_id=f"{prefix}-instruct-check")
     return widgets

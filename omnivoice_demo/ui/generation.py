@@ -44,7 +44,7 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     except ModelNotReady:
         return count
     try:
-        arguments = generation_request(values).engine_arguments()
+        arguments = generation_request(values, studio.limits).engine_arguments()
         plan = loaded.engine.prepare(text, voice=voice, **arguments)
     except InvalidInput as exc:
         return f"{count} · ⚠ {_first_line(exc)}"
@@ -96,7 +96,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     ``owner``'s (``Studio.output_path``)."""
     loaded = studio.models.get()
     engine = loaded.engine
-    arguments = generation_request(values).engine_arguments()  # the seed is fixed here, so both calls agree
+    arguments = generation_request(values, studio.limits).engine_arguments()  # the seed is fixed here, so both calls agree
     plan = engine.prepare(text, voice=voice, **arguments)  # every check, before any work
     timeline = engine.estimate(plan)  # the whole pipeline's predicted time line, for the time left
     estimate = timeline.total if timeline is not None else None

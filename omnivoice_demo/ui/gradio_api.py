@@ -36,8 +36,8 @@ DESCRIPTIONS = {
     "voice": "A saved voice's name, or a named design such as 'alloy' (see /voices); empty: none (the model picks "
              "a voice, or follows instruct).",
     "language": "Language name or code, e.g. 'English' or 'en'; 'Auto' lets the model decide.",
-    "instruct": "Voice design: comma-separated items, e.g. 'female, low pitch, british accent' (/voices lists "
-                "named designs); empty: none.",
+    "instruct": "Voice design in your own words or as items, e.g. 'a deep, calm British man' or 'female, low "
+                "pitch'; words not understood are ignored and listed in details.ignored; empty: none.",
     "reference": "Required. The reference clip to clone: 3-10 s of one speaker.",
     "transcript": "Required (this server has no speech recogniser): exactly what is said in the reference clip.",
     "consent": "Required: true confirms you have the right to use this voice (your own, or one you have "
@@ -108,7 +108,8 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
     from .controls import generation_request
 
     loaded = studio.models.get()
-    arguments = generation_request(values).engine_arguments()
+    request = generation_request(values, studio.limits)
+    arguments = request.engine_arguments()
     plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, **arguments)
     job = studio.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                 lock=loaded.lock, label=f"gradio {tab}")
@@ -121,7 +122,9 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
     path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav",
                               owner)
     await asyncio.to_thread(sf.write, path, result.audio, result.sample_rate, subtype="PCM_16")
-    return str(path), int(result.seed), details(result, loaded.label)
+    # the voice design given and the words of the description left out, as the HTTP API's headers say them
+    info = dict(details(result, loaded.label), instruct=plan.instruct, ignored=list(request.description.ignored))
+    return str(path), int(result.seed), info
 
 
 def add_listing_endpoints(studio) -> None:

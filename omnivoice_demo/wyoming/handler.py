@@ -41,6 +41,7 @@ from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded
 from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
+from ..studio.descriptions import read_description
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
 from .info import build_info
@@ -246,10 +247,14 @@ class SpeechHandler(AsyncEventHandler):
         """The engine's plan of a piece (every check of the engine and its limits, before the queue)."""
         engine = loaded.engine
         max_frames = engine.limits.max_reference_frames
-        voice, instruct = resolve_voice(piece.request.voice, self.context.saved_names(),
-                                        lambda name: self.context.voices.load(name, self.context.session,
-                                                                              max_frames=max_frames),
-                                        listed_by=LISTED_BY)
+        voice, design = resolve_voice(piece.request.voice, self.context.saved_names(),
+                                      lambda name: self.context.voices.load(name, self.context.session,
+                                                                            max_frames=max_frames),
+                                      listed_by=LISTED_BY)
+        description = read_description(piece.request.instructions, limits=engine.limits, param="instructions")
+        if description.why:
+            log.info("%s", description.note())
+        instruct = description.instruct or design
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True)

@@ -7,8 +7,10 @@ seed, as a whole number, so a Home Assistant automation can fix the exact voice 
 design (``options: {voice: default, speaker: "42"}``).
 
 The extension, fields of the event's ``data`` next to ``text`` and ``voice`` (other servers ignore them):
-``seed`` (a whole number, 0 to 2**31 - 1) and ``language`` (any language of the model, by code or
-name: ``de``, ``de-DE``, ``yue``, ``German``).  Without a seed each request draws one.
+``seed`` (a whole number, 0 to 2**31 - 1), ``language`` (any language of the model, by code or
+name: ``de``, ``de-DE``, ``yue``, ``German``) and ``instructions`` (the voice in one's own words, as
+OpenAI's field: read leniently, its items replace the voice's design, the words left out are logged).
+Without a seed each request draws one.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class SpeechRequest:
     voice: Optional[str] = None      # None: the model chooses
     language: Optional[str] = None   # a code the model knows, None: no language token
     seed: Optional[int] = None
+    instructions: Optional[str] = None   # a voice description (studio.descriptions)
 
 
 def parse_request(data: dict) -> SpeechRequest:
@@ -47,7 +50,8 @@ def parse_request(data: dict) -> SpeechRequest:
         seed = int(speaker)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
         raise InvalidInput(f"seed must be a whole number from 0 to {MAX_SEED}, got {seed!r}.", param="seed")
-    return SpeechRequest(voice=name, language=wyoming_language(language), seed=seed)
+    return SpeechRequest(voice=name, language=wyoming_language(language), seed=seed,
+                         instructions=_text(data, "instructions", "instructions"))
 
 
 def wyoming_language(value: Optional[str]) -> Optional[str]:

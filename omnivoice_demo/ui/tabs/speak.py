@@ -18,6 +18,7 @@ from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons
 from ...studio import Studio, session_of
 from ...studio.vocabulary import resolve_voice
 from ..design import compose_instruct
+from ...studio.descriptions import read_description
 
 
 def saved_voice(studio: Studio, name: Optional[str], session: Optional[str], browser=None) -> Optional[Voice]:
@@ -40,10 +41,11 @@ def chosen_voice(studio: Studio, name: Optional[str], session: Optional[str],
 
 
 def with_design(values: dict, design: Optional[str]) -> dict:
-    """``values`` with a named voice's design as the instruct, unless the request designs a voice itself."""
-    if not design or compose_instruct(values):
+    """``values`` with a named voice's design before the free text, unless the request designs a voice itself
+    (the dropdowns and free text give an item): words that give no item leave the voice as it is."""
+    if not design or read_description(compose_instruct(values)).items:
         return values
-    return dict(values, instruct=design)
+    return dict(values, instruct=", ".join(filter(None, [design, str(values.get("instruct") or "").strip()])))
 
 
 def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> list[str]:
