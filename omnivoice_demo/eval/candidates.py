@@ -98,12 +98,15 @@ def parse_candidate(spec: str) -> Candidate:
         values[key] = value.strip()
     if not values:
         raise InvalidInput("--candidate is empty; give e.g. preset=fast or backbone=int4.", param="candidate")
-    base = GenerationConfig.preset(values.pop("preset", "reference"))
     if "streaming" in values:
         values["sentence_streaming"] = values.pop("streaming")
     name = values.pop("name", None) or _name_of(spec)
     spec_fields = {k: values.pop(k) for k in ("model", "precision", "backbone") if k in values}
-    config = GenerationConfig.from_mapping(values, base=base).validate()
+    try:
+        base = GenerationConfig.preset(values.pop("preset", "reference"))
+        config = GenerationConfig.from_mapping(values, base=base).validate()
+    except InvalidInput as exc:
+        raise InvalidInput(f"--candidate {spec!r}: {exc}", param="candidate") from exc
     if config.seed is not None:
         raise InvalidInput("--candidate: the seed is the item's, the same for every configuration; remove seed=.",
                            param="candidate")

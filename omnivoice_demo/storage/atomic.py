@@ -20,6 +20,8 @@ __all__ = ["atomic_output", "replacing_file", "write_atomically", "TEMPORARY_SUF
 
 #: what a write in progress is called (``.<stem>-<random>.part``): a start-up sweep may remove leftovers
 TEMPORARY_SUFFIX = ".part"
+#: every file we keep: readable by all, writable by its owner (as a plain ``open`` makes it under the usual umask)
+FILE_MODE = 0o644
 _STORAGE_ERRORS = {errno.ENOSPC: "is full", errno.EDQUOT: "is over its quota", errno.EROFS: "is read-only",
                    errno.EACCES: "is not writable", errno.EPERM: "is not writable"}
 
@@ -33,6 +35,7 @@ def replacing_file(path: os.PathLike | str) -> Iterator[BinaryIO]:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:40]}-", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
+            os.fchmod(out.fileno(), FILE_MODE)  # mkstemp makes it 0600
             yield out
             out.flush()
             os.fsync(out.fileno())

@@ -129,7 +129,7 @@ def transcript_updates(studio: Studio, path: Optional[str], preprocess: bool = P
     try:
         text = recognise_reference(studio, path, preprocess).text
     except OmniVoiceError as exc:
-        yield (note + " ⚠ The transcript could not be recognised (" + html.escape(one_line(exc)) + "); type it.",
+        yield (note + " ⚠ The transcript could not be recognised, so type it. " + html.escape(one_line(exc)),
                gr.update(placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True))
         return
     yield note, gr.update(value=text, placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True)
