@@ -127,6 +127,10 @@ class VoiceLibrary:
                                param="voice")
         return path
 
+    def created_at(self, name: str, session: Optional[str] = None) -> int:
+        """When the voice ``name`` was saved (Unix seconds: its file's modification time)."""
+        return int(self._existing(name, session).stat().st_mtime)
+
     def delete(self, name: str, session: Optional[str] = None) -> None:
         """Remove the voice ``name``; ``InvalidInput`` when there is none."""
         self._existing(name, session).unlink()

@@ -43,7 +43,7 @@ from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
-from .info import build_info
+from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
 from .text_stream import TextStream
 
@@ -249,7 +249,7 @@ class SpeechHandler(AsyncEventHandler):
         voice, instruct = resolve_voice(piece.request.voice, self.context.saved_names(),
                                         lambda name: self.context.voices.load(name, self.context.session,
                                                                               max_frames=max_frames),
-                                        listed_by=LISTED_BY)
+                                        listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True)
