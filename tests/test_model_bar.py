@@ -1,5 +1,6 @@
-"""The model bar (the banner over the tabs): commands as code, not backticks, and in shared mode no part of a
-server path, whether the model is ready or failed to load."""
+"""Messages in the app: the model bar (the banner over the tabs) shows commands as code, not backticks, and in
+shared mode no part of a server path, whether the model is ready or failed to load; the Clone tab's note when
+no recogniser can be had reads as sentences."""
 
 from __future__ import annotations
 
@@ -42,3 +43,21 @@ def test_a_ready_model_in_shared_mode_shows_its_folder_by_name_only(tiny_fp32_fo
     parents = [part for part in tiny_fp32_folder.parent.parts if part not in ("/", "tmp")]
     assert tiny_fp32_folder.name in shown and not any(f"/{part}/" in shown for part in parents)
     assert "<server>/" + tiny_fp32_folder.name in shown
+
+
+def test_the_clone_tabs_recogniser_note_reads_as_sentences(monkeypatch):
+    """The note when no recogniser can be had ended ".).); type it." (the reason in brackets, then more)."""
+    from omnivoice_demo.asr.source import _how_to_get
+    from omnivoice_demo.errors import ModelNotAvailable
+    from omnivoice_demo.ui.tabs import clone
+
+    reason = f"No speech recogniser is cached and this program is offline: {_how_to_get('onnx-community/whisper-base', 'int8')}"
+
+    def no_recogniser(*args):
+        raise ModelNotAvailable(reason)
+
+    monkeypatch.setattr(clone, "reference_note", lambda studio, path: "3.0 s of audio.")
+    monkeypatch.setattr(clone, "recognise_reference", no_recogniser)
+    note = list(clone.transcript_updates(None, "clip.wav"))[-1][0]
+    assert "could not be recognised, so type it." in note and note.endswith("--asr-model DIR for synth and eval).")
+    assert ").)" not in note and "); type it" not in note and "`" not in note
