@@ -14,6 +14,7 @@ import soundfile as sf
 from omnivoice_demo.api import encoding
 from omnivoice_demo.studio import VoiceLibrary
 from tests.test_vocabulary import a_voice
+from tests.test_app_api import app, client  # noqa: F401 - the running app and its gradio_client
 from tests.test_voice_routes import client_of
 
 
@@ -45,53 +46,35 @@ def test_a_streamed_flac_is_the_whole_file_that_soundfile_reads():
 
 # --- against the running app (the HTTP API and the Gradio API on one server) ------------------------------
 
-@pytest.fixture(scope="module")
-def app(tiny_fp32_folder, tmp_path_factory, request):
-    from tests.support.app_server import shared_app
-
-    return shared_app(tiny_fp32_folder, tmp_path_factory.mktemp("app"), request.config)
-
-
-@pytest.fixture(scope="module")
-def gradio(app):
-    from gradio_client import Client
-
-    from tests.support.app_server import wait_model_ready
-
-    client = Client(app.url, verbose=False)
-    wait_model_ready(client)
-    return client
-
-
 @pytest.mark.slow
-def test_default_streamed_flac_from_the_openai_sdk_is_read_by_soundfile(app, gradio):
-    client = openai.OpenAI(base_url=app.url + "v1", api_key="none", max_retries=0, timeout=120)
-    streamed = client.audio.speech.create(model="omnivoice", voice="alloy", input="Two sentences. Streamed by default.",
-                                          response_format="flac", extra_body={"steps": 2, "seed": 4})
+def test_default_streamed_flac_from_the_openai_sdk_is_read_by_soundfile(app, client):
+    sdk = openai.OpenAI(base_url=app.url + "v1", api_key="none", max_retries=0, timeout=120)
+    streamed = sdk.audio.speech.create(model="omnivoice", voice="alloy", input="Two sentences. Streamed by default.",
+                                       response_format="flac", extra_body={"steps": 2, "seed": 4})
     audio, rate = sf.read(io.BytesIO(streamed.read()))
-    whole = client.audio.speech.create(model="omnivoice", voice="alloy", input="Two sentences. Streamed by default.",
-                                       response_format="flac", extra_body={"steps": 2, "seed": 4, "stream": False})
+    whole = sdk.audio.speech.create(model="omnivoice", voice="alloy", input="Two sentences. Streamed by default.",
+                                    response_format="flac", extra_body={"steps": 2, "seed": 4, "stream": False})
     assert rate == 24000 and len(audio) > 0
     assert abs(len(audio) - len(sf.read(io.BytesIO(whole.read()))[0])) < rate  # the same speech, chunked
 
 
 @pytest.mark.slow
-def test_the_gradio_api_takes_a_preset_by_name_or_alias(gradio, tmp_path):
+def test_the_gradio_api_takes_a_preset_by_name_or_alias(client, tmp_path):
     from gradio_client import handle_file
     from gradio_client.exceptions import AppError
 
     from tests.support.signals import speech_like
 
-    _, _, fast = gradio.predict(text="A preset.", preset="fast", seed=1, api_name="/speak")
+    _, _, fast = client.predict(text="A preset.", preset="fast", seed=1, api_name="/speak")
     assert fast["settings"]["num_step"] == 8 and fast["settings"]["guidance_every"] == 2
-    _, _, hd = gradio.predict(text="A preset.", preset="HD", num_step=32, seed=1, api_name="/speak")
+    _, _, hd = client.predict(text="A preset.", preset="HD", num_step=32, seed=1, api_name="/speak")
     assert hd["settings"]["num_step"] == 32 and hd["settings"]["guidance_every"] == 1
-    _, _, own = gradio.predict(text="A preset.", preset="fast", num_step=4, seed=1, api_name="/speak")
+    _, _, own = client.predict(text="A preset.", preset="fast", num_step=4, seed=1, api_name="/speak")
     assert own["settings"]["num_step"] == 4 and own["settings"]["guidance_every"] == 2  # a given setting wins
     with pytest.raises(AppError, match="Unknown preset 'turbo'.*reference, balanced, fast"):
-        gradio.predict(text="A preset.", preset="turbo", api_name="/speak")
+        client.predict(text="A preset.", preset="turbo", api_name="/speak")
     reference = tmp_path / "reference.wav"
     sf.write(reference, speech_like(2.0, 16000, seed=2)[0], 16000)
-    _, _, cloned = gradio.predict(reference=handle_file(str(reference)), transcript="One two three.",
+    _, _, cloned = client.predict(reference=handle_file(str(reference)), transcript="One two three.",
                                   text="A cloned preset.", consent=True, preset="balanced", api_name="/clone")
     assert cloned["settings"]["num_step"] == 16

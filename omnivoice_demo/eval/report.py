@@ -139,14 +139,7 @@ def _cell(row: dict, key: str) -> str:
     value = row.get(key)
     if not value:
         return "–"
-    if key in PERCENT:
-        def form(number):
-            return f"{100 * number:.1f}%"
-    else:
-        digits = 2 if key in ("time_s", "rtf") else 3
-
-        def form(number):
-            return f"{number:.{digits}f}"
+    form = ("{:.1%}" if key in PERCENT else "{:.2f}" if key in ("time_s", "rtf") else "{:.3f}").format
     worst = value.get("worst")
     return form(value["mean"]) if worst is None else f"{form(value['mean'])} ({form(worst)})"
 
