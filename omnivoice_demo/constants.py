@@ -25,3 +25,19 @@ def frames_to_seconds(frames: int) -> float:
 
 def seconds_to_samples(seconds: float) -> int:
     return int(round(seconds * SAMPLE_RATE))
+
+
+def app_version() -> str:
+    """This project's version: the installed distribution's, else (a source checkout run without installing)
+    the one pyproject.toml states."""
+    import importlib.metadata
+    import pathlib
+    import re
+
+    try:
+        return importlib.metadata.version("omnivoice-onnx-studio")
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(encoding="utf-8"), re.M) \
+            if pyproject.is_file() else None
+        return found.group(1) if found else "unknown"

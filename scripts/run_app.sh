@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up .venv with the runtime requirements (idempotent) and start the app.
+# Set up .venv with the runtime requirements only (idempotent; no torch: the tests have .venv-dev) and start
+# the app.
 # Arguments go to app.py, e.g. --model DIR --precision int4 --port 7860.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Create or update .venv with everything the convert pipeline and the tests need; runs no tests.
+# Create or update .venv-dev with everything the convert pipeline and the tests need; runs no tests.
+# Its own environment: the app's .venv (scripts/run_app.sh) keeps the runtime only (no torch), and the
+# two scripts never run pip on one environment at once.
 #   requirements-dev.txt (runtime + torch CPU, omnivoice, Olive, pytest, Playwright), the torchaudio
 #   fix, this checkout installed in editable form (the console scripts omnivoice, omnivoice-studio
 #   and omnivoice-convert run the files of the checkout), and Debian's Chromium for the browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -r requirements-dev.txt
-.venv/bin/python scripts/fix_torchaudio.py
+VENV=.venv-dev
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -r requirements-dev.txt
+"$VENV/bin/python" scripts/fix_torchaudio.py
 # the dependencies came from requirements-dev.txt (pinned); this adds the project and its commands
-.venv/bin/python -m pip install -q --no-deps -e .
+"$VENV/bin/python" -m pip install -q --no-deps -e .
 
 # --- chromium for tests/test_app_browser.py --------------------------------------------------
 # Playwright (requirements-dev.txt) drives the system's Chromium by its executable path: no

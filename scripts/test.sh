@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up .venv (scripts/setup_dev.sh, idempotent) and run the whole test suite.
+# Set up .venv-dev (scripts/setup_dev.sh, idempotent) and run the whole test suite.
 # Extra arguments go to pytest, e.g. -m "not slow" (the fast tier, as scripts/test-fast.sh) or a file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_dev.sh
-HF_HUB_OFFLINE=1 exec .venv/bin/python -m pytest "$@"
+HF_HUB_OFFLINE=1 exec .venv-dev/bin/python -m pytest "$@"

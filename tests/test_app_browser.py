@@ -210,6 +210,11 @@ def test_the_saved_voice_panel_renames_and_exports(page, artifacts_dir):
     _until(page, "document.querySelector('#voices-exported').innerText.includes('.npz')", timeout=20)
     _screenshot(page, artifacts_dir / "browser-voices.png")
     page.locator("#voices-delete").click()
+    # it asks first: nothing is deleted until "Yes, delete it"
+    page.locator("#voices-delete-confirm").wait_for(state="visible", timeout=20 * SECONDS)
+    assert "cannot be undone" in page.locator("#voices-status").inner_text()
+    assert "Deleted the voice" not in page.locator("#voices-status").inner_text()
+    page.locator("#voices-delete-confirm").click()
     _until(page, "document.querySelector('#voices-status').innerText.includes('Deleted the voice')", timeout=20)
     page.locator("#voices-delete").click()   # nothing picked any more: a message, and the lists stay usable
     _until(page, "document.querySelector('#voices-status').innerText.includes('Not done')", timeout=20)
@@ -271,9 +276,9 @@ def test_the_model_tab_button_appears_once_after_clicks(page):
     assert page.evaluate(count, "Model") == page.evaluate(count, "Clone") == 2
 
 
-def test_a_phone_shows_the_inputs_before_the_result(page, artifacts_dir):
-    """Issue 19: on a 390 px screen the language, voice and preset controls came after the result player and
-    the downloads box."""
+def test_a_phone_shows_the_result_before_the_settings(page, artifacts_dir):
+    """On a 390 px screen: the text, then the result (in sight after a tap on Speak), then the language, voice
+    and preset controls (tests/test_app_browser_rough_edges.py checks the tap and the other tabs)."""
     from tests.support.browser import VIEWPORT
 
     _tab(page, "Speak", "#speak-text")
@@ -286,8 +291,8 @@ def test_a_phone_shows_the_inputs_before_the_result(page, artifacts_dir):
         _screenshot(page, artifacts_dir / "browser-phone.png")
     finally:
         page.set_viewport_size(VIEWPORT)
-    assert top["speak-text"] < top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
-    assert top["speak-preset"] < top["speak-audio"] < top["speak-files"], top
+    assert top["speak-text"] < top["speak-audio"] < top["speak-files"] < top["speak-language"], top
+    assert top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
 
 
 def test_a_tag_button_inserts_the_tag_as_a_word(page):

@@ -181,6 +181,12 @@ def test_identical_candidate_scores_exact_and_one_step_scores_lower(scored_run):
     assert "| one-step |" in markdown and "codes agreement" in markdown and "cb7" in markdown
     headers, rows = report.table()
     assert rows[0][headers.index("codes agreement ↑")] == "exact"
+    # error rates: percentages where people read them, ratios in report.json, and the note says which is which
+    wer = saved["summary"][2]["wer"]
+    shown = f"{100 * wer['mean']:.1f}% ({100 * wer['worst']:.1f}%)"
+    assert rows[2][headers.index("WER % ↓")] == shown and f"| {shown} |" in markdown
+    assert 0 <= wer["mean"] <= wer["worst"] and "report.json keeps them as ratios" in markdown
+    assert "1 step," in rows[2][headers.index("settings")] and "1 steps" not in markdown
 
 
 def test_a_planted_wrong_transcript_raises_the_wer_by_its_edits(scored_run, engines, tiny_fp32_folder):

@@ -88,7 +88,7 @@ def test_health_and_models(app, client):
 def test_speech_in_every_format_decodes_back(app, client, response_format):
     if response_format not in health(app)["formats"]:
         pytest.skip(f"this libsndfile cannot write {response_format}")
-    whole = dict(FAST, stream=False)  # one whole file per format (streamed FLAC says "length unknown")
+    whole = dict(FAST, stream=False)  # one whole file per format
     response = client.audio.speech.create(model="omnivoice", voice="alloy", input=TEXT,
                                           response_format=response_format, extra_body=whole)
     audio, rate = decode(response.read(), response_format)

@@ -89,7 +89,9 @@ def test_redaction_keeps_addresses_and_routes_whole_and_never_doubles(tmp_path):
     cache = tmp_path / "cache"
     shown = redact_paths(f"{cache}/models--x/snapshots/abc/tiny and {tmp_path}/voices", [cache, tmp_path])
     assert "<server><server>" not in shown and str(tmp_path) not in shown and shown.endswith("<server>/voices")
-    assert "tiny" in shown
+    assert "tiny" in shown and shown.startswith("<server>/tiny ")  # no folder between: no part of a server path
+    deep = redact_paths(f"the model folder {tmp_path}/nc3/models/tiny and '/srv/x/nc3/models/tiny'", [tmp_path])
+    assert "nc3" not in deep and "models" not in deep and deep.count("<server>/tiny") == 2
     for route in ("GET /v1/audio/voices lists them", "DELETE /v1/audio/voices/Anna"):
         assert redact_paths(route, [tmp_path]) == route
     assert redact_paths("see https://example.org/a/b and /srv/data/file.txt") == \

@@ -447,6 +447,26 @@ def test_a_run_refines_the_stage_rates():
     assert estimator.rates["sampling"] == pytest.approx(0.5 * 1.0 + 0.5 * 40.0 / 40)
 
 
+def test_estimates_learn_the_pace_of_a_busier_machine_from_the_last_runs():
+    """Under load a run took 4x its estimate: the next estimate of the same work is higher, by the measured
+    pace (half way at ``PACE_WEIGHT`` 0.5), and it comes back down once runs keep to the model again."""
+    from omnivoice_demo.engine.estimate import PACE_WEIGHT, ChunkWork, PlanWork
+
+    estimator = PipelineEstimator()
+    estimator.rates = dict.fromkeys(("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess"), 0.01)
+    estimator.observe_forward(10, 0.1)
+    estimator.observe_forward(40, 0.4)
+    work = PlanWork(chunks=[ChunkWork(prefix=30, frames=10, schedule=[40, 40], uncond=[True, True])], guided=True)
+    calm = estimator.estimate(work).total
+    estimator.observe_run(work, {"total": 4 * calm})
+    busy = estimator.estimate(work)
+    assert busy.total == pytest.approx(calm * (1 - PACE_WEIGHT + PACE_WEIGHT * 4))
+    assert busy.marks[(0, 2)] == pytest.approx(busy.total - busy.stages["codec_decode"] - busy.stages["postprocess"])
+    for _ in range(8):  # runs on a calm machine again
+        estimator.observe_run(work, {"total": calm})
+    assert estimator.estimate(work).total == pytest.approx(calm, rel=0.02)
+
+
 # --- int4 weights as fp32 MatMuls ----------------------------------------------------------
 
 def test_dequantized_weights_are_the_int4_weights_exactly():

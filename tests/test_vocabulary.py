@@ -175,7 +175,7 @@ def test_messages_name_only_flags_that_exist_where_they_are_read():
     from omnivoice_demo.hub.download import offline_help
 
     asr = _how_to_get("onnx-community/whisper-base", "int8")
-    assert "$OMNIVOICE_ASR_MODEL=DIR for the app and serve" in asr and "synth's --asr-model DIR" in asr
+    assert "$OMNIVOICE_ASR_MODEL=DIR for the app and serve" in asr and "--asr-model DIR for synth and eval" in asr
     offline = offline_help("k2-fsa/OmniVoice", "int4", "The model is not in the cache.")
     assert "python app.py" not in offline and "run the same command once with network access" in offline
     assert "--model k2-fsa/OmniVoice --precision int4" in offline

@@ -38,7 +38,7 @@ def test_a_saved_voice_is_renamed_and_deleted(library):
     assert renamed.status_code == 200 and renamed.json()["id"] == "Anne"
     assert saved(client) == ["Anne", "Bob"]
     gone = client.delete("/v1/audio/voices/Bob")
-    assert gone.status_code == 200 and gone.json() == {"id": "Bob", "object": "voice", "deleted": True}
+    assert gone.status_code == 200 and gone.json() == {"id": "Bob", "object": "audio.voice", "deleted": True}
     assert saved(client) == ["Anne"] and library.names() == ["Anne"]
 
 

@@ -147,6 +147,9 @@ def test_describe_lists_saved_voices_designs_default_and_languages(server):
     names = [voice.name for voice in program.voices]
     assert names[0] == SAVED and {"alloy", "whisper", "default"} <= set(names)
     assert program.supports_synthesize_streaming
+    from omnivoice_demo.constants import app_version
+
+    assert program.version == app_version() and program.version not in (None, "", "unknown")
     languages = set(program.voices[0].languages)
     assert {"en", "de", "fr", "zh", "ja"} <= languages and all(len(code) == 2 for code in languages)
 
@@ -269,6 +272,7 @@ def test_an_unknown_voice_and_a_bad_language_are_error_events_and_the_connection
     received = talk(server.port, [synthesize(ONE_SENTENCE, "nobody")], until=("info",), after=then_describe)
     error = Error.from_event(received[0][1])
     assert error.code == "invalid_value" and "'nobody'" in error.text and "alloy" in error.text
+    assert ", default (" in error.text and ", auto (" not in error.text  # as the info's voices call it
     assert [event.type for _, event in received] == ["error", "info"]   # no audio was started
     error = Error.from_event(talk(server.port, [synthesize(ONE_SENTENCE, language="klingonese")])[0][1])
     assert "Unknown language 'klingonese'" in error.text

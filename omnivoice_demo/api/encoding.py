@@ -14,9 +14,12 @@ Streaming (``StreamEncoder``): one libsndfile encoder writes into a sink that
 hands out the new bytes after each chunk.  Encoders that go back at the end
 to fill in sizes cannot do so once the start was sent, so streams carry
 "length unknown" headers, which decoders accept: WAV's sizes are set to
-0xFFFFFFFF (as streaming servers send them), FLAC's total sample count stays
-0 (the format's "unknown"), MP3 is written at a constant bitrate (its first
-frame's VBR table is then not needed to find the length).
+0xFFFFFFFF (as streaming servers send them), MP3 is written at a constant
+bitrate (its first frame's VBR table is then not needed to find the length).
+FLAC is not streamed (``WHOLE_ONLY``): its "unknown" total sample count (0) is
+legal, but libsndfile (``soundfile.read``) then takes the file for an endless
+one and cannot read it, so a streamed FLAC request gets the whole file, with
+its length, when the last chunk is done.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ FORMATS: dict[str, tuple[Optional[str], Optional[str], dict, str]] = {
     "pcm": (None, None, {}, "audio/pcm"),
 }
 NOT_AVAILABLE = {"aac": "libsndfile has no AAC encoder"}
+#: formats a stream sends whole at the end (see the module docstring)
+WHOLE_ONLY = frozenset({"flac"})
 
 
 def formats() -> list[str]:
@@ -130,20 +135,27 @@ class StreamEncoder:
     def __init__(self, name: str, sample_rate: int = SAMPLE_RATE):
         import soundfile as sf
 
-        self.name = name
+        self.name, self.sample_rate = name, sample_rate
         major, subtype, extra, _ = FORMATS[name]
-        self._sink = _ForwardSink() if major is not None else None
-        self._file = (sf.SoundFile(self._sink, "w", sample_rate, 1, format=major, subtype=subtype, **extra)
-                      if major is not None else None)
+        self._held: Optional[list[np.ndarray]] = [] if name in WHOLE_ONLY else None
+        streamed = major is not None and self._held is None
+        self._sink = _ForwardSink() if streamed else None
+        self._file = sf.SoundFile(self._sink, "w", sample_rate, 1, format=major, subtype=subtype, **extra) \
+            if streamed else None
         self._started = False
 
     def add(self, audio: np.ndarray) -> bytes:
+        if self._held is not None:
+            self._held.append(np.asarray(audio, dtype=np.float32))
+            return b""
         if self._file is None:
             return pcm16(audio)
         self._file.write(np.asarray(audio, dtype=np.float32))
         return self._take()
 
     def finish(self) -> bytes:
+        if self._held is not None:
+            return encode(np.concatenate(self._held or [np.zeros(0, np.float32)]), self.name, self.sample_rate)
         if self._file is None:
             return b""
         self._file.close()

@@ -35,7 +35,7 @@ from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, O
                       one_line)
 from ..studio.results import details
 from ..studio.service import EngineService
-from ..studio.vocabulary import resolve_voice, voice_list
+from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from . import encoding, speech
 
 log = logging.getLogger(__name__)
@@ -219,7 +219,8 @@ def build_router(context: ApiContext):
     @router.get("/v1/audio/voices")
     @answer
     async def voices(request: Request):
-        items = voice_list(saved_names())
+        session = context.session()
+        items = voice_list(saved_names(), lambda name: context.voices.created_at(name, session))
         return JSONResponse({"object": "list", "data": items, "voices": items})
 
     @router.post("/v1/audio/voices")
@@ -246,8 +247,8 @@ def build_router(context: ApiContext):
                            param="file", code="limit_exceeded")
         voice = await asyncio.to_thread(_clone, context, loaded, data, pathlib.Path(upload.filename or "x").suffix,
                                         transcript, name)
-        return JSONResponse({"id": voice.name, "name": voice.name, "object": "voice", "type": "saved",
-                             "seconds": round(voice.seconds, 2), "transcript": voice.transcript}, status_code=201)
+        return JSONResponse(voice_object(voice.name, "saved", time.time(), seconds=round(voice.seconds, 2),
+                                         transcript=voice.transcript), status_code=201)
 
     def check_may_change_voices() -> None:
         if context.shared and not context.api_key:
@@ -271,7 +272,7 @@ def build_router(context: ApiContext):
         if not isinstance(new_name, str) or not new_name.strip():
             raise InvalidInput("Send the new name as {\"name\": \"new name\"}.", param="name")
         name = context.voices.rename(voice_id, new_name, context.session())
-        return JSONResponse({"id": name, "name": name, "object": "voice", "type": "saved"})
+        return JSONResponse(voice_object(name, "saved", context.voices.created_at(name, context.session())))
 
     @router.delete("/v1/audio/voices/{voice_id}")
     @answer
@@ -279,7 +280,7 @@ def build_router(context: ApiContext):
         check_may_change_voices()
         voice_id = saved_voice_id(request)
         context.voices.delete(voice_id, context.session())
-        return JSONResponse({"id": voice_id, "object": "voice", "deleted": True})
+        return JSONResponse({"id": voice_id, "object": VOICE_OBJECT, "deleted": True})
 
     @router.post("/v1/audio/speech")
     @answer

@@ -38,7 +38,8 @@ RECOGNIZER_ENV = "OMNIVOICE_ASR_MODEL"
 def _how_to_get(repo_id: str, precision: str) -> str:
     return (f"run once online to download the speech recogniser {repo_id} ({precision}) into the cache, "
             "or type the transcript of the reference, or give a recogniser folder built with "
-            f"`python -m convert.whisper` (${RECOGNIZER_ENV}=DIR for the app and serve; synth's --asr-model DIR).")
+            f"'python -m convert.whisper' (${RECOGNIZER_ENV}=DIR for the app and serve, --asr-model DIR for synth "
+            "and eval).")
 
 
 def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: HubSettings, cache: pathlib.Path,

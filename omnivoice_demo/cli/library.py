@@ -22,7 +22,7 @@ def add_library_commands(commands) -> None:
     rename.add_argument("new_name")
     export = actions.add_parser("export", help="copy a saved voice to a folder (NAME.npz and NAME.json)")
     export.add_argument("name")
-    export.add_argument("destination", help="an existing folder")
+    export.add_argument("destination", help="the folder to write into (created when missing)")
     imported = actions.add_parser("import", help="save a voice file (.npz) in the app's voices")
     imported.add_argument("file")
     imported.add_argument("--name", default=None, help="the name to save it under (default: the voice's own)")
@@ -56,7 +56,14 @@ def run_voices(args: argparse.Namespace) -> int:
     elif args.action == "export":
         print("wrote " + " and ".join(str(path) for path in library.export(args.name, args.destination)))
     else:
-        print(f"saved the voice as {library.import_file(args.file, args.name)!r} in {library.root}")
+        try:
+            name = library.import_file(args.file, args.name)
+        except InvalidInput as exc:
+            if exc.param != "name":  # the name is taken (a bad file is said as it is)
+                raise
+            raise InvalidInput(f"{exc} Import it under another name: omnivoice voices import {args.file} --name NEW.",
+                               param="name") from exc
+        print(f"saved the voice as {name!r} in {library.root}")
     return 0
 
 

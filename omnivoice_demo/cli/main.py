@@ -140,15 +140,15 @@ def synth(args) -> int:
 
     output = check_output(args.output)
     config = config_from_arguments(args)
-    text = read_text(args.text)
+    text, reference = checked_inputs(args)  # before the model is loaded
     voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
     description = read_description(args.instruct, strict=args.strict_instruct, limits=limits_from_arguments(args),
                                    param="--instruct")
     if description.text is not None:
         print(description.note(), file=sys.stderr)
     engine = open_engine(args)
-    if args.ref_audio:
-        voice = engine.clone_voice(args.ref_audio, transcript=args.ref_text, preprocess=config.preprocess_prompt)
+    if reference is not None:
+        voice = engine.clone_voice(*reference, transcript=args.ref_text, preprocess=config.preprocess_prompt)
         if voice.transcript_source == "recognised":
             print(f"recognised transcript ({voice.language or 'language unknown'}): {voice.transcript}",
                   file=sys.stderr)
@@ -178,6 +178,31 @@ def synth(args) -> int:
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
     return 0
+
+
+def checked_inputs(args) -> tuple[str, tuple | None]:
+    """(the text, the reference audio and its rate or None) of ``synth``, checked before any model is loaded,
+    each refusal naming its flag."""
+    from ..audio.processing import load_audio_file
+    from ..engine.languages import resolve_language
+    from ..engine.text import validate_text
+
+    text = flagged("--text", validate_text, read_text(args.text))
+    flagged("--language", resolve_language, args.language)
+    reference = None
+    if args.ref_audio:
+        limits = limits_from_arguments(args)
+        reference = flagged("--ref-audio", load_audio_file, args.ref_audio, max_seconds=limits.max_reference_seconds,
+                            max_bytes=limits.max_upload_bytes, what="reference audio")
+    return text, reference
+
+
+def flagged(flag: str, check, *args, **kwargs):
+    """``check(*args, **kwargs)``, its ``InvalidInput`` said as one of ``flag``."""
+    try:
+        return check(*args, **kwargs)
+    except InvalidInput as exc:
+        raise type(exc)(f"{flag}: {exc}", param=exc.param) from exc
 
 
 def read_text(value: str) -> str:

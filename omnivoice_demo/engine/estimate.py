@@ -24,6 +24,12 @@ Costs (``PipelineEstimator``):
   decode and the post-processing), measured by the warm-up and refined after
   each run from that run's stage timings.
 
+Whatever the model leaves out (a machine that got busier since the warm-up: other processes, another
+front end's run) shows as the last runs' *pace*: each finished run's measured total over what the
+model, refined by that run, predicts for it.  Every estimate is scaled by it (``PACE_WEIGHT``), so
+after a run that took 4x the estimate under load, the next estimate is about 2.5x higher, and it
+comes back as the machine frees up.
+
 ``Estimate.seconds_left`` gives the time left at any point of a run, scaled
 by how the run has kept to the estimate so far.
 """
@@ -53,6 +59,11 @@ WARMUP_PAIR = (160, 128)
 
 #: how much one run's measured rate moves the stored one
 RUN_WEIGHT = 0.5
+
+#: how much one run's pace (measured total / predicted) moves the pace every estimate is scaled by
+PACE_WEIGHT = 0.5
+#: the pace is kept within these bounds (one stalled or lucky run must not swing every estimate wildly)
+PACE_BOUNDS = (0.5, 20.0)
 
 #: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps)
 PAIR_WEIGHT = 0.05
@@ -142,6 +153,7 @@ class PipelineEstimator:
         self.attention_ratio = attention_ratio
         self.rates: dict[str, float] = {}
         self.pair_share = 1.0   # a step's two forwards side by side, over their sum one after the other
+        self.pace = 1.0         # the last runs' measured totals over the model's predictions (module doc)
         self._curve: Optional[tuple[float, float, float]] = None
 
     @property
@@ -220,6 +232,11 @@ class PipelineEstimator:
         for stage, units in work.units().items():
             if stage in seconds and units > 0:
                 self._rate(stage, seconds[stage], units, weight=RUN_WEIGHT)
+        predicted = self._predict(work)
+        if seconds.get("total") and predicted is not None and predicted.total > 0:
+            low, high = PACE_BOUNDS
+            pace = min(max(seconds["total"] / predicted.total, low), high)
+            self.pace = (1 - PACE_WEIGHT) * self.pace + PACE_WEIGHT * pace
 
     def _rate(self, stage: str, seconds: float, units: float, weight: float) -> None:
         sample = seconds / max(units, 1e-9)
@@ -247,7 +264,16 @@ class PipelineEstimator:
         return a + b * positions + c * positions * positions
 
     def estimate(self, work: PlanWork) -> Optional[Estimate]:
-        """The predicted seconds of ``work``; None before any measurement."""
+        """The predicted seconds of ``work`` at the last runs' pace; None before any measurement."""
+        predicted = self._predict(work)
+        if predicted is None or self.pace == 1.0:
+            return predicted
+        return Estimate(total=predicted.total * self.pace,
+                        stages={stage: seconds * self.pace for stage, seconds in predicted.stages.items()},
+                        marks={mark: seconds * self.pace for mark, seconds in predicted.marks.items()})
+
+    def _predict(self, work: PlanWork) -> Optional[Estimate]:
+        """The cost model's seconds of ``work`` (no pace); None before any measurement."""
         if not self.ready:
             return None
         stages = dict.fromkeys(("backbone",) + RATE_STAGES, 0.0)

@@ -111,8 +111,7 @@ def _unknown_language_message(raw: str, key: str) -> str:
         message += " Did you mean " + " or ".join(suggestions) + "?"
     message += (
         " Use a language name (e.g. 'English') or code (e.g. 'en'), or 'auto' for none;"
-        " the supported languages are listed by omnivoice_demo.engine.languages.language_choices()"
-        " (and in the app's language menu)."
+        " the command 'omnivoice languages' lists the supported ones (so does the app's language menu)."
     )
     return message
 

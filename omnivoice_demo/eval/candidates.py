@@ -37,6 +37,8 @@ class Candidate:
     precision: Optional[str] = None
     backbone: Optional[str] = None
     config: GenerationConfig = dataclasses.field(default_factory=lambda: GenerationConfig.preset("reference"))
+    #: how the report names the model (default: "model" and a folder's name or a repo); the audio does not depend on it
+    shown_as: Optional[str] = None
 
     def under(self, exact: "Candidate") -> "Candidate":
         """This configuration with the exact one's model and backbone where it names none."""
@@ -44,7 +46,7 @@ class Candidate:
         if self.model is not None:
             return dataclasses.replace(self, backbone=backbone)
         return dataclasses.replace(self, model=exact.model, precision=self.precision or exact.precision,
-                                   backbone=backbone)
+                                   backbone=backbone, shown_as=self.shown_as or exact.shown_as)
 
     def engine_key(self) -> tuple:
         """What decides the engine that runs this configuration: the same key, the same loaded engine."""
@@ -64,15 +66,23 @@ class Candidate:
 
     def describe(self) -> str:
         config = self.config
-        parts = [f"{config.num_step} steps"]
+        parts = [f"{config.num_step} step{'' if config.num_step == 1 else 's'}"]
         if config.guidance_every != 1:
             parts.append(f"guidance every {config.guidance_every}")
         if config.sentence_streaming:
             parts.append("sentence streaming")
         parts.append(f"backbone {self.backbone}")
+        if self.model:
+            parts.append(self.shown_as or f"model {_shown_model(self.model)}")
         if self.precision:
             parts.append(f"precision {self.precision}")
         return ", ".join(parts)
+
+
+def _shown_model(model: str) -> str:
+    """A model as a report names it: a folder by its name (never the server's path), a Hub repo or a loaded
+    model's label as it is."""
+    return os.path.basename(os.path.normpath(model)) if os.path.isdir(model) else model
 
 
 def exact_candidate(model: Optional[str] = None, precision: Optional[str] = None, backbone: str = EXACT_BACKBONE,
@@ -98,12 +108,15 @@ def parse_candidate(spec: str) -> Candidate:
         values[key] = value.strip()
     if not values:
         raise InvalidInput("--candidate is empty; give e.g. preset=fast or backbone=int4.", param="candidate")
-    base = GenerationConfig.preset(values.pop("preset", "reference"))
     if "streaming" in values:
         values["sentence_streaming"] = values.pop("streaming")
     name = values.pop("name", None) or _name_of(spec)
     spec_fields = {k: values.pop(k) for k in ("model", "precision", "backbone") if k in values}
-    config = GenerationConfig.from_mapping(values, base=base).validate()
+    try:
+        base = GenerationConfig.preset(values.pop("preset", "reference"))
+        config = GenerationConfig.from_mapping(values, base=base).validate()
+    except InvalidInput as exc:
+        raise InvalidInput(f"--candidate {spec!r}: {exc}", param="candidate") from exc
     if config.seed is not None:
         raise InvalidInput("--candidate: the seed is the item's, the same for every configuration; remove seed=.",
                            param="candidate")

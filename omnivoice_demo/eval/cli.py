@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
-from ..errors import InvalidInput
+from ..errors import InvalidInput, ModelNotAvailable, one_line
 
 ASR_OFF = "none"
 
@@ -68,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
                                 provider=args.provider, threads=args.threads, progress=progress, offline=offline)
     scorers = Scorers()
     if args.asr_model != ASR_OFF:
-        recognizer.get()  # resolved and loaded now, so a missing recogniser stops the run before any work
+        try:  # resolved and loaded now, so a missing recogniser stops the run before any work
+            recognizer.get()
+        except ModelNotAvailable as exc:
+            raise ModelNotAvailable(f"{one_line(exc).rstrip('.')}. For WER/CER give --asr-model DIR (a recogniser folder), or "
+                                    f"--asr-model {ASR_OFF} to skip them.") from exc
         scorers.recognizer = recognizer
         scorers.recognizer_id = f"{recognizer.spec or 'default'}|{recognizer.precision or 'default'}"
     else:

@@ -1,9 +1,11 @@
 """A quick evaluation over engines already loaded (the app's Benchmark tab): a few built-in sentences.
 
-The exact configuration is the active model at the Reference preset; the
-candidates are presets and sentence streaming on it, and the other loaded models
-(another precision, another backbone) at the Reference preset.  The run goes to
-a temporary folder: the app keeps only the report.
+The exact configuration is ``omnivoice eval``'s: the active model's folder with the fp32 backbone, at the
+Reference preset.  When the active model runs another backbone (an int4 folder as built, an 8-bit
+rebuild), an fp32-backbone engine of its folder is opened for the run and dropped after it, and the
+active model as loaded is a candidate.  The other candidates are presets and sentence streaming on
+the exact configuration, and the other loaded models (another precision, another backbone) at the
+Reference preset.  The run goes to a temporary folder: the app keeps only the report.
 
 It runs as one job of the server's queue (``studio.service``), like every
 generation and the timing benchmark: ``queued_quality`` submits it and reports
@@ -15,12 +17,13 @@ cancelled event, a client gone) stops the run after the step in flight.
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import re
 import tempfile
 from typing import Iterator, Mapping, Optional, Sequence
 
 from ..errors import InvalidInput
-from .candidates import Candidate, exact_candidate, parse_candidate
+from .candidates import EXACT_BACKBONE, Candidate, exact_candidate, parse_candidate
 from .items import read_eval_items
 from .runner import EvalProgress, Scorers, eval_events
 
@@ -56,10 +59,13 @@ def quality_events(engines: Mapping[str, object], exact_label: str, choices: Seq
     def backbone(label: str) -> str:
         return str(getattr(engines[label], "backbone_choice", {}).get("mode", "as loaded"))
 
-    exact = exact_candidate(exact_label, backbone=backbone(exact_label))
+    active = engines[exact_label]
+    exact = dataclasses.replace(exact_candidate(exact_label, backbone=EXACT_BACKBONE),
+                                shown_as=f"folder {pathlib.Path(active.folder).name}")
     candidates = [parse_candidate(CANDIDATE_CHOICES[c]) for c in choices]
     candidates += [Candidate(re.sub(r"[^A-Za-z0-9._+-]+", "-", label).strip("-")[:64] or "model", model=label,
-                             backbone=backbone(label)) for label in engines if label != exact_label]
+                             backbone=backbone(label))
+                   for label in engines if label != exact_label or not runs_exact(active)]
     if not candidates:
         raise InvalidInput("Choose a candidate (a preset, streaming, or another loaded model) to compare.",
                            param="candidates")
@@ -71,6 +77,23 @@ def quality_events(engines: Mapping[str, object], exact_label: str, choices: Seq
     return _quality(engines, exact, candidates, items, intelligibility, dict(locks or {}))
 
 
+def runs_exact(engine) -> bool:
+    """Whether ``engine`` computes its backbone in fp32 (an fp32 folder, or an int4 one dequantized at load)."""
+    info = getattr(engine, "backbone_choice", None) or {}
+    return (info.get("source") if info.get("choice") == "as built" else info.get("choice")) == EXACT_BACKBONE
+
+
+def exact_engine(engine):
+    """An engine of ``engine``'s folder with the fp32 backbone: ``engine`` itself when it runs one."""
+    if runs_exact(engine):
+        return engine
+    from ..engine.loop import OmniVoiceEngine
+
+    return OmniVoiceEngine(engine.folder, provider=engine.provider, threads=engine.threads, verify="size",
+                           limits=engine.limits, backbone=EXACT_BACKBONE, recognizer=engine.recognizer,
+                           calibrate=False)
+
+
 def _quality(engines, exact: Candidate, candidates, items, intelligibility: bool, locks: dict) -> Iterator:
     scorers = Scorers(notes=[] if intelligibility else ["WER/CER not measured (tick it to load the recogniser)."])
     if intelligibility:
@@ -78,10 +101,22 @@ def _quality(engines, exact: Candidate, candidates, items, intelligibility: bool
         if hasattr(recognizer, "get"):
             recognizer.get()  # a recogniser that cannot be had stops the run before any work
         scorers.recognizer, scorers.recognizer_id = recognizer, "app"
+    opened = {}  # the exact engine, opened when first asked for and dropped with this generator
+
+    def engine_of(candidate: Candidate):
+        if candidate.model == exact.model and candidate.backbone == EXACT_BACKBONE:
+            if not opened:
+                opened["exact"] = exact_engine(engines[exact.model])
+            return opened["exact"]
+        return engines[candidate.model]
+
+    def lock_of(candidate: Candidate):  # an engine opened for the run is this job's alone
+        engine = engine_of(candidate)
+        return locks.get(candidate.model) if engine is engines[candidate.model] else None
+
     with tempfile.TemporaryDirectory(prefix="omnivoice-quality-") as folder:
-        yield from eval_events(items, candidates, folder, exact=exact, scorers=scorers,
-                               engines=lambda candidate: engines[candidate.model],
-                               lock_of=lambda candidate: locks.get(candidate.model))
+        yield from eval_events(items, candidates, folder, exact=exact, scorers=scorers, engines=engine_of,
+                               lock_of=lock_of)
 
 
 def queued_quality(service, models: Sequence, choices: Sequence[str], sentences: int,

@@ -23,12 +23,15 @@ AUDIO_FORMAT = "wav"
 
 #: the Markdown table's columns: (key in a summary row, header)
 COLUMNS = (("agreement", "codes agreement ↑"), ("mel_distance", "log-mel distance ↓"),
-           ("duration_ratio", "duration ratio"), ("wer", "WER ↓"), ("cer", "CER ↓"),
+           ("duration_ratio", "duration ratio"), ("wer", "WER % ↓"), ("cer", "CER % ↓"),
            ("similarity", "speaker sim ↑"), ("time_s", "time s"), ("rtf", "RTF ↓"))
 NOTE = ("Each cell: mean over items (worst item). Agreement, log-mel distance and duration ratio compare each "
         "output with the exact configuration's at the same seed. WER/CER: summed edits over summed words/characters "
         "(worst: one item's rate), text normalised (NFKC, case folded, punctuation removed, numbers as written); "
-        "read CER for Chinese and Japanese.")
+        "read CER for Chinese and Japanese. WER and CER are shown as percentages (5.0% = 1 error in 20 words); "
+        "report.json keeps them as ratios (0.05).")
+#: the columns shown as percentages of a ratio (report.json keeps the ratios)
+PERCENT = ("wer", "cer")
 
 
 @dataclasses.dataclass
@@ -136,10 +139,9 @@ def _cell(row: dict, key: str) -> str:
     value = row.get(key)
     if not value:
         return "–"
-    digits = 2 if key in ("time_s", "rtf") else 3
+    form = ("{:.1%}" if key in PERCENT else "{:.2f}" if key in ("time_s", "rtf") else "{:.3f}").format
     worst = value.get("worst")
-    shown = f"{value['mean']:.{digits}f}"
-    return shown if worst is None else f"{shown} ({worst:.{digits}f})"
+    return form(value["mean"]) if worst is None else f"{form(value['mean'])} ({form(worst)})"
 
 
 def _markdown(rows: list[dict], notes: list[str], counts: dict, runs: int) -> str:

@@ -149,6 +149,10 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>\"']+")
 _PATH = re.compile(r"(?<![\w<>/:.])(?<!GET )(?<!POST )(?<!PATCH )(?<!DELETE )/(?:[\w.\-]+/)+([\w.\-]+)")
 
 
+#: a path under a redacted root: ``<server>`` and its folders
+_UNDER_ROOT = re.compile(r"<server>(?:/[\w.\-]+)*/([\w.\-]+)")
+
+
 def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:
     """``text`` with every server folder it names (the given roots, home, temp) replaced by ``<server>``.
 
@@ -166,5 +170,7 @@ def redact_paths(text: str, roots: Iterable[os.PathLike | str] = ()) -> str:
 def _redact_part(text: str, folders: list[str]) -> str:
     for folder in folders:
         text = re.sub(re.escape(folder) + r"(?=/|\b|$)", "<server>", text)
-    # any absolute path left (a cache, a site-packages file) loses its folders
+    # what was under a root keeps its last name only ("<server>/a/b/tiny" -> "<server>/tiny"), and any absolute
+    # path left (a cache, a site-packages file) loses its folders: no part of a server path is shown
+    text = _UNDER_ROOT.sub(r"<server>/\1", text)
     return _PATH.sub(r"<server>/\1", text)

@@ -20,6 +20,7 @@ fixes the exact one).
 from __future__ import annotations
 
 import pathlib
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -65,23 +66,33 @@ class ChosenVoice:
     path: Optional[pathlib.Path] = None
 
 
-def voice_list(saved_names: list[str]) -> list[dict]:
-    """``GET /v1/audio/voices``: saved voices first, then the designs."""
-    items = [{"id": name, "name": name, "object": "voice", "type": "saved"} for name in saved_names]
-    items += [{"id": name, "name": name, "object": "voice", "type": "design", "instructions": design}
-              for name, design in DESIGNS.items()]
-    items.append({"id": "auto", "name": "auto", "object": "voice", "type": "auto",
-                  "instructions": "none: the model picks a voice (fixed by the seed)"})
+#: the ``object`` of a voice, as OpenAI's API names its voices
+VOICE_OBJECT = "audio.voice"
+#: when the named designs (and ``auto``) came to be, for their ``created_at``: when this server started
+_BUILT_IN_SINCE = int(time.time())
+
+
+def voice_object(name: str, kind: str, created_at: Optional[int] = None, **extra) -> dict:
+    """One voice as the API shows it (``created_at``: Unix seconds; a built-in voice's is the server's start)."""
+    return {"id": name, "name": name, "object": VOICE_OBJECT, "type": kind,
+            "created_at": _BUILT_IN_SINCE if created_at is None else int(created_at), **extra}
+
+
+def voice_list(saved_names: list[str], created_at: Optional[Callable[[str], int]] = None) -> list[dict]:
+    """``GET /v1/audio/voices``: saved voices first (``created_at(name)``: when each was saved), then the designs."""
+    items = [voice_object(name, "saved", created_at(name) if created_at else None) for name in saved_names]
+    items += [voice_object(name, "design", instructions=design) for name, design in DESIGNS.items()]
+    items.append(voice_object("auto", "auto", instructions="none: the model picks a voice (fixed by the seed)"))
     return items
 
 
 def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/voices",
-                 path_base: Optional[pathlib.Path] = None) -> ChosenVoice:
+                 path_base: Optional[pathlib.Path] = None, auto_name: str = "auto") -> ChosenVoice:
     """Resolve a ``voice`` (a string, or ``{"id": ...}`` as newer OpenAI clients send): a saved voice, then a
     named design, then a design written out, then (only with ``path_base``: local front ends) a voice file.
 
     Unknown names are ``InvalidInput`` (param ``voice``) listing what exists and where it is listed
-    (``listed_by``)."""
+    (``listed_by``, whose list calls the model's own choice ``auto_name``)."""
     if isinstance(value, dict):
         value = value.get("id") or value.get("name")
     if value is not None and not isinstance(value, str):
@@ -111,15 +122,15 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
                 return ChosenVoice(name=candidate.stem, kind="path", path=candidate.resolve())
     also = " or a saved voice file (.npz)" if path_base else ""
     raise InvalidInput(f"No saved voice or named design is called {name!r}. Saved voices: "
-                       f"{', '.join(saved_names) or 'none'}; designs: {', '.join(DESIGNS)}, auto ({listed_by} lists "
+                       f"{', '.join(saved_names) or 'none'}; designs: {', '.join(DESIGNS)}, {auto_name} ({listed_by} lists "
                        f"them); or write a design such as 'female, low pitch'{also}.", param="voice")
 
 
 def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voice],
-                  listed_by: str = "GET /v1/audio/voices", path_base: Optional[pathlib.Path] = None, max_frames: Optional[int] = None
-                  ) -> tuple[Optional[Voice], Optional[str]]:
+                  listed_by: str = "GET /v1/audio/voices", path_base: Optional[pathlib.Path] = None, max_frames: Optional[int] = None,
+                  auto_name: str = "auto") -> tuple[Optional[Voice], Optional[str]]:
     """``choose_voice``, then the voice itself: (a saved or file voice, None) or (None, its design or None)."""
-    chosen = choose_voice(value, saved_names, listed_by, path_base)
+    chosen = choose_voice(value, saved_names, listed_by, path_base, auto_name)
     if chosen.kind == "saved":
         return load_saved(chosen.name), None
     if chosen.kind == "path":

@@ -107,7 +107,7 @@ class VoiceLibrary:
         name = clean_name(name)
         path = self.path(name, session)
         if path.exists() and not overwrite:
-            raise InvalidInput(f"A voice named {name!r} exists already; choose another name.")
+            raise InvalidInput(f"A voice named {name!r} exists already; choose another name.", param="name")
         if not path.exists() and len(self.names(session)) >= self.max_voices:
             raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for one "
                                         "owner; delete one before saving another.", param="max_voices")
@@ -126,6 +126,10 @@ class VoiceLibrary:
                                f"{', '.join(self.names(session)) or 'none'} (save one from the Clone tab first).",
                                param="voice")
         return path
+
+    def created_at(self, name: str, session: Optional[str] = None) -> int:
+        """When the voice ``name`` was saved (Unix seconds: its file's modification time)."""
+        return int(self._existing(name, session).stat().st_mtime)
 
     def delete(self, name: str, session: Optional[str] = None) -> None:
         """Remove the voice ``name``; ``InvalidInput`` when there is none."""
@@ -147,11 +151,15 @@ class VoiceLibrary:
         return new_name
 
     def export(self, name: str, folder: os.PathLike | str, session: Optional[str] = None) -> list[pathlib.Path]:
-        """Copy the voice ``name`` to ``folder``: ``NAME.npz`` (the voice) and ``NAME.json`` (what it is)."""
+        """Copy the voice ``name`` to ``folder`` (created when missing): ``NAME.npz`` (the voice) and ``NAME.json``
+        (what it is)."""
         voice = self.load(name, session)
         folder = pathlib.Path(folder)
-        if not folder.is_dir():
-            raise InvalidInput(f"The folder {folder} does not exist; create it or choose another.", param="folder")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot create the folder {folder} ({exc.strerror}); choose another.",
+                               param="folder") from exc
         return export_voice(voice, folder / f"{voice.name or clean_name(name)}.npz")
 
     def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,

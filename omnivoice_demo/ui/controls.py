@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.config import GenerationConfig, Limits
 from ..engine.languages import language_choices
 from ..studio.descriptions import Description, read_description
+from ..engine.presets import preset_values
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -166,6 +167,9 @@ def generation_request(values: dict, limits: Optional[Limits] = None) -> Generat
     seed.  A bad value is an ``InvalidInput`` naming the setting.  The voice design is read leniently
     (``studio.descriptions``), within ``limits``."""
     settings = {name: values[name] for name in tab_settings() if name in values}
+    if str(values.get("preset") or "").strip():  # the API's preset: a setting the caller changed still wins
+        settings.update({name: value for name, value in preset_values(values["preset"]).items()
+                         if settings.get(name, _api_default(name)) == _api_default(name)})
     duration = settings.get("duration")
     if duration in (0, 0.0, "", "0"):
         settings["duration"] = None
@@ -198,20 +202,20 @@ def api_setting_inputs() -> list:
             inputs.append(gr.Checkbox(value=_api_default(name), label=name))
         else:
             inputs.append(gr.Number(value=_api_default(name), label=name, precision=0 if kind is int else None))
-    return inputs
+    return inputs + [gr.Textbox(value="", label="preset")]  # last: positional callers' settings keep their places
 
 
 def api_function(name: str, doc: str, leading: list[tuple[str, Any]],
                  handler: Callable[[dict, Optional[str], Optional[str]], Any], with_session: bool = False) -> Callable:
     """A function for a named endpoint whose parameters are ``leading`` (name, default; ``inspect.Parameter.empty``
-    for the required one) then ``language``, ``instruct`` and every setting of ``api_settings()``.
+    for the required one) then ``language``, ``instruct``, every setting of ``api_settings()`` and ``preset``.
 
     ``handler(values, session, owner)`` gets ``{parameter: value}`` (with ``randomize`` set from the seed), the
     session hash (with ``with_session``, else None) and the caller's owner token (``owners.owner_of``: whose the
     output files are); the signature is built here so Gradio names the parameters and a new setting becomes a
     parameter by itself."""
-    names = [n for n, _ in leading] + ["language", "instruct"] + api_settings()
-    defaults = [d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()]
+    names = [n for n, _ in leading] + ["language", "instruct"] + api_settings() + ["preset"]
+    defaults = [d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()] + [""]
     parameters = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
                   for n, d in zip(names, defaults)]
     parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,

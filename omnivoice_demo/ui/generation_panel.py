@@ -118,6 +118,12 @@ class GenerationPanel:
     stop: gr.Button
 
 
+#: Go on a narrow screen (studio.css's one column): scroll the panel's progress to the top of the screen
+SHOW_PROGRESS_ON_A_PHONE_JS = """() => {
+  const progress = document.getElementById("%s-progress");
+  if (progress && window.innerWidth <= 640) progress.scrollIntoView({block: "start"});
+}"""
+
 #: run(text, values, history, data, session, owner) -> the handler's updates (output name -> value); ``owner``: the
 #: visitor the output files are for (``owners.owner_of``)
 Run = Callable[[str, dict, list, dict, Optional[str], Optional[str]], Iterator[dict]]
@@ -175,6 +181,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                            show_progress="minimal", show_progress_on=[panel.outputs["info"]], api_visibility="private")
     event.then(info, inputs=info_inputs, outputs=panel.text["text_info"], show_progress="hidden",
                api_visibility="private", queue=False)
+    # on a phone the settings come after the result (studio.css): bring the progress into sight
+    panel.go.click(None, js=SHOW_PROGRESS_ON_A_PHONE_JS % panel.prefix, api_visibility="private", queue=False)
     # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
     # once the cancelled run can send nothing more
     panel.stop.click(None, js=STOP_PLAYBACK_JS, cancels=[event], api_visibility="private", queue=False).then(

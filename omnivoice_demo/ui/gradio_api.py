@@ -38,6 +38,8 @@ DESCRIPTIONS = {
     "language": "Language name or code, e.g. 'English' or 'en'; 'Auto' lets the model decide.",
     "instruct": "Voice design in your own words or as items, e.g. 'a deep, calm British man' or 'female, low "
                 "pitch'; words not understood are ignored and listed in details.ignored; empty: none.",
+    "preset": "A speed preset: reference, balanced or fast (quality and hd mean reference); it sets num_step and "
+              "guidance_every unless those are given. Empty: none.",
     "reference": "Required. The reference clip to clone: 3-10 s of one speaker.",
     "transcript": "Required (this server has no speech recogniser): exactly what is said in the reference clip.",
     "consent": "Required: true confirms you have the right to use this voice (your own, or one you have "
@@ -131,7 +133,8 @@ def add_listing_endpoints(studio) -> None:
     """/voices and /models (call inside the app's hidden column)."""
     def voices(request: gr.Request = None):
         """The saved voices (for /speak's voice) and the named voice designs (their instruct text)."""
-        return voice_list(studio.voices.names(session_of(request)))
+        session = session_of(request)
+        return voice_list(studio.voices.names(session), lambda name: studio.voices.created_at(name, session))
 
     gr.Button(visible=False).click(voices, inputs=[], outputs=gr.JSON(label="voices"), api_name="voices",
                                    queue=False)

@@ -44,7 +44,7 @@ from ..studio.messages import error_text
 from ..studio.descriptions import read_description
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
-from .info import build_info
+from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
 from .text_stream import TextStream
 
@@ -250,7 +250,7 @@ class SpeechHandler(AsyncEventHandler):
         voice, design = resolve_voice(piece.request.voice, self.context.saved_names(),
                                       lambda name: self.context.voices.load(name, self.context.session,
                                                                             max_frames=max_frames),
-                                      listed_by=LISTED_BY)
+                                      listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)
         description = read_description(piece.request.instructions, limits=engine.limits, param="instructions")
         if description.why:
             log.info("%s", description.note())

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
+from ..constants import app_version
 from ..engine.languages import supported_language_codes
 from ..studio.vocabulary import DESIGNS
 
@@ -36,10 +37,11 @@ def voice_descriptions(saved_names: list[str]) -> list[tuple[str, str]]:
 
 
 def build_info(saved_names: list[str], model_label: str = "", version: str = "") -> Info:
+    version = version or app_version()
     languages = list(advertised_languages())
     voices = [TtsVoice(name=name, description=text, attribution=ATTRIBUTION, installed=True, version=None,
                        languages=languages) for name, text in voice_descriptions(saved_names)]
     about = "OmniVoice text to speech on ONNX Runtime" + (f" ({model_label})" if model_label else "")
     program = TtsProgram(name=PROGRAM, description=about, attribution=ATTRIBUTION, installed=True,
-                         version=version or None, voices=voices, supports_synthesize_streaming=True)
+                         version=version, voices=voices, supports_synthesize_streaming=True)
     return Info(tts=[program])

@@ -14,7 +14,7 @@ from ...errors import InvalidInput
 from ...engine.quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
 from .. import pictures
 from ..error_mapping import ui_errors
-from ..generation_panel import ENGINE_GROUP
+from ..generation_panel import ENGINE_GROUP, go_stop_buttons
 from ..owners import owner_of
 from ...studio import Studio
 
@@ -149,8 +149,8 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
         sentences = gr.Slider(1, MAX_SENTENCES, value=2, step=1, label="Sentences", elem_id="quality-sentences")
         intelligibility = gr.Checkbox(False, label="WER/CER (loads the speech recogniser)",
                                       elem_id="quality-asr")
-    go = gr.Button("Measure quality", elem_id="quality-go")
-    table = gr.Dataframe(interactive=False, elem_id="quality-table",
+    go, stop = go_stop_buttons("quality", "Measure quality")
+    table = gr.Dataframe(headers=quality_headers(), interactive=False, elem_id="quality-table",
                          label="Each cell: mean (worst item); the other loaded models ticked above are candidates too")
     notes = gr.Markdown("", elem_id="quality-notes")
     report = gr.File(label="report.md", interactive=False, elem_id="quality-report")
@@ -165,8 +165,22 @@ def build_quality(studio: Studio, models: gr.CheckboxGroup) -> None:
             else:
                 yield update["table"], update["notes"], update["report"]
 
-    go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
-             concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    event = go.click(run, inputs=[models, candidates, sentences, intelligibility], outputs=[table, notes, report],
+                     concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    stop_cancels(stop, event)
+
+
+def quality_headers() -> list[str]:
+    """The quality table's columns (its headers while it is empty, instead of Gradio's 1 2 3)."""
+    from ...eval.report import COLUMNS
+
+    return ["configuration", "settings"] + [header for _, header in COLUMNS]
+
+
+def stop_cancels(stop: gr.Button, event) -> None:
+    """Stop cancels ``event``: Gradio closes its generator, which cancels the queued job after the step in flight
+    (``studio.service``), and the model's lock is free again."""
+    stop.click(None, cancels=[event], api_visibility="private", queue=False)
 
 
 def ticked(studio: Studio) -> list[str]:
@@ -187,7 +201,7 @@ def build(studio: Studio) -> gr.CheckboxGroup:
             steps = gr.Slider(STEPS_SETTING.ui_low, STEPS_SETTING.ui_high, value=16, step=1, label="Steps",
                               elem_id="bench-steps")
             repeats = gr.Slider(1, MAX_REPEATS, value=1, step=1, label="Repetitions", elem_id="bench-repeats")
-        go = gr.Button("Run benchmark", variant="primary", elem_id="bench-go")
+        go, stop = go_stop_buttons("bench", "Run benchmark")
         machine = gr.Markdown("", elem_id="bench-machine")
         table = gr.Dataframe(headers=BENCH_COLUMNS, interactive=False, elem_id="bench-table",
                              label="Results (seconds; per step in ms; RTF < 1 is faster than real time)")
@@ -206,8 +220,9 @@ def build(studio: Studio) -> gr.CheckboxGroup:
             else:
                 yield update["table"], update["chart"], update["machine"], update["csv"]
 
-    go.click(run, inputs=[models, length, steps, repeats], outputs=[table, chart, machine, csv],
-             concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    event = go.click(run, inputs=[models, length, steps, repeats], outputs=[table, chart, machine, csv],
+                     concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
+    stop_cancels(stop, event)
     return models
 
 

@@ -129,7 +129,7 @@ def transcript_updates(studio: Studio, path: Optional[str], preprocess: bool = P
     try:
         text = recognise_reference(studio, path, preprocess).text
     except OmniVoiceError as exc:
-        yield (note + " ⚠ The transcript could not be recognised (" + html.escape(one_line(exc)) + "); type it.",
+        yield (note + " ⚠ The transcript could not be recognised, so type it. " + html.escape(one_line(exc)),
                gr.update(placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True))
         return
     yield note, gr.update(value=text, placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True)
@@ -267,9 +267,18 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                     result.get("files", gr.update())) + ((store_update(result),) if stored else ())
         return handler
 
+    confirm = buttons["confirm"]
     for action, button in buttons.items():
-        button.click(act(action), inputs=[pick, new_name, upload] + stored, outputs=managed,
-                     api_visibility="private", queue=False)
+        if action == "confirm":
+            continue
+        if action == "delete":  # asks first: "Yes, delete it" deletes, then hides again
+            button.click(ask_to_delete, inputs=pick, outputs=[status, confirm], api_visibility="private", queue=False)
+            button = confirm
+        event = button.click(act(action), inputs=[pick, new_name, upload] + stored, outputs=managed,
+                             api_visibility="private", queue=False)
+        if action == "delete":
+            event.then(lambda: gr.update(visible=False), outputs=confirm, api_visibility="private", queue=False)
+    pick.change(lambda: gr.update(visible=False), outputs=confirm, api_visibility="private", queue=False)
     upload.upload(act("import"), inputs=[pick, new_name, upload] + stored, outputs=managed,
                   api_visibility="private", queue=False)
 
@@ -291,6 +300,9 @@ def saved_voices_panel() -> tuple:
             buttons = {action: gr.Button(action.capitalize(), size="sm", elem_id=f"voices-{action}",
                                          variant="stop" if action == "delete" else "secondary")
                        for action in ("rename", "delete", "export")}
+            # Delete asks first; this button deletes (``confirm_delete``)
+            buttons["confirm"] = gr.Button("Yes, delete it", size="sm", variant="stop", visible=False,
+                                           elem_id="voices-delete-confirm")
         with gr.Row():
             upload = gr.File(label="Import a voice (.npz)", file_types=[".npz"], type="filepath",
                              elem_id="voices-import")
@@ -298,6 +310,14 @@ def saved_voices_panel() -> tuple:
                                elem_id="voices-exported")
         status = gr.Markdown("", elem_id="voices-status")
     return manage, pick, new_name, buttons, upload, exported, status
+
+
+def ask_to_delete(name: Optional[str]) -> tuple:
+    """(the question, the "Yes, delete it" button shown) when Delete is pressed: a voice is not deleted unasked."""
+    if not name:
+        return "**Not done:** choose a saved voice first.", gr.update(visible=False)
+    return (f"Delete the saved voice **{html.escape(name)}**? It cannot be undone: press **Yes, delete it**.",
+            gr.update(visible=True))
 
 
 def kept_on_error(action, *args) -> dict:

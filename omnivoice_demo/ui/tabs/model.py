@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Optional
 
 import gradio as gr
@@ -19,6 +20,10 @@ def model_bar(studio: Studio) -> str:
     manager = studio.models
     status = manager.status
     parts = []
+
+    def shown(text) -> str:  # redacted before it is escaped, so "<server>" shows (as a tag it would vanish)
+        return _code_spans(html.escape(studio.message(str(text))))
+
     try:
         active = manager.get() if manager.active else None
     except ModelNotReady:
@@ -27,7 +32,7 @@ def model_bar(studio: Studio) -> str:
         eng = active.engine
         parts.append(f'<span class="ov-badge ov-ready">ready</span> <b>{html.escape(active.label)}</b> · profile '
                      f'<code>{html.escape(eng.profile)}</code> · provider <code>{html.escape(active.provider)}</code>'
-                     f' · <span class="ov-dim">{html.escape(str(active.folder))}</span>')
+                     f' · <span class="ov-dim">{shown(active.folder)}</span>')
         if active.repaired:
             parts.append('<span class="ov-notice">Repaired: the published backbone attended causally; a '
                          'bidirectional copy is used (see the Model tab).</span>')
@@ -35,11 +40,11 @@ def model_bar(studio: Studio) -> str:
         fraction = status.fraction
         bar = (f'<div class="ov-progress-track"><div class="ov-progress-fill" style="width:{fraction * 100:.1f}%">'
                f'</div></div>') if fraction is not None else ""
-        parts.append(f'<span class="ov-badge ov-loading">loading</span> {html.escape(status.request)} · '
-                     f'<b>{html.escape(status.stage)}</b>: {html.escape(status.message)}{bar}')
+        parts.append(f'<span class="ov-badge ov-loading">loading</span> {shown(status.request)} · '
+                     f'<b>{html.escape(status.stage)}</b>: {shown(status.message)}{bar}')
     elif status.state == "error":
-        parts.append(f'<span class="ov-badge ov-error">not loaded</span> {html.escape(status.request)}: '
-                     f'{html.escape(status.message)}<br><span class="ov-dim">What to do: give a local model folder '
+        parts.append(f'<span class="ov-badge ov-error">not loaded</span> {shown(status.request)}: '
+                     f'{shown(status.message)}<br><span class="ov-dim">What to do: give a local model folder '
                      f'in the Model tab (or start with <code>--model DIR</code>), or connect this machine to the '
                      f'internet so the model can be downloaded from the Hugging Face Hub, then press Load.</span>')
     elif active is None:
@@ -47,8 +52,13 @@ def model_bar(studio: Studio) -> str:
                      'give a model folder or a Hub repo and press <b>Load</b>, or start the app with '
                      '<code>--model DIR</code>.')
     for notice in status.notices[-3:]:
-        parts.append(f'<span class="ov-notice">{html.escape(notice)}</span>')
+        parts.append(f'<span class="ov-notice">{shown(notice)}</span>')
     return studio.message('<div class="ov-model-bar">' + "<br>".join(parts) + "</div>")
+
+
+def _code_spans(escaped: str) -> str:
+    """Markdown's `code` in messages (commands to type) as HTML code, not literal backticks."""
+    return re.sub(r"`([^`<>]+)`", r"<code>\1</code>", escaped)
 
 
 def backbone_compute(choice: dict) -> str:
