@@ -57,6 +57,8 @@ class AppProcess:
 
     def wait_serving(self, timeout: float = 60.0) -> float:
         """Seconds from start until the page answered."""
+        if self.serving_after is not None and self.process.poll() is None:  # a later module of the same session
+            return self.serving_after
         deadline = self.started + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
