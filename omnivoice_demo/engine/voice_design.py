@@ -12,7 +12,10 @@ from __future__ import annotations
 import difflib
 import re
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
+
+#: the unknown items of an instruct an error lists (the rest are counted)
+MAX_ITEMS_SHOWN = 5
 
 __all__ = [
     "INSTRUCT_CATEGORIES",
@@ -152,13 +155,15 @@ def resolve_instruct(instruct: str | None, use_zh: bool = False) -> str | None:
 
     if unknown:
         lines = []
-        for raw, n, sug in unknown:
+        for raw, n, sug in unknown[:MAX_ITEMS_SHOWN]:
             if sug:
-                lines.append(f"  '{raw}' -> '{n}' (unsupported; did you mean '{sug}'?)")
+                lines.append(f"  {excerpt(raw)} -> {excerpt(n)} (unsupported; did you mean '{sug}'?)")
             else:
-                lines.append(f"  '{raw}' -> '{n}' (unsupported)")
+                lines.append(f"  {excerpt(raw)} -> {excerpt(n)} (unsupported)")
+        if len(unknown) > MAX_ITEMS_SHOWN:
+            lines.append(f"  and {len(unknown) - MAX_ITEMS_SHOWN} more")
         raise InvalidInput(
-            f"Unsupported instruct items found in {instruct_str}:\n"
+            f"Unsupported instruct items found in {excerpt(instruct_str)}:\n"
             + "\n".join(lines)
             + "\n\nValid English items: "
             + ", ".join(sorted(VALID_EN))
