@@ -12,10 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from ..errors import InvalidInput, excerpt
-
-#: the unknown items of an instruct an error lists (the rest are counted)
-MAX_ITEMS_SHOWN = 5
+from ..errors import InvalidInput
 
 __all__ = [
     "INSTRUCT_CATEGORIES",
@@ -155,15 +152,13 @@ def resolve_instruct(instruct: str | None, use_zh: bool = False) -> str | None:
 
     if unknown:
         lines = []
-        for raw, n, sug in unknown[:MAX_ITEMS_SHOWN]:
+        for raw, n, sug in unknown:
             if sug:
-                lines.append(f"  {excerpt(raw)} -> {excerpt(n)} (unsupported; did you mean '{sug}'?)")
+                lines.append(f"  '{raw}' -> '{n}' (unsupported; did you mean '{sug}'?)")
             else:
-                lines.append(f"  {excerpt(raw)} -> {excerpt(n)} (unsupported)")
-        if len(unknown) > MAX_ITEMS_SHOWN:
-            lines.append(f"  and {len(unknown) - MAX_ITEMS_SHOWN} more")
+                lines.append(f"  '{raw}' -> '{n}' (unsupported)")
         raise InvalidInput(
-            f"Unsupported instruct items found in {excerpt(instruct_str)}:\n"
+            f"Unsupported instruct items found in {instruct_str}:\n"
             + "\n".join(lines)
             + "\n\nValid English items: "
             + ", ".join(sorted(VALID_EN))

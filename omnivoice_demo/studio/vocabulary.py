@@ -27,6 +27,9 @@ from ..engine.voice import Voice
 from ..engine.voice_design import resolve_instruct
 from .voice_names import find_name
 
+#: a voice design written out is a few items (its error quotes it whole): a longer voice is no design
+MAX_DESIGN_CHARS = 300
+
 #: name -> voice design (items of ``voice_design.INSTRUCT_CATEGORIES``)
 DESIGNS: dict[str, str] = {
     # OpenAI's voice names
@@ -91,7 +94,7 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
         return ChosenVoice(name=saved, kind="saved")
     if name.lower() in DESIGNS:
         return ChosenVoice(name=name.lower(), kind="design", instruct=DESIGNS[name.lower()])
-    if "," in name or name.lower() in _single_items():
+    if len(name) <= MAX_DESIGN_CHARS and ("," in name or name.lower() in _single_items()):
         try:
             resolve_instruct(name)
         except ValueError as exc:
