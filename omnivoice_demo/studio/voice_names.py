@@ -22,13 +22,14 @@ __all__ = ["MAX_NAME_LENGTH", "clean_name", "check_free", "find_name", "look_ali
 
 MAX_NAME_LENGTH = 60
 _NAME_RE = re.compile(r"[^\w\- .]+", re.UNICODE)
-#: Cyrillic and Greek letters (after case folding) drawn like a Latin letter, as that letter
+#: Cyrillic and Greek letters (after case folding) drawn like a Latin letter, as that letter (judged by the capital,
+#: as a name's first letter is written: Greek Eta is an H)
 _LOOK_ALIKES = str.maketrans({
     "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
     "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
     "ү": "y", "һ": "h", "ӏ": "l",
-    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "n", "ι": "i", "κ": "k", "μ": "m", "ν": "v", "ο": "o",
-    "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n", "ο": "o",
+    "ρ": "p", "τ": "t", "υ": "y", "χ": "x",
 })
 
 
