@@ -14,19 +14,9 @@ from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.storage import atomic
 from omnivoice_demo.storage.codes_file import save_codes
 from omnivoice_demo.storage.outputs import OutputFolder
-from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.ui.gradio_api import run_job
 from omnivoice_demo.ui.tabs import speak as speak_tab
-
-FAST = dict(num_step=2, randomize=False, seed=11)
-
-
-@pytest.fixture(scope="module")
-def studio(tiny_fp32_folder, tmp_path_factory):
-    root = tmp_path_factory.mktemp("studio")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+from tests.test_app_handlers import FAST, studio  # noqa: F401 (studio: the fixture, a loaded tiny model)
 
 
 def full_disk(monkeypatch) -> None:
