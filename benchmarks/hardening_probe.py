@@ -1,4 +1,6 @@
-"""A black-box rerun of issue 21's probe: the families of inputs and faults of its numbered list, 1 to 10.
+"""A black-box rerun of issue 21's probe: the families of inputs and faults of its numbered list, 1 to 10,
+and of issue 26's (numbered 20 + its item: 21 names, 22 unreadable voices, 25 outputs folder, 29 echoes and
+whitespace).
 
     python benchmarks/hardening_probe.py [--repo PATH] [--model DIR] [--families 1,2,...]
                                          [--json probe.json] [--markdown probe.md] [--work DIR]
@@ -63,6 +65,8 @@ from tests.support.app_server import free_port, stop_process  # noqa: E402
 KEY = "probe-key"
 MB = 2**20
 OUTCOMES = ("held", "broke", "crash", "data lost")
+#: seconds a server may take to load its model (--start-timeout: a loaded machine starves the niced servers)
+START_TIMEOUT = 180.0
 FAMILIES = {
     1: "texts that enter the prompt (a long reference transcript)",
     2: "cancelling /benchmark",
@@ -74,6 +78,10 @@ FAMILIES = {
     8: "a model file truncated in place while serving",
     9: "malformed inputs (HTTP, Gradio, .npz, CLI outputs)",
     10: "memory of a long-running server",
+    21: "voice names that differ only in case, or look alike",
+    22: "a voice file that cannot be read: deep meta, a lone surrogate in its transcript",
+    25: "an outputs folder that cannot be written",
+    29: "echoed input, and whitespace in the planned length",
 }
 
 
@@ -115,7 +123,8 @@ class Server:
         self.log_path = work / f"{name}.log"
         self.starts = 0
 
-    def start(self, timeout: float = 180) -> float:
+    def start(self, timeout: Optional[float] = None) -> float:
+        timeout = timeout or START_TIMEOUT
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = open(self.log_path, "a")
@@ -368,7 +377,7 @@ class Probe:
     # -- the shared server's families, in an order that keeps them apart ---------------------------------------
 
     def run(self, families: set[int]) -> None:
-        shared_families = families & {1, 2, 4, 5, 6, 9, 10}
+        shared_families = families & {1, 2, 4, 5, 6, 9, 10, 21, 25, 29}
         if shared_families:
             server = Server(self.repo, self.python, self.work / "shared", self.shared_args, "shared")
             print(f"shared server ({' '.join(self.shared_args)}): model loaded after {server.start():.1f} s",
@@ -379,6 +388,7 @@ class Probe:
                     speak(client, "alloy", steps=2)
                 self.start_rss = server.rss()
                 for family, run in ((9, self.family9), (5, self.family5), (4, self.family4), (6, self.family6),
+                                    (21, self.family21), (25, self.family25), (29, self.family29),
                                     (1, self.family1), (10, self.family10), (2, self.family2)):
                     if family in families:
                         print(f"family {family}: {FAMILIES[family]}", flush=True)
@@ -386,7 +396,7 @@ class Probe:
                         run(server)
             finally:
                 server.stop()
-        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7)):
+        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (22, self.family22)):
             if family in families:
                 print(f"family {family}: {FAMILIES[family]}", flush=True)
                 run()
@@ -887,6 +897,281 @@ class Probe:
             self.guarded(None, 9, f"CLI --voice: an .npz with {name}",
                          "exit 2 with a clear error (no internal error or traceback)", check)
 
+    # 21 (issue 26, item 1) -------------------------------------------------------------------------------
+
+    def family21(self, server: Server) -> None:
+        def saved(client: httpx.Client) -> list[str]:
+            return names_of(client.get("v1/audio/voices"))
+
+        def clear(client: httpx.Client) -> None:
+            for name in saved(client):
+                client.delete(f"v1/audio/voices/{name}")
+
+        def case_pair() -> tuple[str, str]:
+            with server.http() as client:
+                clear(client)
+                made = [create_voice(client, name, self.wav) for name in ("Anna", "anna")]
+                renamed = client.patch("v1/audio/voices/Anna", json={"name": "anna"})
+                listed = saved(client)
+                clear(client)
+            kept = sum(r.status_code == 201 for r in made)
+            detail = f"create Anna {short(made[0])}; create anna {short(made[1])}; rename {short(renamed)}; " \
+                     f"listed {listed}"
+            if len(listed) < kept:
+                return "data lost", detail
+            held = all(r.status_code < 500 for r in [*made, renamed]) and (kept == 1 or renamed.status_code >= 400)
+            return ("held" if held else "broke"), detail
+        self.guarded(server, 21, "HTTP: create Anna and anna, rename Anna to anna",
+                     "no voice is lost: the second name or the rename is refused with a 4xx", case_pair)
+
+        def case_only() -> tuple[str, str]:
+            with server.http() as client:
+                clear(client)
+                create_voice(client, "Bert", self.wav)
+                renamed = client.patch("v1/audio/voices/Bert", json={"name": "bert"})
+                listed = saved(client)
+                spoken = speak(client, "bert")
+                clear(client)
+            held = renamed.status_code == 200 and listed == ["bert"] and spoken.status_code == 200
+            return ("held" if held else "data lost" if not listed else "broke"), \
+                f"rename {short(renamed)}; listed {listed}; speak {short(spoken)}"
+        self.guarded(server, 21, "HTTP: rename Bert to bert (only its case)",
+                     "renamed: bert is listed, speaks, and Bert is gone", case_only)
+
+        look_alikes = [("Carla", "C\u0430rla", "a Cyrillic \u0430"),
+                       ("Carla", "\uff23\uff41\uff52\uff4c\uff41", "full-width letters"),
+                       ("Zo\u00eb", "Zoe\u0308", "a decomposed accent"),
+                       ("Carla", "CARLA", "capitals")]
+        for existing, asked, what in look_alikes:
+            def look_alike(existing=existing, asked=asked) -> tuple[str, str]:
+                with server.http() as client:
+                    clear(client)
+                    create_voice(client, existing, self.wav)
+                    made = create_voice(client, asked, self.wav)
+                    listed = saved(client)
+                    clear(client)
+                held = clear_4xx(made, re.escape(existing)) and len(listed) == 1
+                return ("held" if held else "broke"), f"{short(made)}; listed {listed}"
+            self.guarded(server, 21, f"HTTP: create {ascii(asked)} ({what}) beside {ascii(existing)}",
+                         "refused with a 4xx naming the voice it collides with; one voice listed", look_alike)
+
+        def rename_look_alike() -> tuple[str, str]:
+            with server.http() as client:
+                clear(client)
+                create_voice(client, "Dora", self.wav)
+                create_voice(client, "Dana", self.wav)
+                renamed = client.patch("v1/audio/voices/Dana", json={"name": "D\u043era"})
+                listed = saved(client)
+                clear(client)
+            held = clear_4xx(renamed, "Dora") and sorted(listed) == ["Dana", "Dora"]
+            return ("held" if held else "data lost" if len(listed) < 2 else "broke"), \
+                f"{short(renamed)}; listed {listed}"
+        self.guarded(server, 21, "HTTP: rename Dana to D\\u043era (a Cyrillic \\u043e) beside Dora",
+                     "refused with a 4xx naming Dora; both voices kept", rename_look_alike)
+
+        with server.http() as client:  # a voice file for the CLI cases (and family 22)
+            create_voice(client, "NameSource", self.wav)
+        found = list((self.work / "shared" / "data").rglob("NameSource.npz"))
+        if not found:
+            self.notes.append("family 21 CLI cases: not run (no voice file was made)")
+            return
+        shutil.copy(found[0], self.work / "name-source.npz")
+        folder = self.work / "cli-names"
+
+        def cli_pair() -> tuple[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            runs = [self.cli("voices", "--folder", str(folder), "import", str(self.work / "name-source.npz"),
+                             "--name", name, cwd=self.work) for name in ("Anna", "anna")]
+            runs.append(self.cli("voices", "--folder", str(folder), "rename", "Anna", "anna", cwd=self.work))
+            kept = sum(r.returncode == 0 for r in runs[:2])
+            files = sorted(p.name for p in folder.glob("*.npz"))
+            detail = "; ".join(f"exit {r.returncode}: {tail(r.stderr + r.stdout, 100)}" for r in runs) + f"; {files}"
+            if len(files) < kept:
+                return "data lost", detail
+            held = all("internal" not in (r.stderr + r.stdout).lower() for r in runs) and \
+                (kept == 1 or runs[2].returncode != 0)
+            return ("held" if held else "broke"), detail
+        self.guarded(None, 21, "CLI: import as Anna and as anna, rename Anna to anna",
+                     "no voice file is lost: the second import or the rename is refused", cli_pair)
+
+        def cli_case_only() -> tuple[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            self.cli("voices", "--folder", str(folder), "import", str(self.work / "name-source.npz"), "--name", "Bert",
+                     cwd=self.work)
+            done = self.cli("voices", "--folder", str(folder), "rename", "Bert", "bert", cwd=self.work)
+            files = sorted(p.name for p in folder.glob("*.npz"))
+            held = done.returncode == 0 and files == ["bert.npz"]
+            return ("held" if held else "data lost" if not files else "broke"), \
+                f"exit {done.returncode}: {tail(done.stderr + done.stdout)}; {files}"
+        self.guarded(None, 21, "CLI: rename Bert to bert (only its case)", "exit 0; bert.npz is the one file",
+                     cli_case_only)
+
+    # 22 (issue 26, item 2) -------------------------------------------------------------------------------
+
+    def family22(self) -> None:
+        deep = self.work / "deep" / "Deep.npz"
+        voice_npz(deep, "[" * 30000 + "]" * 30000)
+        lone = self.work / "lone" / "Lone.npz"
+        voice_npz(lone, json.dumps({"format_version": 1, "transcript": "Hi \ud800 there.", "rms": 0.1,
+                                    "name": "Lone"}))
+        folder = self.work / "cli-unreadable"
+
+        def cli_clean(done: subprocess.CompletedProcess, codes=(0, 2)) -> bool:
+            err = (done.stderr + done.stdout).lower()
+            return done.returncode in codes and "internal error" not in err and "traceback" not in err
+
+        def import_deep() -> tuple[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            done = self.cli("voices", "--folder", str(folder), "import", str(deep), cwd=self.work)
+            held = cli_clean(done, (2,)) and not list(folder.glob("*.npz"))
+            return ("held" if held else "broke"), f"exit {done.returncode}: {tail(done.stderr + done.stdout)}"
+        self.guarded(None, 22, "CLI voices import: meta nested 30,000 deep",
+                     "exit 2 with a clear error (no internal error); nothing saved", import_deep)
+
+        def synth_deep() -> tuple[str, str]:
+            done = self.cli("synth", "--model", str(self.model), "--precision", "fp32", "--voice", str(deep),
+                            "--text", "Hello.", "--num-step", "1", "--output", str(self.work / "deep.wav"),
+                            cwd=self.work)
+            return ("held" if cli_clean(done, (2,)) else "broke"), f"exit {done.returncode}: " \
+                f"{tail(done.stderr + done.stdout)}"
+        self.guarded(None, 22, "CLI synth --voice: meta nested 30,000 deep",
+                     "exit 2 with a clear error (no internal error)", synth_deep)
+
+        def import_lone() -> tuple[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            out = self.work / "exported"
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            runs = [self.cli("voices", "--folder", str(folder), "import", str(lone), cwd=self.work),
+                    self.cli("voices", "--folder", str(folder), "list", cwd=self.work),
+                    self.cli("voices", "--folder", str(folder), "export", "Lone", str(out), cwd=self.work)]
+            written = sorted(p.suffix for p in out.iterdir())
+            held = all(cli_clean(r) for r in runs) and runs[1].returncode == 0 and written in ([], [".json", ".npz"])
+            return ("held" if held else "broke"), "; ".join(f"exit {r.returncode}: {tail(r.stderr + r.stdout, 90)}"
+                                                           for r in runs) + f"; exported {written}"
+        self.guarded(None, 22, "CLI: import a transcript with a lone surrogate, then list and export it",
+                     "list exits 0; no internal error; export writes both files or neither", import_lone)
+
+        def bad_beside_good() -> tuple[str, str]:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            shutil.copy(lone, folder / "Lone.npz")  # as a version that accepted it left it
+            source = self.work / "name-source.npz"
+            if source.is_file():
+                shutil.copy(source, folder / "Good.npz")
+            out = self.work / "exported"
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            listed = self.cli("voices", "--folder", str(folder), "list", cwd=self.work)
+            exported = self.cli("voices", "--folder", str(folder), "export", "Lone", str(out), cwd=self.work)
+            written = sorted(p.suffix for p in out.iterdir())
+            held = listed.returncode == 0 and (not source.is_file() or "Good" in listed.stdout) and \
+                cli_clean(exported) and written in ([], [".json", ".npz"])
+            return ("held" if held else "broke"), f"list exit {listed.returncode}: {tail(listed.stderr, 90)}; " \
+                f"export exit {exported.returncode}: {tail(exported.stderr + exported.stdout, 90)}; " \
+                f"exported {written}"
+        self.guarded(None, 22, "CLI: a stored voice whose transcript holds a lone surrogate, beside a good one",
+                     "list exits 0 and shows the good one; export writes both files or neither", bad_beside_good)
+
+        def startup() -> tuple[str, str]:
+            server = Server(self.repo, self.python, self.work / "startup", self.shared_args, "startup")
+            voices = server.work / "data" / "voices"
+            voices.mkdir(parents=True, exist_ok=True)
+            shutil.copy(deep, voices / "Deep.npz")
+            shutil.copy(lone, voices / "Lone.npz")
+            try:
+                seconds = server.start()
+                with server.http() as client:
+                    listing = client.get("v1/audio/voices")
+            except (RuntimeError, TimeoutError) as exc:
+                return "broke", tail(str(exc))
+            finally:
+                server.stop()
+            left = sorted(p.name for p in voices.glob("*.npz"))
+            return ("held" if listing.status_code == 200 and "Deep.npz" not in left else "broke"), \
+                f"started in {seconds:.0f} s; listing {listing.status_code}; left in the folder {left}"
+        self.guarded(None, 22, "start-up with a voice whose meta nests 30,000 deep (and a lone-surrogate one)",
+                     "the app starts; the deep one is moved aside", startup)
+
+    # 25 (issue 26, item 5) -------------------------------------------------------------------------------
+
+    def family25(self, server: Server) -> None:
+        outputs = self.work / "shared" / "data" / "outputs"
+
+        def unwritable() -> tuple[str, str]:
+            outputs.mkdir(parents=True, exist_ok=True)
+            before = sorted(p.name for p in outputs.iterdir())
+            if os.geteuid() == 0:  # root writes into any folder whatever its mode: make it immutable instead
+                if subprocess.run(["chattr", "+i", str(outputs)], capture_output=True).returncode != 0:
+                    return "held", "not run (root, and chattr +i failed)"
+            else:
+                outputs.chmod(0o555)
+            try:
+                event, data = gradio_call(server, "speak", text="Hello.", num_step=1)
+            finally:
+                if os.geteuid() == 0:
+                    subprocess.run(["chattr", "-i", str(outputs)], capture_output=True)
+                else:
+                    outputs.chmod(0o755)
+            after = sorted(p.name for p in outputs.iterdir())
+            held = event == "error" and "internal" not in data.lower() and re.search(r"writ|full|save", data, re.I) \
+                and after == before
+            return ("held" if held else "broke"), f"{event}: {data[:200]}; files {len(before)} -> {len(after)}"
+        self.guarded(server, 25, "Gradio /speak: the outputs folder cannot be written",
+                     "an error saying the folder cannot be written (no internal error); no file left", unwritable)
+
+    # 29 (issue 26, item 9) -------------------------------------------------------------------------------
+
+    def family29(self, server: Server) -> None:
+        long_name = "N" * 100_000
+
+        def small(response: httpx.Response, created_is_fine: bool = False) -> tuple[str, str]:
+            answered = clear_4xx(response) or (created_is_fine and response.status_code == 201)
+            held = answered and len(response.content) < 4096
+            return ("held" if held else "broke"), f"{response.status_code}, {len(response.content):,} bytes"
+
+        def speech() -> tuple[str, str]:
+            with server.http() as client:
+                return small(speak(client, long_name))
+
+        def create() -> tuple[str, str]:  # the name may be cut to its first 60 characters, or refused
+            with server.http() as client:
+                response = create_voice(client, long_name, self.wav)
+                for name in names_of(client.get("v1/audio/voices")):
+                    client.delete(f"v1/audio/voices/{name}")
+            return small(response, created_is_fine=True)
+
+        def rename() -> tuple[str, str]:
+            with server.http() as client:
+                create_voice(client, "Echo", self.wav)
+                response = client.patch("v1/audio/voices/Echo", json={"name": long_name + "/"})
+                client.delete("v1/audio/voices/Echo")
+            return small(response)
+        for what, check in (("/v1/audio/speech voice", speech), ("/v1/audio/voices name", create),
+                            ("PATCH /v1/audio/voices name", rename)):
+            self.guarded(server, 29, f"HTTP: a 100,000-character {what}",
+                         "a 4xx (or, for a new name, 201 with the name cut) whose body is under 4 KB", check)
+
+        def gradio_echo() -> tuple[str, str]:
+            event, data = gradio_call(server, "speak", text="Hello.", voice=long_name, num_step=1)
+            held = event == "error" and len(data) < 4096 and "internal" not in data.lower()
+            return ("held" if held else "broke"), f"{event}: {len(data):,} characters"
+        self.guarded(server, 29, "Gradio /speak: a 100,000-character voice",
+                     "an error under 4 KB (the input cut to an excerpt)", gradio_echo)
+
+        def whitespace() -> tuple[str, str]:
+            with server.http(timeout=300) as client:
+                response = speak(client, text="\n" * 1000 + "Hi.")
+            seconds = float(response.headers.get("X-OmniVoice-Duration", "nan"))
+            held = response.status_code == 200 and seconds < 5
+            return ("held" if held else "broke"), f"{short(response)}; {seconds:.1f} s of audio"
+        self.guarded(server, 29, "HTTP: 1,000 newlines and 'Hi.'",
+                     "planned from the text that is read: under 5 s of audio", whitespace)
+
     # 10 ---------------------------------------------------------------------------------------------------
 
     def family10(self, server: Server) -> None:
@@ -941,6 +1226,14 @@ def names_of(response: httpx.Response) -> list[str]:
         items = body.get("voices") or body.get("data") or []
         return [v.get("id") or v.get("name") for v in items if v.get("type") == "saved"]
     return []
+
+
+def voice_npz(path: pathlib.Path, meta: str, frames: int = 40) -> None:
+    """A voice file as ``Voice.save`` writes one (codes [8, frames], a JSON string of meta) with ``meta`` as given."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    codes = np.random.default_rng(0).integers(0, 1024, size=(8, frames), dtype=np.int64)
+    with open(path, "wb") as handle:
+        np.savez(handle, codes=codes, meta=np.array(meta))
 
 
 def sha256_of(path: pathlib.Path) -> Optional[str]:
@@ -1037,8 +1330,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--model", type=pathlib.Path, default=None,
                         help="the tiny fp32 folder (default: build one into the work folder; needs torch)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter to run the checkout with")
-    parser.add_argument("--families", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated, of 1-10")
+    parser.add_argument("--families", default=",".join(map(str, FAMILIES)),
+                        help=f"comma-separated, of {', '.join(map(str, FAMILIES))}")
     parser.add_argument("--work", type=pathlib.Path, default=None, help="scratch folder (default: a temporary one)")
+    parser.add_argument("--start-timeout", type=float, default=START_TIMEOUT,
+                        help="seconds a server may take to load its model (default: %(default)s)")
     parser.add_argument("--json", type=pathlib.Path, default=None, help="write the cases here")
     parser.add_argument("--markdown", type=pathlib.Path, default=None, help="write the tables here")
     return parser.parse_args(argv)
@@ -1054,9 +1350,11 @@ def run_probe(repo: pathlib.Path, model: Optional[pathlib.Path], families: set[i
 
 
 def main(argv=None) -> int:
+    global START_TIMEOUT
     args = parse_args(argv)
+    START_TIMEOUT = args.start_timeout
     families = {int(f) for f in args.families.split(",") if f.strip()}
-    assert families <= set(FAMILIES), f"families are 1-10, not {sorted(families - set(FAMILIES))}"
+    assert families <= set(FAMILIES), f"families are {sorted(FAMILIES)}, not {sorted(families - set(FAMILIES))}"
     with contextlib.ExitStack() as stack:
         work = args.work or pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hardening-probe-")))
         work.mkdir(parents=True, exist_ok=True)

@@ -46,3 +46,16 @@ def one_line(exc: BaseException) -> str:
     """The first paragraph of an error's message, for a single-line display (CLI, API)."""
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split("\n\n")[0].split())
+
+
+#: the most characters of a visitor's input an error message repeats
+EXCERPT_CHARS = 60
+
+
+def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+    """``value`` as an error message repeats it: its ``repr``, cut to about ``limit`` characters with the
+    length it had, so a 100,000-character name does not come back as a 100 KB message."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(value)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"

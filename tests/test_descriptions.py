@@ -16,7 +16,7 @@ from omnivoice_demo.engine.text import build_condition_ids
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.studio.descriptions import TONE_WHY, read_description
 from omnivoice_demo.studio.vocabulary import DESIGNS
-from tests.test_hardening import api, assert_4xx, engine, speech  # noqa: F401 - fixtures and helpers
+from tests.test_malformed_requests import api, assert_4xx, speech  # noqa: F401 - fixtures and helpers
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -38,7 +38,7 @@ def test_a_voice_save_that_fails_midway_leaves_the_old_file(tmp_path, monkeypatc
     monkeypatch.setattr(np, "savez", _fail_midway(error))
     expected = (InvalidInput, "full") if isinstance(error, OSError) else (KeyboardInterrupt, None)
     with pytest.raises(expected[0], match=expected[1]):
-        library.save(a_voice(transcript="The second one."), "Anna")
+        library.save(a_voice(transcript="The second one."), "Anna", overwrite=True)
     with pytest.raises(expected[0]):
         a_voice().save(tmp_path / "voices" / "Carl.npz")
     monkeypatch.undo()
@@ -90,7 +90,7 @@ def test_voices_per_owner_are_capped(tmp_path):
     with pytest.raises(ResourceLimitExceeded, match="3 saved voices") as caught:
         library.save(a_voice(), "D", session="api")
     assert caught.value.param == "max_voices"
-    library.save(a_voice(transcript="Replaced."), "C", session="api")   # replacing one is no new voice
+    library.save(a_voice(transcript="Replaced."), "C", session="api", overwrite=True)  # replacing one is no new voice
     library.save(a_voice(), "D", session="other")                        # another owner has room
     library.delete("A", session="api")
     library.save(a_voice(), "D", session="api")

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..constants import SAMPLE_RATE
 from ..studio.stream_audio import pcm16
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 #: response_format -> (libsndfile format, subtype, extra SoundFile arguments), media type
 FORMATS: dict[str, tuple[Optional[str], Optional[str], dict, str]] = {
@@ -70,8 +70,8 @@ def check_format(name) -> str:
     if name in usable:
         return name
     why = NOT_AVAILABLE.get(name) or (f"this machine's libsndfile cannot write {name}" if name in FORMATS
-                                      else f"{name!r} is not a response format")
-    raise InvalidInput(f"response_format {name!r} is not available ({why}); use one of: {', '.join(usable)}.",
+                                      else f"{excerpt(name)} is not a response format")
+    raise InvalidInput(f"response_format {excerpt(name)} is not available ({why}); use one of: {', '.join(usable)}.",
                        param="response_format")
 
 

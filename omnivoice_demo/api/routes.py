@@ -32,10 +32,11 @@ from typing import Callable, Optional
 from fastapi import Request  # at module level: the routes' annotations are resolved from here
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
-                      one_line)
+                      excerpt, one_line)
 from ..studio.results import details
 from ..studio.service import EngineService
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
+from ..studio.voice_names import check_free, clean_name, find_name
 from . import encoding, speech
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ def build_router(context: ApiContext):
             return context.models.get()
         if name in context.models.labels():
             return context.models.get(name)
-        raise ApiError(404, f"The model {name!r} does not exist here; use 'omnivoice' (the active model) or one "
+        raise ApiError(404, f"The model {excerpt(name)} does not exist here; use 'omnivoice' (the active model) or one "
                             f"of GET /v1/models.", param="model", code="model_not_found")
 
     def saved_names() -> list[str]:
@@ -256,10 +257,11 @@ def build_router(context: ApiContext):
                                 f"(or {API_KEY_ENV}).", "permission_error", code="api_key_required")
 
     def saved_voice_id(request: Request) -> str:
-        voice_id = request.path_params["voice_id"]
-        if voice_id not in saved_names():
-            raise ApiError(404, f"There is no saved voice {voice_id!r}; GET /v1/audio/voices lists them (named "
-                                "designs cannot be changed).", param="voice_id", code="voice_not_found")
+        voice_id = find_name(request.path_params["voice_id"], saved_names())
+        if voice_id is None:
+            raise ApiError(404, f"There is no saved voice {excerpt(request.path_params['voice_id'])}; "
+                                "GET /v1/audio/voices lists them (named designs cannot be changed).",
+                           param="voice_id", code="voice_not_found")
         return voice_id
 
     @router.patch("/v1/audio/voices/{voice_id}")
@@ -321,11 +323,7 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
     from ..audio import processing as audio_ops
-    from ..studio.voices import clean_name
-
-    name = clean_name(name)
-    if name in context.voices.names(context.session()):
-        raise InvalidInput(f"A voice named {name!r} exists already; choose another name.", param="name")
+    name = check_free(clean_name(name), context.voices.names(context.session()))  # before the work; save checks again
     with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
         path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
         path.write_bytes(data)
@@ -343,7 +341,7 @@ def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Op
                                "send what is said in the clip as 'transcript'.", param="transcript") from None
     with loaded.lock:
         voice = loaded.engine.clone_voice(audio, rate, transcript, name=name)
-    context.voices.save(voice, name, context.session(), overwrite=False)
+    context.voices.save(voice, name, context.session())
     return voice
 
 

@@ -32,7 +32,7 @@ import urllib.parse
 from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
-from ..errors import InvalidInput, ResourceLimitExceeded
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..engine.presets import preset_values
 from ..studio.descriptions import Description, read_description
 from ..studio.stream_audio import chunk_output
@@ -104,11 +104,11 @@ def _stream_format(body: dict) -> Optional[str]:
     """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file."""
     stream, stream_format = body.get("stream"), body.get("stream_format")
     if stream is not None and not isinstance(stream, bool):
-        raise InvalidInput(f"stream must be true or false, got {stream!r}.", param="stream")
+        raise InvalidInput(f"stream must be true or false, got {excerpt(stream)}.", param="stream")
     if stream_format is None:
         return None if stream is False else ("sse" if stream is True else "audio")
     if stream_format not in STREAM_FORMATS:
-        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {stream_format!r} (send \"stream\": false "
+        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {excerpt(stream_format)} (send \"stream\": false "
                            "for one whole file).", param="stream_format")
     if stream is False:
         raise InvalidInput("stream is false but stream_format is given; send one of them.", param="stream")
@@ -119,7 +119,7 @@ def _openai_speed(value) -> tuple[float, Optional[str]]:
     """OpenAI's ``speed`` (0.25-4.0) -> the model's (clamped to its range) and the header saying so, if clamped."""
     low, high = OPENAI_SPEED
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise InvalidInput(f"speed must be a number from {low:g} to {high:g} (OpenAI's range), got {value!r}.",
+        raise InvalidInput(f"speed must be a number from {low:g} to {high:g} (OpenAI's range), got {excerpt(value)}.",
                            param="speed")
     setting = GenerationConfig.setting("speed")
     used = min(max(float(value), setting.low), setting.high)

@@ -37,7 +37,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, ModelFolderError
+from ..errors import InvalidInput, ModelFolderError, excerpt
 from ..runtime.sessions import open_session, providers_for, session_options
 from .features import log_mel
 from .folder import check_folder
@@ -130,7 +130,7 @@ class SpeechRecognizer:
         if not np.issubdtype(wav.dtype, np.floating):
             raise InvalidInput(f"The audio to transcribe must be floating point in [-1, 1], got {wav.dtype}.")
         if not isinstance(sample_rate, (int, np.integer)) or not 1000 <= int(sample_rate) <= 384000:
-            raise InvalidInput(f"sample_rate must be an integer from 1000 to 384000, got {sample_rate!r}.",
+            raise InvalidInput(f"sample_rate must be an integer from 1000 to 384000, got {excerpt(sample_rate)}.",
                                param="sample_rate")
         seconds = wav.shape[0] / int(sample_rate)
         if seconds > self.max_seconds:
@@ -202,7 +202,7 @@ class SpeechRecognizer:
         code = language.strip().lower()
         token = self.lang_to_id.get(f"<|{code}|>")
         if token is None:
-            raise InvalidInput(f"The recogniser knows no language {language!r}; give a Whisper language code "
+            raise InvalidInput(f"The recogniser knows no language {excerpt(language)}; give a Whisper language code "
                                f"such as {', '.join(sorted(self.id_to_lang.values())[:6])} ... or none to detect it.",
                                param="language")
         return token

@@ -12,16 +12,21 @@ silently, on NaN, silence, or clips too short or too long).
 
 from __future__ import annotations
 
+import io
 import os
+import pathlib
 import warnings
 from typing import Optional
 
 import numpy as np
 
 from ..constants import HOP_LENGTH, SAMPLE_RATE
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
+from ..storage.atomic import write_atomically
 
 __all__ = [
+    "audio_bytes",
+    "save_audio",
     "HOP_LENGTH",
     "MAX_REFERENCE_SECONDS",
     "MIN_REFERENCE_SECONDS",
@@ -74,7 +79,7 @@ def check_sample_rate(sample_rate, what: str = "audio") -> int:
     """The rate as an int when it is a whole number in ``MIN_SAMPLE_RATE..MAX_SAMPLE_RATE``, else ``InvalidInput``."""
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) and not (
             isinstance(sample_rate, float) and sample_rate.is_integer()):
-        raise InvalidInput(f"The {what}'s sample rate must be a whole number of Hz, got {sample_rate!r}.",
+        raise InvalidInput(f"The {what}'s sample rate must be a whole number of Hz, got {excerpt(sample_rate)}.",
                            param="sample_rate")
     if not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
         raise InvalidInput(f"The {what} has a sample rate of {int(sample_rate)} Hz; supported rates are "
@@ -101,34 +106,34 @@ def load_audio_file(path, max_seconds: float = MAX_REFERENCE_SECONDS, max_bytes:
     name = os.fspath(path)
     shown = os.path.basename(name) or name
     if not os.path.isfile(name):
-        raise InvalidInput(f"Audio file {shown!r} does not exist.")
+        raise InvalidInput(f"Audio file {excerpt(shown)} does not exist.")
     if max_bytes is not None and os.path.getsize(name) > max_bytes:
-        raise InvalidInput(f"The {what} {shown!r} is {os.path.getsize(name) / 2**20:.1f} MB; the limit is "
+        raise InvalidInput(f"The {what} {excerpt(shown)} is {os.path.getsize(name) / 2**20:.1f} MB; the limit is "
                            f"{max_bytes / 2**20:.0f} MB. Upload a shorter clip.", param="max_upload_bytes")
     try:
         info = sf.info(name)
     except Exception as err:  # soundfile raises LibsndfileError, RuntimeError, TypeError...
-        raise InvalidInput(f"Cannot read audio file {shown!r} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
-    rate = check_sample_rate(info.samplerate, f"{what} {shown!r}")
+        raise InvalidInput(f"Cannot read audio file {excerpt(shown)} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
+    rate = check_sample_rate(info.samplerate, f"{what} {excerpt(shown)}")
     if info.channels < 1:
-        raise InvalidInput(f"Audio file {shown!r} has no channels.")
+        raise InvalidInput(f"Audio file {excerpt(shown)} has no channels.")
     max_frames = int(max_seconds * rate)
     if info.frames > max_frames:
-        raise InvalidInput(f"The {what} {shown!r} is {info.frames / rate:.1f} s long; the limit is {max_seconds:g} s. "
+        raise InvalidInput(f"The {what} {excerpt(shown)} is {info.frames / rate:.1f} s long; the limit is {max_seconds:g} s. "
                            "Trim it (3-10 s of clear speech is best for a reference).", param="max_reference_seconds")
     max_samples = int(SAMPLES_PER_LIMIT_SECOND * max_seconds)
     if max(info.frames, 1) * info.channels > max_samples:
-        raise InvalidInput(f"The {what} {shown!r} has {info.channels} channels at {rate} Hz: too much data for "
+        raise InvalidInput(f"The {what} {excerpt(shown)} has {info.channels} channels at {rate} Hz: too much data for "
                            f"{info.frames / rate:.1f} s. Convert it to mono or stereo at 48000 Hz or less.")
     try:
         data, sr = sf.read(name, frames=min(max_frames, max_samples // info.channels) + 1, dtype="float32",
                            always_2d=True)
     except Exception as err:
-        raise InvalidInput(f"Cannot read audio file {shown!r} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
+        raise InvalidInput(f"Cannot read audio file {excerpt(shown)} ({_short(err)}). Use a WAV, FLAC, OGG or MP3 file.") from err
     if data.shape[0] == 0:
-        raise InvalidInput(f"Audio file {shown!r} contains no samples.")
+        raise InvalidInput(f"Audio file {excerpt(shown)} contains no samples.")
     if data.shape[0] > max_frames:  # the header under-stated the length
-        raise InvalidInput(f"The {what} {shown!r} is longer than the limit of {max_seconds:g} s; trim it.",
+        raise InvalidInput(f"The {what} {excerpt(shown)} is longer than the limit of {max_seconds:g} s; trim it.",
                            param="max_reference_seconds")
     return np.ascontiguousarray(data.T), int(sr)
 
@@ -140,6 +145,21 @@ def _short(err: BaseException) -> str:
 
 #: the loudest floating-point sample accepted (a float WAV is -1..1; some headroom for clipped exports)
 MAX_FLOAT_PEAK = 100.0
+
+
+def audio_bytes(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, format: str = "WAV") -> bytes:
+    """``audio`` as a 16-bit ``format`` file (``WAV``, ``FLAC``), in memory."""
+    import soundfile as sf
+
+    buffer = io.BytesIO()
+    sf.write(buffer, np.asarray(audio, dtype=np.float32), sample_rate, format=format, subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def save_audio(path, audio: np.ndarray, sample_rate: int = SAMPLE_RATE, format: str = "WAV") -> pathlib.Path:
+    """``audio_bytes`` into ``path``, whole or not at all (``write_atomically``): a full or unwritable folder is
+    an ``InvalidInput`` that says so, and leaves no partial file."""
+    return write_atomically(path, audio_bytes(audio, sample_rate, format), "audio file")
 
 
 def as_float_audio(audio, what: str) -> np.ndarray:

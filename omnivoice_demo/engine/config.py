@@ -22,7 +22,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from ..constants import FRAME_RATE
-from ..errors import InvalidInput, ResourceLimitExceeded
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 
 MAX_SEED = 2**63 - 1
 
@@ -136,7 +136,7 @@ class GenerationConfig:
         """A copy with some settings changed; an unknown name is an ``InvalidInput`` listing the known ones."""
         unknown = sorted(set(overrides) - set(_FIELDS))
         if unknown:
-            raise InvalidInput(f"Unknown generation setting {unknown[0]!r}; the settings are: "
+            raise InvalidInput(f"Unknown generation setting {excerpt(unknown[0])}; the settings are: "
                                f"{', '.join(self.names())}.", param=unknown[0])
         return dataclasses.replace(self, **overrides) if overrides else self
 
@@ -176,18 +176,18 @@ def _check(name: str, value) -> None:
     setting = GenerationConfig.setting(name)
     if kind is bool:
         if not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true or false, got {value!r}.", param=name)
+            raise InvalidInput(f"{name} must be true or false, got {excerpt(value)}.", param=name)
         return
     if isinstance(value, bool) or not _is_number(value):
-        raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name)
+        raise InvalidInput(f"{name} must be a number, got {excerpt(value)}.", param=name)
     if kind is int:
         if not _is_whole(value):
-            raise InvalidInput(f"{name} must be a whole number, got {value!r}.", param=name)
+            raise InvalidInput(f"{name} must be a whole number, got {excerpt(value)}.", param=name)
         value = int(value)  # exact for ints of any size: 2**63-1 and 2**53+1 are checked as they are
     elif math.isnan(float(value)):
         raise InvalidInput(f"{name} must be a number, got NaN.", param=name)
     if not (setting.low <= value <= setting.high):
-        raise InvalidInput(f"{name} must be between {_show(setting.low)} and {_show(setting.high)}, got {value!r}.",
+        raise InvalidInput(f"{name} must be between {_show(setting.low)} and {_show(setting.high)}, got {excerpt(value)}.",
                            param=name)
 
 
@@ -224,7 +224,7 @@ def _coerce(name: str, value):
         try:
             number = int(text) if kind is int and text.lstrip("+-").isdigit() else float(text)
         except ValueError:
-            raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name) from None
+            raise InvalidInput(f"{name} must be a number, got {excerpt(value)}.", param=name) from None
         return number
     if kind is int and isinstance(value, float) and value.is_integer():
         return int(value)
@@ -293,7 +293,7 @@ def _cli_number(name: str, kind: type):
             return int(text) if kind is int else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a{' whole' if kind is int else ''} number, "
-                                             f"got {text!r}") from None
+                                             f"got {excerpt(text)}") from None
     parse.__name__ = kind.__name__
     return parse
 
@@ -369,7 +369,7 @@ def _cli_positive(name: str, kind: type):
     def parse(text: str):
         value = number(text)
         if not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"{name} must be a positive number, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number, got {excerpt(text)}")
         return value
     parse.__name__ = kind.__name__
     return parse

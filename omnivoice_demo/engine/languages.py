@@ -20,7 +20,7 @@ import json
 import pathlib
 from functools import lru_cache
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 __all__ = [
     "LANGUAGE_COUNT",
@@ -106,7 +106,7 @@ def _unknown_language_message(raw: str, key: str) -> str:
         label = f"{code_to_display[code]} ({code})"
         if label not in suggestions:
             suggestions.append(label)
-    message = f"Unknown language {raw!r}."
+    message = f"Unknown language {excerpt(raw)}."
     if suggestions:
         message += " Did you mean " + " or ".join(suggestions) + "?"
     message += (

@@ -47,7 +47,8 @@ from .onnx_model import OmniVoiceOnnx, attention_ratio
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
-from .text import add_punctuation, build_condition_ids, check_unicode, load_text_tokenizer, validate_text
+from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
+                   validate_text)
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
 
@@ -209,6 +210,7 @@ class OmniVoiceEngine:
         config = (config or GenerationConfig()).replace(**overrides).validate()
         text = validate_text(text)
         self.limits.check("The text", len(text), "max_text_chars", " characters")
+        text = collapse_whitespace_runs(text)  # planned from what is read: runs of whitespace read as one character
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
         if instruct is not None:

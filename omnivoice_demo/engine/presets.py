@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 #: preset name -> the GenerationConfig values it sets
 PRESETS = MappingProxyType({
@@ -46,7 +46,7 @@ def canonical_preset(name: str) -> str:
     key = ALIASES.get(key, key)
     if key not in PRESETS:
         aliases = ", ".join(f"{alias} = {target}" for alias, target in ALIASES.items())
-        raise InvalidInput(f"Unknown preset {name!r}; the presets are: {', '.join(PRESETS)} ({aliases}).",
+        raise InvalidInput(f"Unknown preset {excerpt(name)}; the presets are: {', '.join(PRESETS)} ({aliases}).",
                            param="preset")
     return key
 

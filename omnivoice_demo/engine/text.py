@@ -127,6 +127,31 @@ def combine_text(text: str, ref_text: Optional[str] = None) -> str:
     return full_text
 
 
+#: two or more of the whitespace characters ``combine_text`` removes or merges, in a row
+_WHITESPACE_RUN = re.compile(r"[ \t\r\n]{2,}")
+
+
+def collapse_whitespace_runs(text: str) -> str:
+    """``text`` with each run of two or more spaces, tabs and line breaks made one character: a space when the run
+    holds a space or a tab, else its first line break (``\\r\\n`` counts as one) (not in the reference).
+
+    The reference plans a text's length from the raw text, where every line break weighs as much as a letter
+    (``\\n`` falls in its Latin range), yet it reads the text through ``combine_text``, which drops line breaks and
+    makes a run of spaces and tabs one space.  So a run reads exactly as the one character left of it, and the
+    plan no longer counts whitespace that is never read (1,000 line breaks and "Hi." planned 71 s).  A text
+    without two whitespace characters in a row (a Windows line break being one), which is ordinary prose, is
+    unchanged: its plan stays the reference's, token for token.
+    """
+    return _WHITESPACE_RUN.sub(_one_character, text)
+
+
+def _one_character(run: re.Match) -> str:
+    text = run.group()
+    if re.search(r"[ \t]", text):
+        return " "
+    return "\r\n" if text.startswith("\r\n") else text[0]  # a Windows line break is one line break
+
+
 def add_punctuation(text: str) -> str:
     """Strip, and end with ``。`` (text with CJK) or ``.`` when no end punctuation (reference: ``add_punctuation``)."""
     text = text.strip()

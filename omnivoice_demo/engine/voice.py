@@ -17,8 +17,9 @@ import numpy as np
 
 from ..storage.atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 from ..storage.npz_check import Member, read_npz
+from .text import check_unicode
 
 VOICE_FORMAT_VERSION = 1
 #: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.
@@ -26,6 +27,8 @@ DEFAULT_MAX_FRAMES = 60 * FRAME_RATE
 DEFAULT_MAX_BYTES = 25 * 1024 * 1024
 #: The JSON string of a voice's meta: a transcript is at most a few thousand characters.
 MAX_META_CHARS = 65536
+#: A voice's meta is one flat object; JSON nested deeper than this is no voice (and could exhaust the parser's stack)
+MAX_META_DEPTH = 4
 
 
 @dataclasses.dataclass
@@ -77,10 +80,7 @@ class Voice:
                                                  limit_note=f"max_reference_seconds: {max_frames} frames"),
                                  "meta": Member("U", MAX_META_CHARS, ndim=0, limit_note="characters of its meta")},
                            "saved voice", max_bytes)
-        try:
-            meta = json.loads(str(arrays["meta"]))
-        except ValueError as exc:
-            raise InvalidInput(f"{shown} is not a saved voice (its meta is not JSON: {exc}).") from None
+        meta = read_meta(str(arrays["meta"]), shown)
         return cls.from_fields(arrays["codes"], meta, shown, max_frames, default_name=path.stem)
 
     @classmethod
@@ -90,7 +90,7 @@ class Voice:
         if not isinstance(meta, dict):
             raise InvalidInput(f"{shown} is not a saved voice (its meta is a {type(meta).__name__}, not an object).")
         if meta.get("format_version") != VOICE_FORMAT_VERSION:
-            raise InvalidInput(f"{shown} has voice format {meta.get('format_version')!r}; "
+            raise InvalidInput(f"{shown} has voice format {excerpt(meta.get('format_version'))}; "
                                f"this program reads format {VOICE_FORMAT_VERSION}.")
         codes = np.asarray(codes)
         if codes.dtype.kind not in "iu" or codes.ndim != 2:
@@ -107,17 +107,20 @@ class Voice:
         transcript = meta.get("transcript")
         if not isinstance(transcript, str) or not transcript.strip():
             raise InvalidInput(f"{shown} has no transcript (a voice needs the text its reference says).")
+        check_unicode(transcript, f"{shown}'s transcript")
         rms = meta.get("rms")
         if isinstance(rms, bool) or not isinstance(rms, (int, float)) or not math.isfinite(rms) or rms <= 0:
-            raise InvalidInput(f"{shown} has rms {rms!r}; it must be a finite number above 0.")
+            raise InvalidInput(f"{shown} has rms {excerpt(rms)}; it must be a finite number above 0.")
         name: Optional[str] = meta.get("name")
         if name is not None and not isinstance(name, str):
             raise InvalidInput(f"{shown} has a name of type {type(name).__name__}; it must be text.")
+        check_unicode(name or "", f"{shown}'s name")
         source, language = meta.get("transcript_source") or "typed", meta.get("language")
         if source not in ("typed", "recognised"):
-            raise InvalidInput(f"{shown} has transcript_source {source!r}; it must be 'typed' or 'recognised'.")
+            raise InvalidInput(f"{shown} has transcript_source {excerpt(source)}; it must be 'typed' or 'recognised'.")
         if language is not None and (not isinstance(language, str) or len(language) > 16):
-            raise InvalidInput(f"{shown} has a language {language!r}; it must be a short language code.")
+            raise InvalidInput(f"{shown} has a language {excerpt(language)}; it must be a short language code.")
+        check_unicode(language or "", f"{shown}'s language")
         return cls(codes=codes.astype(np.int64), transcript=transcript, rms=float(rms), name=name or default_name,
                    transcript_source=source, language=language)
 
@@ -135,7 +138,7 @@ class Voice:
             raise InvalidInput(f"{shown} is not a voice (a {type(data).__name__}, not an object).")
         frames, text = data.get("frames"), data.get("codes")
         if isinstance(frames, bool) or not isinstance(frames, int) or not 0 < frames <= max_frames:
-            raise InvalidInput(f"{shown} has {frames!r} frames; a voice has 1 to {max_frames}.")
+            raise InvalidInput(f"{shown} has {excerpt(frames)} frames; a voice has 1 to {max_frames}.")
         if not isinstance(text, str) or len(text) != 4 * math.ceil(NUM_CODEBOOKS * frames * 2 / 3):
             raise InvalidInput(f"{shown} has codes of the wrong length for {frames} frames.")
         try:
@@ -144,3 +147,26 @@ class Voice:
             raise InvalidInput(f"{shown} has codes that are not base64.") from None
         codes = np.frombuffer(raw, dtype="<i2").reshape(NUM_CODEBOOKS, frames)
         return cls.from_fields(codes, data, shown, max_frames, default_name=str(data.get("name") or ""))
+
+
+def read_meta(text: str, shown: str):
+    """A voice's meta (a JSON string of at most ``MAX_META_CHARS``), its nesting bounded before it is parsed."""
+    depth = deepest = 0
+    in_string = escaped = False
+    brackets = text.count("[") + text.count("{")
+    for char in text if brackets > MAX_META_DEPTH else "":  # brackets outside strings: the parser's recursion
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    if deepest > MAX_META_DEPTH:
+        raise InvalidInput(f"{shown} is not a saved voice (its meta nests {deepest} deep; a voice's is a flat object).")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{shown} is not a saved voice (its meta is not JSON: {exc}).") from None

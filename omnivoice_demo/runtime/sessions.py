@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InvalidInput, ModelFolderError
+from ..errors import InvalidInput, ModelFolderError, excerpt
 
 
 NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int64)": np.int64,
@@ -34,7 +34,7 @@ def providers_for(provider: str) -> list[str]:
                 "or use provider='cpu'."
             )
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    raise InvalidInput(f"provider must be 'cpu' or 'cuda', got {provider!r}")
+    raise InvalidInput(f"provider must be 'cpu' or 'cuda', got {excerpt(provider)}")
 
 
 #: session config entries every session gets: ONNX Runtime's worker threads block when idle instead of spinning

@@ -16,7 +16,7 @@ from typing import BinaryIO, Iterator, Optional
 
 from ..errors import InvalidInput
 
-__all__ = ["atomic_output", "replacing_file", "replacing_path", "write_atomically", "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "replacing_file", "replacing_path", "storage_error", "write_atomically", "TEMPORARY_SUFFIX"]
 
 #: what a write in progress is called (``.<stem>-<random>.part`` unless a caller names its own prefix): a
 #: start-up sweep may remove leftovers
@@ -66,7 +66,7 @@ def atomic_output(path: os.PathLike | str, what: str = "file") -> Iterator[Binar
         with replacing_file(path) as out:
             yield out
     except OSError as exc:
-        raise _storage_error(exc, what) from None
+        raise storage_error(exc, what) from None
 
 
 def write_atomically(path: os.PathLike | str, data: bytes, what: str = "file") -> pathlib.Path:
@@ -95,11 +95,12 @@ def _sync_folder(folder: pathlib.Path) -> None:
             os.close(descriptor)
 
 
-def _storage_error(exc: OSError, what: str) -> Exception:
+def storage_error(exc: OSError, what: str) -> Exception:
+    """A full, read-only or unwritable folder as an ``InvalidInput`` saying so; any other ``OSError`` as it is."""
     problem = _STORAGE_ERRORS.get(exc.errno)
     if problem is None:
         return exc
-    return InvalidInput(f"The {what} could not be saved: the server's data folder {problem} "
+    return InvalidInput(f"The {what} could not be saved: its folder on the server {problem} "
                         f"({errno.errorcode.get(exc.errno, exc.errno)}). Free some space or make the folder "
                         "writable, then try again.")
 

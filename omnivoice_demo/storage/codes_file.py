@@ -21,6 +21,7 @@ import numpy as np
 
 from ..constants import CODEBOOK_SIZE, NUM_CODEBOOKS
 from ..errors import InvalidInput
+from .atomic import atomic_output
 from .npz_check import Member, read_npz
 
 CODES_FORMAT = "omnivoice-codes"
@@ -36,7 +37,7 @@ def save_codes(path: Union[str, pathlib.Path], codes: Union[np.ndarray, Sequence
     parts = [np.asarray(codes)] if isinstance(codes, np.ndarray) else [np.asarray(c) for c in codes]
     joined = np.concatenate(parts, axis=-1).astype(np.int16)
     document = dict(meta or {}, format=CODES_FORMAT, version=CODES_FORMAT_VERSION)
-    with open(path, "wb") as handle:
+    with atomic_output(path, "codes file") as handle:
         np.savez_compressed(handle, codes=joined, chunk_frames=np.array([p.shape[-1] for p in parts]),
                             meta=np.array(json.dumps(document, default=str, ensure_ascii=False)))
     return pathlib.Path(path)

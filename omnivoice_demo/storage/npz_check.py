@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 __all__ = ["Member", "read_npz"]
 
@@ -50,12 +50,12 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
     name = os.path.basename(os.fspath(path))
     path = pathlib.Path(path)
     if not path.is_file():
-        raise InvalidInput(f"The {what} {name!r} does not exist.")
+        raise InvalidInput(f"The {what} {excerpt(name)} does not exist.")
     size = path.stat().st_size
     if not stat.S_ISREG(path.stat().st_mode) or (size == 0 and str(path.resolve()).startswith("/proc/")):
-        raise InvalidInput(f"The {what} {name!r} is not a regular file.")
+        raise InvalidInput(f"The {what} {excerpt(name)} is not a regular file.")
     if size > max_bytes:
-        raise InvalidInput(f"The {what} {name!r} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
+        raise InvalidInput(f"The {what} {excerpt(name)} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
                            param="max_upload_bytes")
     try:
         with zipfile.ZipFile(path) as archive:
@@ -65,22 +65,22 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
                 entry = entries.get(key + ".npy")
                 if entry is None:
                     if spec.required:
-                        raise InvalidInput(f"{name!r} is not a {what}: it has no {key!r} array (it holds "
+                        raise InvalidInput(f"{excerpt(name)} is not a {what}: it has no {excerpt(key)} array (it holds "
                                            f"{', '.join(sorted(k[:-4] for k in entries if k.endswith('.npy'))) or 'nothing'}).")
                     continue
                 headers[key] = _check_member(archive, entry, key, spec, what, name)
     except zipfile.BadZipFile as exc:
-        raise InvalidInput(f"{name!r} is not a {what} (not an .npz archive: {exc}).") from None
+        raise InvalidInput(f"{excerpt(name)} is not a {what} (not an .npz archive: {exc}).") from None
     except OSError as exc:  # a file that cannot be read (a device, /proc, an I/O error)
-        raise InvalidInput(f"The {what} {name!r} cannot be read ({exc.strerror or type(exc).__name__}).") from None
+        raise InvalidInput(f"The {what} {excerpt(name)} cannot be read ({exc.strerror or type(exc).__name__}).") from None
     except (RuntimeError, NotImplementedError) as exc:  # an encrypted member, a compression zipfile lacks
-        raise InvalidInput(f"The {what} {name!r} cannot be read: {' '.join(str(exc).split())[:160]} (save it again "
+        raise InvalidInput(f"The {what} {excerpt(name)} cannot be read: {' '.join(str(exc).split())[:160]} (save it again "
                            "with numpy, unencrypted).") from None
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: np.asarray(data[key]) for key in headers}
     except (OSError, ValueError, EOFError, RuntimeError, NotImplementedError, zipfile.BadZipFile) as exc:
-        raise InvalidInput(f"The {what} {name!r} cannot be read ({' '.join(str(exc).split())[:160]}).") from None
+        raise InvalidInput(f"The {what} {excerpt(name)} cannot be read ({' '.join(str(exc).split())[:160]}).") from None
 
 
 def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, spec: Member, what: str,
@@ -95,12 +95,12 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
             else:
                 raise ValueError(f".npy format version {version} is not read here")
         except (ValueError, EOFError) as exc:
-            raise InvalidInput(f"The {what} {name!r} has a corrupt {key!r} array ({exc}).") from None
+            raise InvalidInput(f"The {what} {excerpt(name)} has a corrupt {excerpt(key)} array ({exc}).") from None
     if dtype.hasobject or dtype.kind not in spec.kinds:
-        raise InvalidInput(f"{name!r} is not a {what}: its {key!r} array is of type {dtype}, which is not "
+        raise InvalidInput(f"{excerpt(name)} is not a {what}: its {excerpt(key)} array is of type {dtype}, which is not "
                            "allowed here.")
     if spec.ndim is not None and len(shape) != spec.ndim:
-        raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)}; "
+        raise InvalidInput(f"The {what} {excerpt(name)} has a {excerpt(key)} array of shape {list(shape)}; "
                            f"expected {spec.ndim} dimension(s).")
     # a text array's values are its characters: a 0-d string array of a million characters is not one value
     per_element = dtype.itemsize // 4 if dtype.kind == "U" else 1
@@ -108,6 +108,6 @@ def _check_member(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, key: str, sp
     value_bytes = 4 if dtype.kind == "U" else max(dtype.itemsize, 1)
     if elements > spec.max_elements or entry.file_size > spec.max_elements * value_bytes + HEADER_BYTES:
         note = f" ({spec.limit_note})" if spec.limit_note else ""
-        raise InvalidInput(f"The {what} {name!r} has a {key!r} array of shape {list(shape)} ({elements} values); "
+        raise InvalidInput(f"The {what} {excerpt(name)} has a {excerpt(key)} array of shape {list(shape)} ({elements} values); "
                            f"this server's limit is {spec.max_elements} values{note}.")
     return shape, fortran, dtype

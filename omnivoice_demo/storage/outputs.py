@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Optional
 
+from .atomic import storage_error
+
 __all__ = ["DEFAULT_MAX_BYTES", "OutputFolder"]
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
@@ -67,7 +69,10 @@ class OutputFolder:
         token = secrets.token_hex(12)
         stem = stem.encode("utf-8")[:MAX_STEM_BYTES].decode("utf-8", "ignore")
         name = pathlib.PurePath(f"{stem}-{token}{suffix}").name  # never a path outside the folder
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise storage_error(exc, "output") from None
         self.prune()
         path = self.root / name
         with self._lock:

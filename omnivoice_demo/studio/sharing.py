@@ -12,8 +12,8 @@ address.  Then:
   none, a reload keeps them, and no visitor can list or use another's;
 * messages never show a server path (``redact_paths``).
 
-In local mode saving over an existing voice name keeps both
-(``unique_name``: "Anna 2").
+Saving under a name that is taken keeps both (``unique_name``: "Anna 2"); names compare as
+``voice_names`` says, in the browser as in the voice folder.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import re
 import tempfile
 from typing import Iterable, Mapping, Optional
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 from ..engine.voice import Voice
+from .voice_names import check_free, clean_name, find_name, unique_name
 
 __all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
            "shared_from_arguments", "unique_name"]
@@ -64,17 +65,6 @@ def refuse_model_changes(shared: bool) -> None:
         raise InvalidInput(MODEL_CHANGES_REFUSED)
 
 
-def unique_name(name: str, existing: Iterable[str]) -> str:
-    """``name``, or ``name 2``, ``name 3``, ... when it is taken (case-insensitively; a voice file name too)."""
-    taken = {n.casefold() for n in existing}
-    if name.casefold() not in taken:
-        return name
-    number = 2
-    while f"{name} {number}".casefold() in taken:
-        number += 1
-    return f"{name} {number}"
-
-
 class BrowserVoices:
     """The voices one browser holds (the value of its ``gr.BrowserState``): name -> ``Voice.to_dict()``.
 
@@ -94,31 +84,44 @@ class BrowserVoices:
     def names(self, stored) -> list[str]:
         return sorted(self._entries(stored), key=str.casefold)
 
+    def _found(self, entries: dict, name: str) -> str:
+        found = find_name(name, entries)
+        if found is None:
+            raise InvalidInput(f"This browser has no saved voice named {excerpt(name)}; save one from the Clone tab "
+                               "first.", param="voice")
+        return found
+
     def load(self, stored, name: str) -> Voice:
         entries = self._entries(stored)
-        if name not in entries:
-            raise InvalidInput(f"This browser has no saved voice named {name!r}; save one from the Clone tab first.")
-        return Voice.from_dict(entries[name], max_frames=self.max_frames, shown=f"The saved voice {name!r}")
+        found = self._found(entries, name)
+        return Voice.from_dict(entries[found], max_frames=self.max_frames, shown=f"The saved voice {excerpt(found)}")
 
     def save(self, stored, voice: Voice, name: str, replace: bool = False) -> tuple[dict, str]:
-        """(the new stored value, the name used): a taken name gets a number unless ``replace``."""
+        """(the new stored value, the name used): a taken name gets a number (``unique_name``), unless ``replace``
+        and it is the same name (``name_key``): then that voice is replaced, under its own name."""
         entries = self._entries(stored)
-        if not replace:
-            name = unique_name(name, entries)
-        if name not in entries and len(entries) >= self.max_voices:
+        same = find_name(name, entries) if replace else None
+        name = same or unique_name(clean_name(name), entries)
+        if same is None and len(entries) >= self.max_voices:
             raise InvalidInput(f"This browser holds {len(entries)} voices, the most it can keep; delete one first.")
         voice.name = name
         return dict(entries, **{name: voice.to_dict()}), name
 
     def delete(self, stored, name: str) -> dict:
-        return {k: v for k, v in self._entries(stored).items() if k != name}
+        entries = self._entries(stored)
+        found = self._found(entries, name)
+        return {k: v for k, v in entries.items() if k != found}
 
     def rename(self, stored, name: str, new_name: str) -> tuple[dict, str]:
-        """(the new stored value, ``new_name``): refused when another voice has that name."""
-        voice = self.load(stored, name)
-        if new_name != name and new_name.casefold() in {n.casefold() for n in self._entries(stored) if n != name}:
-            raise InvalidInput(f"A voice named {new_name!r} exists already; choose another name.", param="name")
-        return self.save(self.delete(stored, name), voice, new_name, replace=True)
+        """(the new stored value, ``new_name``): refused when another voice has that name (``check_free``); a
+        change of case alone renames the same voice."""
+        entries = self._entries(stored)
+        found = self._found(entries, name)
+        voice = self.load(entries, found)
+        new_name = check_free(clean_name(new_name), entries, itself=found)
+        voice.name = new_name
+        kept = {k: v for k, v in entries.items() if k != found}
+        return dict(kept, **{new_name: voice.to_dict()}), new_name
 
 
 def browser_secret(folder: pathlib.Path) -> str:

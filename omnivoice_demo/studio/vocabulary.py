@@ -24,12 +24,16 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 from ..engine.languages import language_choices  # noqa: F401 - the vocabulary's languages
 from ..engine.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
 from ..engine.voice import Voice
 from ..engine.voice_design import resolve_instruct
 from .descriptions import Description, read_description  # noqa: F401 - the vocabulary's descriptions
+from .voice_names import find_name
+
+#: a voice design written out is a few items (its error quotes it whole): a longer voice is no design
+MAX_DESIGN_CHARS = 300
 
 #: name -> voice design (items of ``voice_design.INSTRUCT_CATEGORIES``)
 DESIGNS: dict[str, str] = {
@@ -100,18 +104,16 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
     name = (value or "").strip()
     if name.lower() in AUTO_NAMES:
         return ChosenVoice(name="auto")
-    if name in saved_names:
-        return ChosenVoice(name=name, kind="saved")
-    folded = {n.casefold(): n for n in saved_names}
-    if name.casefold() in folded:
-        return ChosenVoice(name=folded[name.casefold()], kind="saved")
+    saved = find_name(name, saved_names)
+    if saved is not None:
+        return ChosenVoice(name=saved, kind="saved")
     if name.lower() in DESIGNS:
         return ChosenVoice(name=name.lower(), kind="design", instruct=DESIGNS[name.lower()])
-    if "," in name or name.lower() in _single_items():
+    if len(name) <= MAX_DESIGN_CHARS and ("," in name or name.lower() in _single_items()):
         try:
             resolve_instruct(name)
         except ValueError as exc:
-            raise InvalidInput(f"voice {name!r} is not a saved voice or a known design, and as a voice design: "
+            raise InvalidInput(f"voice {excerpt(name)} is not a saved voice or a known design, and as a voice design: "
                                f"{str(exc).splitlines()[0]}", param="voice") from None
         return ChosenVoice(name=name, kind="design", instruct=name)
     if path_base is not None:
@@ -121,7 +123,7 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
             if candidate.suffix == ".npz" and candidate.is_file():
                 return ChosenVoice(name=candidate.stem, kind="path", path=candidate.resolve())
     also = " or a saved voice file (.npz)" if path_base else ""
-    raise InvalidInput(f"No saved voice or named design is called {name!r}. Saved voices: "
+    raise InvalidInput(f"No saved voice or named design is called {excerpt(name)}. Saved voices: "
                        f"{', '.join(saved_names) or 'none'}; designs: {', '.join(DESIGNS)}, {auto_name} ({listed_by} lists "
                        f"them); or write a design such as 'female, low pitch'{also}.", param="voice")
 

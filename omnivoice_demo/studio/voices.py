@@ -18,24 +18,26 @@ import os
 import pathlib
 import re
 import shutil
+import threading
 import time
 from typing import Optional
 
 from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
 from ..engine.config import Limits
-from ..errors import InvalidInput, ResourceLimitExceeded
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..engine.voice import Voice
+from .voice_names import check_free, clean_name, find_name
+
+__all__ = ["VoiceLibrary", "clean_name", "data_dir", "export_voice", "write_voice"]
 
 log = logging.getLogger(__name__)
 
 DATA_ENV = "OMNIVOICE_DATA"
 APP_DIR_NAME = "omnivoice-onnx-studio"
-MAX_NAME_LENGTH = 60
 #: where the start-up sweep moves voice files that cannot be read (under the library's root)
 QUARANTINE_DIR = "quarantine"
 #: saved voices one owner may keep (the library, or one session's folder): each can be megabytes
 MAX_VOICES_PER_OWNER = 200
-_NAME_RE = re.compile(r"[^\w\- .]+", re.UNICODE)
 
 
 def data_dir() -> pathlib.Path:
@@ -46,15 +48,6 @@ def data_dir() -> pathlib.Path:
     return pathlib.Path(os.path.expanduser(base)) / APP_DIR_NAME
 
 
-def clean_name(name: str) -> str:
-    """A voice name that is also a safe file name; ``InvalidInput`` when nothing usable is left."""
-    cleaned = _NAME_RE.sub("", (name or "").strip()).strip(" .")
-    cleaned = re.sub(r"\s+", " ", cleaned)[:MAX_NAME_LENGTH]
-    if not cleaned:
-        raise InvalidInput("Give the voice a name (letters, digits, spaces, - _ .) before saving it.")
-    return cleaned
-
-
 class VoiceLibrary:
     """List, save and load voices in a folder."""
 
@@ -63,6 +56,7 @@ class VoiceLibrary:
         self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
         self.private = private
         self.max_voices = max_voices   # per folder: the one library, or each session's
+        self._lock = threading.RLock()  # a name's check and its write are one step for this process's threads
 
     def folder(self, session: Optional[str] = None) -> pathlib.Path:
         if self.private:
@@ -85,34 +79,41 @@ class VoiceLibrary:
             for path in folder.glob("*.npz"):
                 try:
                     Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=roomy.max_upload_bytes)
-                except (InvalidInput, OSError) as exc:
+                except Exception as exc:  # noqa: BLE001 (whatever stops it being read: it must not stop the start)
                     target = self.root / QUARANTINE_DIR / path.relative_to(self.root).parent / \
                         f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}"
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.move(str(path), target)
-                    log.warning("voice file %s cannot be read (%s); moved to %s", path, exc, target)
+                    log.warning("voice file %s cannot be read (%s); moved to %s", path,
+                                excerpt(str(exc) or type(exc).__name__, 200), target)
                     moved.append(target)
         return moved
 
     def names(self, session: Optional[str] = None) -> list[str]:
+        """The saved voices' names (a file name that is not text, which no one could ask for, is left out)."""
         folder = self.folder(session)
         if not folder.is_dir():
             return []
-        return sorted((p.stem for p in folder.glob("*.npz") if p.is_file()), key=str.casefold)
+        return sorted((p.stem for p in folder.glob("*.npz") if p.is_file() and _is_text(p.stem)), key=str.casefold)
 
     def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
-        return self.folder(session) / f"{clean_name(name)}.npz"
+        """Where the voice ``name`` is (a saved one's own file, found by ``find_name``) or would be saved."""
+        found = find_name(name, self.names(session))
+        return self.folder(session) / f"{found or clean_name(name)}.npz"
 
-    def save(self, voice: Voice, name: str, session: Optional[str] = None, overwrite: bool = True) -> pathlib.Path:
+    def save(self, voice: Voice, name: str, session: Optional[str] = None, overwrite: bool = False) -> pathlib.Path:
+        """Save ``voice`` as ``name``; a name taken by another voice (``check_free``) is refused, unless
+        ``overwrite`` and it is the same name (``name_key``): then that voice is replaced, under its own name."""
         name = clean_name(name)
-        path = self.path(name, session)
-        if path.exists() and not overwrite:
-            raise InvalidInput(f"A voice named {name!r} exists already; choose another name.", param="name")
-        if not path.exists() and len(self.names(session)) >= self.max_voices:
-            raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for one "
-                                        "owner; delete one before saving another.", param="max_voices")
-        voice.name = name
-        return write_voice(voice, path)
+        with self._lock:
+            names = self.names(session)
+            same = find_name(name, names) if overwrite else None
+            check_free(name, names, itself=same)
+            if same is None and len(names) >= self.max_voices:
+                raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
+                                            "one owner; delete one before saving another.", param="max_voices")
+            voice.name = same or name
+            return write_voice(voice, self.folder(session) / f"{voice.name}.npz")
 
     def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
         """The voice ``name``, checked by ``Voice.load`` (``max_frames``: the longest reference allowed)."""
@@ -120,12 +121,12 @@ class VoiceLibrary:
         return Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
 
     def _existing(self, name: str, session: Optional[str]) -> pathlib.Path:
-        path = self.path(name, session)
-        if not path.is_file():
-            raise InvalidInput(f"There is no saved voice named {name!r}; the saved voices are: "
-                               f"{', '.join(self.names(session)) or 'none'} (save one from the Clone tab first).",
-                               param="voice")
-        return path
+        names = self.names(session)
+        found = find_name(name, names)
+        if found is None:
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)}; the saved voices are: "
+                               f"{', '.join(names) or 'none'} (save one from the Clone tab first).", param="voice")
+        return self.folder(session) / f"{found}.npz"
 
     def created_at(self, name: str, session: Optional[str] = None) -> int:
         """When the voice ``name`` was saved (Unix seconds: its file's modification time)."""
@@ -133,20 +134,22 @@ class VoiceLibrary:
 
     def delete(self, name: str, session: Optional[str] = None) -> None:
         """Remove the voice ``name``; ``InvalidInput`` when there is none."""
-        self._existing(name, session).unlink()
+        with self._lock:
+            self._existing(name, session).unlink()
 
     def rename(self, name: str, new_name: str, session: Optional[str] = None) -> str:
-        """Give the voice ``name`` the name ``new_name`` (refused when that is taken); returns the name used."""
-        voice = self.load(name, session)
+        """Give the voice ``name`` the name ``new_name``: refused when another voice has it (``check_free``); a
+        change of case alone renames the same voice.  Returns the name used."""
         new_name = clean_name(new_name)
-        taken = {n.casefold(): n for n in self.names(session) if n.casefold() != clean_name(name).casefold()}
-        if new_name.casefold() in taken:
-            raise InvalidInput(f"A voice named {taken[new_name.casefold()]!r} exists already; choose another name.",
-                               param="name")
-        self.save(voice, new_name, session)
-        if clean_name(name) != new_name:
-            old = self.path(name, session)
-            if old.exists() and old.resolve() != self.path(new_name, session).resolve():
+        with self._lock:
+            old = self._existing(name, session)
+            check_free(new_name, self.names(session), itself=old.stem)
+            if new_name == old.stem:
+                return new_name
+            voice = Voice.load(old)
+            voice.name = new_name
+            new = write_voice(voice, self.folder(session) / f"{new_name}.npz")
+            if not _same_file(old, new):  # a case-only rename on a case-insensitive disk wrote over the old file
                 old.unlink()
         return new_name
 
@@ -160,7 +163,7 @@ class VoiceLibrary:
         except OSError as exc:
             raise InvalidInput(f"Cannot create the folder {folder} ({exc.strerror}); choose another.",
                                param="folder") from exc
-        return export_voice(voice, folder / f"{voice.name or clean_name(name)}.npz")
+        return export_voice(voice, folder / f"{clean_name(voice.name or name)}.npz")
 
     def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,
                     max_frames: Optional[int] = None) -> str:
@@ -168,17 +171,42 @@ class VoiceLibrary:
         refused when the name is taken.  Returns the name used."""
         voice = Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
         name = clean_name(name or voice.name or pathlib.Path(path).stem)
-        self.save(voice, name, session, overwrite=False)
+        self.save(voice, name, session)
         return name
 
 
+def _is_text(name: str) -> bool:
+    """Whether ``name`` can be written out (a file name of bytes that are not UTF-8 holds lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _same_file(a: pathlib.Path, b: pathlib.Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def export_voice(voice: Voice, target: pathlib.Path) -> list[pathlib.Path]:
-    """``voice`` as ``target`` (an ``.npz``) and, beside it, a ``.json`` saying what it is."""
-    write_voice(voice, target)
+    """``voice`` as ``target`` (an ``.npz``) and, beside it, a ``.json`` saying what it is: both or neither."""
     info = {"name": voice.name, "transcript": voice.transcript, "seconds": round(voice.seconds, 2),
             "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name}
     about = target.with_suffix(".json")
-    write_atomically(about, json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8"))
+    try:  # made before either file is written: a voice that cannot be described is not half exported
+        text = json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"The voice {excerpt(voice.name)} holds a character that is not valid Unicode (a lone "
+                           "surrogate); it cannot be exported.") from None
+    write_voice(voice, target)
+    try:
+        write_atomically(about, text, "voice's description")
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
     return [target, about]
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import html
-import io
 from typing import Optional
 
 import numpy as np
 
-from ..constants import SAMPLE_RATE
 
 HISTORY_HEADERS = ["time", "tab", "text", "seed", "audio (s)", "RTF"]
 
@@ -49,14 +47,6 @@ def stopped_progress(current: Optional[str] = None):
 def failed_progress() -> str:
     """The progress bar after a run that failed (its message is shown beside): not the last run's "Done"."""
     return progress_html(0.0, "Not run.", "See the message; the previous result was cleared.", state="idle")
-
-
-def wav_bytes(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> bytes:
-    import soundfile as sf
-
-    buffer = io.BytesIO()
-    sf.write(buffer, np.asarray(audio, dtype=np.float32), sample_rate, format="WAV", subtype="PCM_16")
-    return buffer.getvalue()
 
 
 def chunk_player_html(run_id: str, chunks: list[tuple[int, str]], total: int) -> str:

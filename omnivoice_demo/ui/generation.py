@@ -17,6 +17,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from ..audio.processing import audio_bytes, save_audio
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
@@ -25,7 +26,7 @@ from ..errors import InvalidInput
 from ..engine.voice import Voice
 from . import pictures
 from .controls import generation_request
-from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
+from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
 from ..studio import Studio
@@ -64,13 +65,9 @@ def _first_line(exc: BaseException) -> str:
 
 def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str,
                   owner: Optional[str]) -> dict[str, pathlib.Path]:
-    import soundfile as sf
-
-    wav = studio.output_path(stem, ".wav", owner)
-    flac = studio.output_path(stem, ".flac", owner)
+    wav = save_audio(studio.output_path(stem, ".wav", owner), result.audio, result.sample_rate)
+    flac = save_audio(studio.output_path(stem, ".flac", owner), result.audio, result.sample_rate, format="FLAC")
     npz = studio.output_path(stem, ".codes.npz", owner)
-    sf.write(wav, result.audio, result.sample_rate, subtype="PCM_16")
-    sf.write(flac, result.audio, result.sample_rate, subtype="PCM_16", format="FLAC")
     save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings})
     return {"wav": wav, "flac": flac, "npz": npz}
 
@@ -140,7 +137,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                 finished.append(event.codes)
                 if event.num_chunks > 1:
                     playable = event.playback if event.playback is not None else event.audio  # cross-faded, levelled
-                    uri = "data:audio/wav;base64," + base64.b64encode(wav_bytes(playable)).decode("ascii")
+                    uri = "data:audio/wav;base64," + base64.b64encode(audio_bytes(playable)).decode("ascii")
                     chunk_audio.append((event.chunk, uri))
                     yield {"chunks": chunk_player_html(run_id, chunk_audio, event.num_chunks),
                            "grid": pictures.code_grid(finished)}

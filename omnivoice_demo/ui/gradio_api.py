@@ -19,6 +19,7 @@ from typing import Optional
 
 import gradio as gr
 
+from ..audio.processing import save_audio
 from ..engine.config import GenerationConfig
 from ..studio.messages import error_text, errors_as
 from ..studio.results import details
@@ -105,8 +106,6 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
                   owner: Optional[str] = None) -> tuple[str, int, dict]:
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
     ``owner``'s (``Studio.output_path``)."""
-    import soundfile as sf
-
     from .controls import generation_request
 
     loaded = studio.models.get()
@@ -123,7 +122,7 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
         raise gr.Error("The generation was stopped before it finished.", print_exception=False)
     path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav",
                               owner)
-    await asyncio.to_thread(sf.write, path, result.audio, result.sample_rate, subtype="PCM_16")
+    await asyncio.to_thread(save_audio, path, result.audio, result.sample_rate)
     # the voice design given and the words of the description left out, as the HTTP API's headers say them
     info = dict(details(result, loaded.label), instruct=plan.instruct, ignored=list(request.description.ignored))
     return str(path), int(result.seed), info

@@ -10,7 +10,8 @@ import gradio as gr
 from ..gradio_api import api_errors, describe
 from ...engine.config import GenerationConfig
 from ...constants import STAGES
-from ...errors import InvalidInput
+from ...errors import InvalidInput, excerpt
+from ...storage.atomic import write_atomically
 from ...engine.quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
 from .. import pictures
 from ..error_mapping import ui_errors
@@ -30,9 +31,9 @@ def _whole(value, default: int, name: str) -> int:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InvalidInput(f"{name} must be a number, got {value!r}.", param=name) from None
+        raise InvalidInput(f"{name} must be a number, got {excerpt(value)}.", param=name) from None
     if not number.is_integer():
-        raise InvalidInput(f"{name} must be a whole number, got {value!r}.", param=name)
+        raise InvalidInput(f"{name} must be a whole number, got {excerpt(value)}.", param=name)
     return int(number)
 
 
@@ -63,7 +64,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
     (``studio.service``) like every generation; closing this generator (a cancelled event, a client gone)
     cancels them after the step in flight and frees the model."""
     if length not in TEXTS:
-        raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {length!r}.", param="length")
+        raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {excerpt(length)}.", param="length")
     num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
     low, high = int(STEPS_SETTING.ui_low), int(STEPS_SETTING.ui_high)
     if not low <= num_step <= high:
@@ -96,7 +97,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
                                {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
                                title=f"Seconds per stage · {length} text · {num_step} steps · mean of {repeats}")
     csv_path = studio.output_path(f"benchmark-{time.strftime('%Y%m%d-%H%M%S')}", ".csv", owner)
-    csv_path.write_text(rows_to_csv(rows), encoding="utf-8")
+    write_atomically(csv_path, rows_to_csv(rows).encode("utf-8"), "benchmark table")
     machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
                   f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
                   f"provider {machine['provider']} · threads {machine['threads']}")
@@ -130,7 +131,7 @@ def quality_updates(studio: Studio, labels: Optional[list[str]], candidates: Opt
             yield update
             continue
         path = studio.output_path(f"quality-{time.strftime('%Y%m%d-%H%M%S')}", ".md", owner)
-        path.write_text(update.markdown, encoding="utf-8")
+        write_atomically(path, update.markdown.encode("utf-8"), "quality report")
         headers, rows = update.table()
         yield {"table": {"headers": headers, "data": rows}, "notes": update.notes_markdown(), "report": str(path)}
 

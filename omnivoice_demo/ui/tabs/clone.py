@@ -19,7 +19,7 @@ from ..gradio_api import api_errors, describe, generation_concurrency, result_ou
 from ...audio import processing as audio_ops
 from ...engine.config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from ...errors import InvalidInput, OmniVoiceError, one_line
+from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
 from ...engine.text import add_punctuation
 from ...engine.voice import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
@@ -383,7 +383,7 @@ def manage_voice(studio: Studio, action: str, name: Optional[str], new_name: Opt
             studio.voices.save(voice, selected, session)
         message = f"Imported the voice as **{html.escape(selected)}**; pick it in the Speak tab's voice list."
     else:
-        raise InvalidInput(f"Unknown action {action!r}.")
+        raise InvalidInput(f"Unknown action {excerpt(action)}.")
     names = studio.browser_voices.names(store if store is not None else browser) if shared \
         else studio.voices.names(session)
     return {"message": message, "voices": names, "selected": selected, "store": store, "files": files,

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..gradio_api import api_errors, describe
 from ...audio import processing as audio_ops
+from ...audio.processing import save_audio
 from ...storage.codes_file import load_codes, save_codes
 from ...constants import BITS_PER_CODE, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput
@@ -29,10 +30,7 @@ def _stamp(kind: str) -> str:
 
 def _codec_outputs(studio: Studio, codes: np.ndarray, audio_out: np.ndarray, stem: str, stats: dict,
                    timings: dict, owner: Optional[str]) -> dict:
-    import soundfile as sf
-
-    out_wav = studio.output_path(stem, ".decoded.wav", owner)
-    sf.write(out_wav, audio_out, SAMPLE_RATE, subtype="PCM_16")
+    out_wav = save_audio(studio.output_path(stem, ".decoded.wav", owner), audio_out, SAMPLE_RATE)
     npz = save_codes(studio.output_path(stem, ".codes.npz", owner), codes, {"source": "codec tab"})
     frames = codes.shape[-1]
     lines = [f"**{frames} frames** ({frames / FRAME_RATE:.2f} s at {FRAME_RATE} frames/s) · {NUM_CODEBOOKS} codebooks "
