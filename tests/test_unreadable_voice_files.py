@@ -1,4 +1,4 @@
-"""Voice files we cannot read never stop the app, a listing or an export: its meta is read bounded in
+"""A voice file that cannot be read never stops the app, a listing or an export: its meta is read bounded in
 depth and size, a lone surrogate in it is refused, the start-up sweep moves aside whatever fails, and an
 export writes both of its files or neither.  Through the engine's loader, the library, the app's start-up,
 the Clone tab's panel and the command line."""
