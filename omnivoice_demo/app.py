@@ -128,7 +128,10 @@ def main(argv=None) -> None:
                 auth_message="This server needs its API key: any user name, the key as the password.",
                 # /v1/audio/speech etc. on the same server, there before the first request; /v1's CORS in front
                 app_kwargs={"routes": routes, "middleware": middleware,
-                            "lifespan": front_lifespan(Middleware(ApiCors))})
+                            "lifespan": front_lifespan(Middleware(ApiCors))},
+                # no "is localhost accessible" probe after the start: a HEAD with a 3 s timeout that fails on a
+                # busy machine and aborts the launch; the server is up when launch returns (it waits for that)
+                _frontend=False)
 
 
 if __name__ == "__main__":
