@@ -15,7 +15,8 @@ of this checkout's ``tests/support``), so the same probe runs against any commit
 
 Servers: one in shared mode with an API key (``--shared --api-key``: what a public server runs) for most
 families, one per kill -9 run (family 3, restarted on the same data folder) and one, not shared, on a copy of
-the model for family 8.  Flags a checkout lacks are left out and named in the output.
+the model for family 8, one with ``--wyoming-uri`` (16), one with ``--api-key-scope all`` (17) and one started
+with Gradio's localhost check made to fail (18).  Flags a checkout lacks are left out and named in the output.
 
 Each case has a one-line criterion and one outcome:
   held       the documented behaviour: a 4xx with a clear message, bounded memory, work stopped, ...
@@ -82,6 +83,9 @@ FAMILIES = {
     22: "a voice file that cannot be read: deep meta, a lone surrogate in its transcript",
     25: "an outputs folder that cannot be written",
     29: "echoed input, and whitespace in the planned length",
+    16: "Wyoming: malformed events, odd speakers, a client that half-closes after synthesize",
+    17: "--api-key-scope all: routes without the key, login brute force, CORS of /v1",
+    18: "launch while Gradio's 'is localhost accessible' check fails",
 }
 
 
@@ -116,8 +120,10 @@ def supported_flags(repo: pathlib.Path, python: str, wanted: list[str]) -> tuple
 class Server:
     """``python app.py`` of ``repo`` on 127.0.0.1, its log in ``work``; the model loads in the background."""
 
-    def __init__(self, repo: pathlib.Path, python: str, work: pathlib.Path, args: list[str], name: str):
+    def __init__(self, repo: pathlib.Path, python: str, work: pathlib.Path, args: list[str], name: str,
+                 env: Optional[dict] = None):
         self.repo, self.python, self.work, self.args, self.name = repo, python, work, args, name
+        self.env = env or {}
         work.mkdir(parents=True, exist_ok=True)
         self.process: Optional[subprocess.Popen] = None
         self.log_path = work / f"{name}.log"
@@ -133,7 +139,7 @@ class Server:
         started = time.monotonic()
         self.process = subprocess.Popen(["nice", "-n", "19", self.python, str(self.repo / "app.py"),
                                          "--host", "127.0.0.1", "--port", str(self.port), *self.args],
-                                        cwd=self.work, env=environment(self.repo, self.work),
+                                        cwd=self.work, env={**environment(self.repo, self.work), **self.env},
                                         stdout=self.log, stderr=subprocess.STDOUT)
         self.starts += 1
         while time.monotonic() - started < timeout:
@@ -396,7 +402,8 @@ class Probe:
                         run(server)
             finally:
                 server.stop()
-        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (22, self.family22)):
+        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (22, self.family22),
+                            (16, self.family16), (17, self.family17), (18, self.family18)):
             if family in families:
                 print(f"family {family}: {FAMILIES[family]}", flush=True)
                 run()
@@ -1216,6 +1223,104 @@ class Probe:
                  "RSS grows by less than 150 MB from warm-up to here", "held" if grew < 150 else "broke",
                  f"RSS {self.start_rss / MB:.0f} MB -> {server.rss() / MB:.0f} MB (+{grew:.0f} MB)")
 
+    # 16 --------------------------------------------------------------------------------------------------
+
+    def family16(self) -> None:
+        port = free_port()
+        args = [part for part in self.shared_args if part not in ("--shared",)] + \
+            ["--wyoming-uri", f"tcp://127.0.0.1:{port}"]
+        server = Server(self.repo, self.python, self.work / "wyoming", args, "wyoming")
+        server.start()
+        try:
+            for name, (raw, _) in WYOMING_MALFORMED.items():
+                self.guarded(server, 16, f"Wyoming: {name}",
+                             "an error event whose code is not internal_error; no traceback in the log",
+                             lambda raw=raw: wyoming_case(server, port, raw))
+            for speaker in WYOMING_SPEAKERS:
+                raw = wyoming_header(type="synthesize", data={"text": "Hello.", "voice": {"speaker": speaker}})
+                self.guarded(server, 16, f"Wyoming: voice.speaker {speaker!r}",
+                             "an error event whose code is not internal_error; no traceback in the log",
+                             lambda raw=raw: wyoming_case(server, port, raw))
+
+            def half_close() -> tuple[str, str]:
+                raw = wyoming_header(type="synthesize", data={"text": "Hello there.", "seed": 1})
+                kinds = [e["type"] for e in wyoming_exchange(port, raw, half_close=True)]
+                held = "audio-start" in kinds and "audio-chunk" in kinds and "audio-stop" in kinds
+                return ("held" if held else "broke"), f"events: {', '.join(dict.fromkeys(kinds)) or 'none'}"
+            self.guarded(server, 16, "Wyoming: synthesize, then shutdown(SHUT_WR), then read",
+                         "the audio comes (audio-start, audio-chunk, audio-stop)", half_close)
+        finally:
+            server.stop()
+
+    # 17 --------------------------------------------------------------------------------------------------
+
+    def family17(self) -> None:
+        have, missing = supported_flags(self.repo, self.python, ["--api-key-scope"])
+        if missing:
+            self.notes.append("family 17: this checkout has no --api-key-scope")
+            return
+        server = Server(self.repo, self.python, self.work / "scope-all", self.shared_args + ["--api-key-scope", "all"],
+                        "scope-all")
+        server.start()
+        try:
+            for method, path, body in KEYED_ROUTES:
+                def check(method=method, path=path, body=body) -> tuple[str, str]:
+                    with httpx.stream(method, server.url + path, json=body, timeout=30) as answer:  # heartbeat: endless
+                        status = answer.status_code
+                    return ("held" if status in (401, 403) else "broke"), f"{status}"
+                self.guarded(server, 17, f"{method} /{path} without the key", "401 or 403", check)
+
+            def brute_force() -> tuple[str, str]:
+                answered, started = 0, time.monotonic()
+                with httpx.Client(base_url=server.url, timeout=30) as client:
+                    while time.monotonic() - started < 6 and answered < 200:
+                        client.post("login", data={"username": "x", "password": f"guess{answered}"})
+                        answered += 1
+                return ("held" if answered < 20 else "broke"), f"{answered} wrong passwords answered in 6 s"
+            self.guarded(server, 17, "wrong passwords on /login for 6 s, one client",
+                         "slowed down: fewer than 20 answered (unthrottled: hundreds)", brute_force)
+            for origin, host in (("https://evil.example", "studio.example"), ("http://localhost:3000", None)):
+                def cors(origin=origin, host=host) -> tuple[str, str]:
+                    headers = {"Origin": origin, **({"Host": host} if host else {})}
+                    preflight = httpx.options(server.url + "v1/audio/speech", timeout=30, headers={
+                        **headers, "Access-Control-Request-Method": "POST",
+                        "Access-Control-Request-Headers": "authorization"})
+                    simple = httpx.get(server.url + "v1/models", timeout=30, headers=headers)
+                    reflected = [r for r in (preflight, simple) if r.headers.get("access-control-allow-origin") == origin
+                                 and r.headers.get("access-control-allow-credentials", "").lower() == "true"]
+                    return ("broke" if reflected else "held"), "; ".join(
+                        f"{r.request.method} {r.status_code}: allow-origin {r.headers.get('access-control-allow-origin')}"
+                        f", credentials {r.headers.get('access-control-allow-credentials')}" for r in (preflight, simple))
+                self.guarded(server, 17, f"CORS of /v1 from {origin}" + (f" (Host {host})" if host else ""),
+                             "the origin is not reflected with Access-Control-Allow-Credentials: true", cors)
+        finally:
+            server.stop()
+
+    # 18 --------------------------------------------------------------------------------------------------
+
+    def family18(self) -> None:
+        patch = self.work / "failing-check"
+        patch.mkdir(parents=True, exist_ok=True)
+        (patch / "sitecustomize.py").write_text(FAILING_LOCALHOST_CHECK)
+        args = [part for part in self.shared_args if part not in ("--shared",)]
+        server = Server(self.repo, self.python, self.work / "failing-check", args, "failing-check",
+                        env={"PYTHONPATH": f"{patch}{os.pathsep}{self.repo}"})
+
+        def check() -> tuple[str, str]:
+            try:
+                seconds = server.start()
+            except (RuntimeError, TimeoutError) as exc:
+                return "broke", tail(str(exc))
+            try:
+                with server.http() as client:
+                    spoken = speak(client)
+                return ("held" if spoken.status_code == 200 else "broke"), \
+                    f"serving after {seconds:.1f} s; /v1/audio/speech {short(spoken)}"
+            finally:
+                server.stop()
+        self.guarded(None, 18, "app.py with gradio.networking.url_ok failing (a busy machine)",
+                     "the app starts and serves", check)
+
 
 # --- helpers of the cases ----------------------------------------------------------------------------
 
@@ -1243,6 +1348,90 @@ def sha256_of(path: pathlib.Path) -> Optional[str]:
 def tail(text: str, chars: int = 220) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return " ".join((lines[-1] if lines else "").split())[:chars]
+
+
+def wyoming_header(**fields) -> bytes:
+    return json.dumps(fields).encode() + b"\n"
+
+
+#: malformed Wyoming events as bytes on the wire: (what is sent, the stream keeps its frame after it)
+WYOMING_MALFORMED = {
+    "synthesize data {}": (wyoming_header(type="synthesize", data={}), True),
+    "text a number": (wyoming_header(type="synthesize", data={"text": 5}), True),
+    "text a list": (wyoming_header(type="synthesize", data={"text": ["Hi."]}), True),
+    "text an object": (wyoming_header(type="synthesize", data={"text": {"a": 1}}), True),
+    "chunk text a number": (wyoming_header(type="synthesize-start") +
+                            wyoming_header(type="synthesize-chunk", data={"text": 7}), True),
+    "data a list": (wyoming_header(type="synthesize", data=["Hi."]), True),
+    "data a string": (wyoming_header(type="synthesize", data="Hi."), True),
+    "data part a list": (wyoming_header(type="synthesize", data_length=7) + b'["Hi."]', True),
+    "data part not JSON": (wyoming_header(type="synthesize", data_length=9) + b"{not json", True),
+    "no type": (wyoming_header(data={"text": "Hi."}), True),
+    "type a number": (wyoming_header(type=5), True),
+    "data_length -5": (wyoming_header(type="synthesize", data_length=-5), False),
+    "data_length NaN": (b'{"type": "synthesize", "data_length": NaN}\n', False),
+    "data_length a string": (wyoming_header(type="synthesize", data_length="5") + b'{"a":1}', False),
+    "data_length a fraction": (wyoming_header(type="synthesize", data_length=2.5) + b"{}", False),
+    "data_length 2**40": (wyoming_header(type="synthesize", data_length=2**40), False),
+    "payload_length -1": (wyoming_header(type="audio-chunk", payload_length=-1), False),
+    "header not JSON": (b"synthesize Hello\n", False),
+    "header a list": (b'["synthesize"]\n', False),
+    "header nested 60k deep": (b"[" * 60_000 + b"\n", False),
+}
+WYOMING_SPEAKERS = ["²", "٣", "-1", "4 2", "abc", "", "9" * 13, 42, ["1"], {"seed": 1}]
+WYOMING_DESCRIBE = b'{"type": "describe"}\n'
+
+
+def wyoming_exchange(port: int, raw: bytes, half_close: bool = False, timeout: float = 120) -> list[dict]:
+    """Send ``raw`` on a fresh connection (then ``describe``, or with ``half_close`` a shutdown of the writing
+    side), and read events (``{"type", "data", "payload"}``) until the server closes or answers info / audio-stop."""
+    events = []
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(raw)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        else:
+            sock.sendall(WYOMING_DESCRIBE)
+        stream = sock.makefile("rb")
+        with contextlib.suppress(OSError, ValueError):
+            while line := stream.readline():
+                head = json.loads(line)
+                data = head.get("data") or {}
+                if head.get("data_length"):
+                    data.update(json.loads(stream.read(head["data_length"])))
+                payload = stream.read(head["payload_length"]) if head.get("payload_length") else b""
+                events.append({"type": head.get("type"), "data": data, "payload": payload})
+                if head.get("type") in ("info", "audio-stop"):
+                    break
+    return events
+
+
+def wyoming_case(server: Server, port: int, raw: bytes) -> tuple[str, str]:
+    """One malformed event: held when the first answer is an error event with a code other than
+    internal_error and the server's log gained no traceback."""
+    logged = len(server.log_tail(10**9))
+    events = wyoming_exchange(port, raw)
+    time.sleep(0.2)   # the server's log line, if any, is written
+    added = server.log_tail(10**9)[logged:]
+    first = events[0] if events else {"type": "nothing", "data": {}}
+    code = first["data"].get("code")
+    held = first["type"] == "error" and code not in (None, "internal_error") and "Traceback" not in added
+    lines = len([line for line in added.splitlines() if line.strip()])
+    return ("held" if held else "broke"), f"{first['type']} {code or ''}: {str(first['data'].get('text', ''))[:100]}; " \
+        f"then {[e['type'] for e in events[1:]]}; {lines} log lines"
+
+
+#: Gradio's routes that answered without the key under --api-key-scope all (issue 26), and a few more
+KEYED_ROUTES = [("POST", "gradio_api/cancel", {"session_hash": "x", "fn_index": 0, "event_id": "y"}),
+                ("GET", "gradio_api/heartbeat/probe-session", None), ("GET", "openapi.json", None),
+                ("GET", "gradio_api/app_id", None), ("GET", "gradio_api/startup-events", None),
+                ("GET", "gradio_api/info", None), ("GET", "config", None), ("GET", "gradio_api/token", None),
+                ("GET", "gradio_api/queue/data?session_hash=x", None), ("GET", "monitoring", None)]
+
+#: a sitecustomize that makes Gradio's "is localhost accessible" check fail, as it did on a busy machine
+FAILING_LOCALHOST_CHECK = ("import gradio.networking\n"
+                           "gradio.networking.url_ok = lambda url: False\n"
+                           "print('probe: gradio.networking.url_ok fails', flush=True)\n")
 
 
 def other_weights(graph: pathlib.Path) -> None:

@@ -101,10 +101,10 @@ def main(argv=None) -> None:
     start_beside(args, studio.models, studio.voices, studio.service, studio.message)  # --wyoming-uri
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
     routes = api_routes(app_context(args, studio, studio.service))
+    from starlette.middleware import Middleware
+
     middleware = []
     if studio.shared:  # strangers' uploads: bounded per visitor and in total, deleted after a while
-        from starlette.middleware import Middleware
-
         from omnivoice_demo.studio.uploads import upload_quota_from_arguments
         from omnivoice_demo.ui.owners import OwnerMiddleware
         from omnivoice_demo.ui.uploads import UploadQuotaMiddleware
@@ -116,12 +116,22 @@ def main(argv=None) -> None:
         # known for as long as Gradio may keep a served copy of it
         studio.outputs.copies_kept_seconds = max(studio.outputs.copies_kept_seconds, sum(quota.delete_cache))
         middleware.append(Middleware(OwnerMiddleware, studio=studio))
+    if auth is not None:  # every other route asks for the login too; wrong passwords are slowed down
+        from omnivoice_demo.ui.key_gate import KeyGate
+
+        middleware.insert(0, Middleware(KeyGate))
+    from omnivoice_demo.api.cors import ApiCors, front_lifespan
+
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)], auth=auth,
                 auth_message="This server needs its API key: any user name, the key as the password.",
-                # /v1/audio/speech etc. on the same server, there before the first request
-                app_kwargs={"routes": routes, "middleware": middleware})
+                # /v1/audio/speech etc. on the same server, there before the first request; /v1's CORS in front
+                app_kwargs={"routes": routes, "middleware": middleware,
+                            "lifespan": front_lifespan(Middleware(ApiCors))},
+                # no "is localhost accessible" probe after the start: a HEAD with a 3 s timeout that fails on a
+                # busy machine and aborts the launch; the server is up when launch returns (it waits for that)
+                _frontend=False)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,15 @@
   servers is ignored.  The stream's whole text is bounded by the server's ``max_text_chars``.
 * A wrong request, a full queue or a failed generation is an ``error`` event with the message every
   front end shows (``studio.messages.error_text``) and a code (``invalid_value``, ``limit_exceeded``,
-  ``busy``, ``model_not_ready``, ``internal_error``).
+  ``busy``, ``model_not_ready``, ``internal_error``).  An event that breaks the protocol (``framing``: a
+  header that is not a JSON object, data that is not one, a length that is not a whole number of bytes)
+  is an ``error`` with the code ``invalid_event`` and one line in the log; when the stream has no frame
+  left after it the connection is closed.
 * Events are read while audio is made (one worker task per connection), so a client that
   disconnects is seen at once: its worker is cancelled, which cancels the job in the queue
-  (``Job.aevents``), and the engine stops after the step in flight.
+  (``Job.aevents``), and the engine stops after the step in flight.  A client that only ends its
+  writing side (``shutdown(SHUT_WR)`` after ``synthesize``) still gets its audio: see
+  ``SpeechHandler._finish_after_eof``.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import contextlib
 import dataclasses
 import logging
 import secrets
+import socket
 from typing import Callable, Optional
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event
 from wyoming.info import Describe
+from wyoming.ping import Ping
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
@@ -44,6 +51,7 @@ from ..studio.messages import error_text
 from ..studio.descriptions import read_description
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
+from .framing import MalformedEvent, read_event, shown
 from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
 from .text_stream import TextStream
@@ -53,28 +61,10 @@ log = logging.getLogger(__name__)
 #: 16-bit mono: bytes per sample; samples per ``audio-chunk`` event (Wyoming's usual 1024)
 SAMPLE_WIDTH, CHANNELS, SAMPLES_PER_EVENT = 2, 1, 1024
 LISTED_BY = "the voices of this server's Wyoming info (Home Assistant's voice menu)"
-#: the most an event's data or payload may declare: a text-to-speech client sends JSON of a text (the
-#: local limit's 50,000 characters fit) and no audio; the header line itself is bounded by the reader (64 KiB)
-MAX_EVENT_PART_BYTES = 1 << 20
-
-
-class BoundedReader:
-    """The connection's ``StreamReader`` for ``wyoming.event.async_read_event``, which reads an event's
-    ``data_length`` and ``payload_length`` bytes with ``readexactly`` whatever they declare: a length over
-    ``MAX_EVENT_PART_BYTES`` ends the connection before a byte of it is read."""
-
-    def __init__(self, reader: asyncio.StreamReader, peer: str = ""):
-        self.reader, self.peer = reader, peer
-
-    async def readexactly(self, n: int) -> bytes:
-        if n > MAX_EVENT_PART_BYTES:
-            log.warning("Wyoming client %s sent an event that declares %d bytes of data_length or payload_length "
-                        "(the limit is %d): connection closed", self.peer, n, MAX_EVENT_PART_BYTES)
-            raise ValueError("event part over MAX_EVENT_PART_BYTES")  # async_read_event: no event, disconnect
-        return await self.reader.readexactly(n)
-
-    def __getattr__(self, name):  # readline, feed_eof, ...: the reader's own
-        return getattr(self.reader, name)
+#: how often a client that closed its side is looked at while its work goes on (seconds)
+PEER_CHECK_SECONDS = 0.2
+#: how long a connection closed for a malformed event reads what the client still sends (seconds)
+LINGER_SECONDS = 2.0
 
 
 @dataclasses.dataclass
@@ -122,8 +112,9 @@ _STOPPED = object()   # queued after a stream's last piece: send synthesize-stop
 
 class SpeechHandler(AsyncEventHandler):
     def __init__(self, context: WyomingContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        super().__init__(reader, writer)
         peer = writer.get_extra_info("peername")
-        super().__init__(BoundedReader(reader, str(peer[0]) if peer else ""), writer)
+        self.peer = str(peer[0]) if isinstance(peer, (tuple, list)) and peer else "(local socket)"
         self.context = context
         self._stream: Optional[Stream] = None
         self._todo: collections.deque = collections.deque()
@@ -131,18 +122,72 @@ class SpeechHandler(AsyncEventHandler):
 
     # --- reading ---------------------------------------------------------------------------
 
+    async def run(self) -> None:
+        """Read events until the client ends its side (then finish its requests: a client that only
+        half-closed still reads) or breaks the protocol in a way that leaves the stream without a frame."""
+        self._is_running = True
+        try:
+            while self._is_running:
+                try:
+                    event = await read_event(self.reader)
+                except MalformedEvent as exc:   # one line per event, however many a client sends
+                    log.warning("Wyoming client %s: %s", self.peer, exc)
+                    await self._send_error(exc)
+                    if exc.fatal:
+                        await self._close_gently()
+                        break
+                    continue
+                if event is None:
+                    if self._is_running:
+                        await self._finish_after_eof()
+                    break
+                if not await self.handle_event(event):
+                    break
+        except ConnectionError:   # the client reset the connection: nobody to tell
+            log.debug("Wyoming client %s reset the connection", self.peer)
+        finally:
+            await self.disconnect()
+            self.writer.close()
+
+    async def _close_gently(self) -> None:
+        """End a connection whose stream has no frame left, so that the client reads the error first: shut the
+        writing side, then read and drop what the client still sends (for at most ``LINGER_SECONDS``); closing
+        with unread bytes would reset the connection, and a reset discards what the client had not read yet."""
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(LINGER_SECONDS):
+                while await self.reader.read(1 << 16):
+                    pass
+
+    async def _finish_after_eof(self) -> None:
+        """The work asked for before the client's end of stream, while the client is there.
+
+        A client that closed its socket entirely looks the same as one that only shut down its writing side,
+        until something is written to it: a ``ping`` event at once (its reset sets the socket's error), and
+        the socket's error is looked at every ``PEER_CHECK_SECONDS`` while the work goes on."""
+        if self._worker is None or self._worker.done():
+            return
+        with contextlib.suppress(ConnectionError):
+            await self.write_event(Ping(text="end of stream").event())
+        sock = self.writer.get_extra_info("socket")
+        while not self._worker.done() and not self.writer.is_closing():
+            if sock is not None and sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                log.debug("Wyoming client %s went away with work pending", self.peer)
+                return
+            await asyncio.wait({self._worker}, timeout=PEER_CHECK_SECONDS)
+
     async def handle_event(self, event: Event) -> bool:
         try:
             if Describe.is_type(event.type):
                 await self.write_event(self.context.info_event())
             elif Synthesize.is_type(event.type):
                 if self._stream is None:  # inside a stream it is the copy for older servers
-                    synthesize = Synthesize.from_event(event)
-                    self._queue(Piece(synthesize.text, parse_request(event.data)))
+                    self._queue(Piece(text_of(event), parse_request(event.data)))
             elif SynthesizeStart.is_type(event.type):
                 self._stream = Stream(parse_request(event.data))
             elif SynthesizeChunk.is_type(event.type):
-                self._add_text(SynthesizeChunk.from_event(event).text)
+                self._add_text(text_of(event))
             elif SynthesizeStop.is_type(event.type):
                 stream, self._stream = self._require_stream("synthesize-stop"), None
                 rest = stream.text.finish()
@@ -267,8 +312,19 @@ class SpeechHandler(AsyncEventHandler):
             await self.write_event(Error(text=text, code=error_code(exc)).event())
 
 
+def text_of(event: Event) -> str:
+    """The ``text`` of a ``synthesize`` or ``synthesize-chunk`` event (``InvalidInput`` when it is not a string)."""
+    text = event.data.get("text")
+    if not isinstance(text, str):
+        got = "no text" if text is None else f"{type(text).__name__} {shown(text)}"
+        raise InvalidInput(f"The text of a {event.type} event must be a string, got {got}.", param="text")
+    return text
+
+
 def error_code(exc: BaseException) -> str:
-    """The ``error`` event's code, the HTTP API's names."""
+    """The ``error`` event's code, the HTTP API's names (``invalid_event``: an event that breaks the protocol)."""
+    if isinstance(exc, MalformedEvent):
+        return "invalid_event"
     if isinstance(exc, Busy):
         return "busy"
     if isinstance(exc, ResourceLimitExceeded):

@@ -16,12 +16,16 @@ Without a seed each request draws one.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Optional
 
 from ..errors import InvalidInput
 from ..engine.languages import resolve_language
+from .framing import shown
 
 MAX_SEED = 2**31 - 1
+#: a speaker that is a seed: ASCII digits only ("²" and "٣" are digits to str.isdigit, not to int), at most 12
+SEED_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
 @dataclasses.dataclass
@@ -43,13 +47,13 @@ def parse_request(data: dict) -> SpeechRequest:
     seed = data.get("seed")
     speaker = _text(voice, "speaker", "voice.speaker")
     if seed is None and speaker is not None:
-        if not speaker.strip().isdigit():
-            raise InvalidInput(f"voice.speaker {speaker!r} is not a seed: OmniVoice's speaker is the seed, a whole "
-                               "number (e.g. \"42\") that fixes the voice; leave it out for a new voice each time.",
+        if not SEED_DIGITS.fullmatch(speaker.strip()):
+            raise InvalidInput(f"voice.speaker {shown(speaker)} is not a seed: OmniVoice's speaker is the seed, a "
+                               "whole number (e.g. \"42\") that fixes the voice; leave it out for a new voice each time.",
                                param="speaker")
-        seed = int(speaker)
+        seed = int(speaker.strip())
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-        raise InvalidInput(f"seed must be a whole number from 0 to {MAX_SEED}, got {seed!r}.", param="seed")
+        raise InvalidInput(f"seed must be a whole number from 0 to {MAX_SEED}, got {shown(seed)}.", param="seed")
     return SpeechRequest(voice=name, language=wyoming_language(language), seed=seed,
                          instructions=_text(data, "instructions", "instructions"))
 
@@ -73,8 +77,8 @@ def wyoming_language(value: Optional[str]) -> Optional[str]:
         raise
 
 
-def _text(mapping: dict, key: str, shown: str) -> Optional[str]:
+def _text(mapping: dict, key: str, label: str) -> Optional[str]:
     value = mapping.get(key)
     if value is not None and not isinstance(value, str):
-        raise InvalidInput(f"{shown} must be a string, got {type(value).__name__}.", param=shown)
+        raise InvalidInput(f"{label} must be a string, got {type(value).__name__}.", param=label)
     return value

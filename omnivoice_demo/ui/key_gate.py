@@ -1,0 +1,126 @@
+"""``--api-key-scope all``: every route of the app asks for the key but those the login page needs.
+
+Gradio's own ``auth`` guards its page and its event routes, and leaves others open (cancelling a job,
+heartbeats, ``/openapi.json``, the app id, start-up events, ...).  ``KeyGate`` (an ASGI middleware of the
+Gradio app) lets a request through when it is logged in (Gradio's session cookie, made by its login with
+the key as the password); without it, only what is on the allow-list passes:
+
+* the login page and what it loads: ``GET /`` (Gradio answers the login form there), its assets, the
+  ``POST /login`` itself;
+* ``/health`` and the HTTP API under ``/v1``, which asks for the Bearer key itself (its own 401);
+* ``/gradio_api/startup-events`` until it has run once: the launch calls it on the server it just started.
+
+Everything else is a 401 that says how to log in.  Wrong passwords are slowed down (``LoginThrottle``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import math
+import time
+
+from starlette.requests import cookie_parser
+from starlette.responses import JSONResponse
+
+#: what passes without the key, by method: exact paths, and paths under a prefix
+OPEN_PATHS = {("GET", "/"), ("HEAD", "/"), ("POST", "/login"), ("POST", "/login/"), ("GET", "/favicon.ico"),
+              ("GET", "/manifest.json"), ("GET", "/robots.txt"), ("GET", "/theme.css"),
+              ("GET", "/gradio_api/theme.css")}
+OPEN_PREFIXES = ("/assets/", "/static/", "/svelte/")
+#: routes that answer for themselves: /health is public, /v1 asks for the Bearer key (its own 401)
+SELF_GUARDED_PATHS, SELF_GUARDED_PREFIX = {"/health"}, "/v1/"
+STARTUP_EVENTS = "/gradio_api/startup-events"
+LOGIN_PATHS = ("/login", "/login/")
+NEEDS_KEY = ("This server needs its API key: log in on its page (any user name, the key as the password; "
+             "gradio_client: auth=('any name', KEY)); the HTTP API under /v1 takes 'Authorization: Bearer <key>'.")
+
+
+class LoginThrottle:
+    """Each client's wrong passwords in a row, and the wait before its next login attempt.
+
+    Every attempt counts as wrong until it succeeds (so attempts sent side by side wait in turn), the first
+    ``free`` cost nothing, then the wait doubles from ``base`` seconds up to ``cap``; a success clears the
+    count, and so do ``forget_after`` seconds without an attempt.  At most ``clients`` clients are kept
+    (the longest quiet is forgotten first)."""
+
+    def __init__(self, free: int = 3, base: float = 0.5, cap: float = 8.0, clients: int = 4096,
+                 forget_after: float = 900.0, clock=time.monotonic):
+        self.free, self.base, self.cap, self.clients, self.forget_after = free, base, cap, clients, forget_after
+        self.clock = clock
+        self._failures: collections.OrderedDict[str, tuple[int, float]] = collections.OrderedDict()
+
+    def wait_for(self, failures: int) -> float:
+        return 0.0 if failures < self.free else min(self.cap, self.base * 2 ** (failures - self.free))
+
+    def failures(self, client: str) -> int:
+        count, last = self._failures.get(client, (0, 0.0))
+        return count if self.clock() - last < self.forget_after else 0
+
+    def attempt(self, client: str) -> float:
+        """Count an attempt of ``client`` (as wrong until ``succeeded``); the seconds it waits first."""
+        count = self.failures(client)
+        self._failures[client] = (count + 1, self.clock())
+        self._failures.move_to_end(client)
+        while len(self._failures) > self.clients:
+            self._failures.popitem(last=False)
+        return self.wait_for(count)
+
+    def succeeded(self, client: str) -> None:
+        self._failures.pop(client, None)
+
+
+class KeyGate:
+    def __init__(self, app, throttle: LoginThrottle | None = None):
+        self.app = app
+        self.throttle = throttle or LoginThrottle()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        method, path = scope.get("method", "GET"), scope["path"]
+        if path in LOGIN_PATHS and method == "POST":
+            return await self._login(scope, receive, send)
+        if self._passes(scope, method, path):
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            return await send({"type": "websocket.close", "code": 1008})
+        await JSONResponse({"detail": NEEDS_KEY}, status_code=401)(scope, receive, send)
+
+    def _passes(self, scope, method: str, path: str) -> bool:
+        if (method, path) in OPEN_PATHS or (method in ("GET", "HEAD") and path.startswith(OPEN_PREFIXES)):
+            return True
+        if path in SELF_GUARDED_PATHS or path.startswith(SELF_GUARDED_PREFIX):
+            return True
+        app = scope.get("app")
+        if path == STARTUP_EVENTS and not getattr(app, "startup_events_triggered", True):
+            return True
+        return self._logged_in(scope, app)
+
+    @staticmethod
+    def _logged_in(scope, app) -> bool:
+        """Gradio's session cookie (either of its two) names a session its login made."""
+        cookie = b"; ".join(value for name, value in scope.get("headers", ()) if name == b"cookie")
+        cookies = cookie_parser(cookie.decode("latin-1"))
+        cookie_id, tokens = getattr(app, "cookie_id", None), getattr(app, "tokens", {})
+        return cookie_id is not None and any(
+            cookies.get(f"{name}-{cookie_id}") in tokens for name in ("access-token", "access-token-unsecure"))
+
+    async def _login(self, scope, receive, send):
+        """Gradio's login, after this client's wait; a failed one says in Retry-After how long the next waits."""
+        client = (scope.get("client") or ("unknown",))[0]   # the peer: X-Forwarded-For is anyone's to write
+        wait = self.throttle.attempt(client)
+        if wait:
+            await asyncio.sleep(wait)
+
+        async def counted(message):
+            if message["type"] == "http.response.start":
+                if message["status"] == 200:
+                    self.throttle.succeeded(client)
+                else:
+                    retry = math.ceil(self.throttle.wait_for(self.throttle.failures(client)))
+                    message = dict(message, headers=[*message.get("headers", ()),
+                                                     (b"retry-after", str(retry).encode())])
+            await send(message)
+
+        await self.app(scope, receive, counted)
