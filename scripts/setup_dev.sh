@@ -35,3 +35,12 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
     echo "setup_dev.sh: no apt-get; install Chromium or Chrome to run the browser test" >&2
   fi
 fi
+
+# --- the openai npm package for tests/test_http_api.py's Node example -------------------------
+# OpenAI's own Node example runs against the test server where node and npm are present; the
+# package goes into .node-dev/ (scripts/test.sh points OMNIVOICE_NODE_MODULES there). Without
+# npm, or when the registry cannot be reached, that one test is skipped and says why.
+if command -v npm >/dev/null 2>&1 && [ ! -f .node-dev/node_modules/openai/package.json ]; then
+  npm install --silent --no-audit --no-fund --prefix .node-dev openai@6.49.0 >/dev/null \
+    || echo "setup_dev.sh: could not install the openai npm package; the Node example test will be skipped" >&2
+fi

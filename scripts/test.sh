@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_dev.sh
-HF_HUB_OFFLINE=1 exec .venv-dev/bin/python -m pytest "$@"
+OMNIVOICE_NODE_MODULES=${OMNIVOICE_NODE_MODULES:-$PWD/.node-dev} HF_HUB_OFFLINE=1 exec .venv-dev/bin/python -m pytest "$@"
