@@ -6,7 +6,6 @@ first starts on one cache make one choice."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import numpy as np
@@ -17,6 +16,7 @@ from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.errors import ModelFolderError
 from omnivoice_demo.runtime.sessions import providers_for, session_options
 from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS
+from tests.support.at_once import at_once
 
 GRAPH = BACKBONE_GRAPHS["backbone"]
 
@@ -139,20 +139,7 @@ def test_two_first_starts_on_one_empty_cache_make_one_choice(tiny_int4_folder, t
         return {label: (0.1 if label == winner else 1.0) for label in sessions}
 
     monkeypatch.setattr(backbone_choice, "backbone_probe", probe)
-    results, errors = [], []
-
-    def start():
-        try:
-            results.append(choose(tiny_int4_folder, "auto", tmp_path)[1])
-        except Exception as exc:     # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=start) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors and len(results) == 2
+    results = at_once(lambda: choose(tiny_int4_folder, "auto", tmp_path)[1])
     assert probes == ["int8-block"]
     assert [r["choice"] for r in results] == ["int8-block", "int8-block"]
     assert sorted(r["remembered"] for r in results) == [False, True]

@@ -21,7 +21,8 @@ bidirectional check runs on the result as on any backbone):
                 it: ONNX has no per-row dynamic quantizer), for outliers that come and go with the token.
 ``int8-tensor`` dense int8 as ``onnxruntime.quantization.quantize_dynamic`` makes it
                 (``DynamicQuantizeMatMul``: one activation scale per tensor, nothing kept apart);
-                the fastest, and the one outlier channels break: measured, never chosen by ``auto``.
+                the fastest, and the one outlier channels break: below int4 from an int4 folder's
+                weights, so ``auto`` never chooses it there (from the original weights it is above).
 
 From an int4 folder every choice starts from the dequantized 4-bit weights,
 so none is better than the int4 model's weights (only its arithmetic can be).
