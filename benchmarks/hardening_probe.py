@@ -771,7 +771,12 @@ class Probe:
                                    env=env)
         if start:
             return process
-        out = process.communicate(timeout=600)[0]
+        try:
+            out = process.communicate(timeout=600)[0]
+        except subprocess.TimeoutExpired:
+            process.kill()  # not left running after the case
+            process.communicate()
+            raise
         return process.returncode, out, sha256_of(folder / output)
 
     def family11(self) -> None:
