@@ -79,13 +79,14 @@ FAMILIES = {
     8: "a model file truncated in place while serving",
     9: "malformed inputs (HTTP, Gradio, .npz, CLI outputs)",
     10: "memory of a long-running server",
+    11: "the rebuilt 8-bit backbone in our cache: changed files, a remembered choice outside the gate, two first starts",
+    16: "Wyoming: malformed events, odd speakers, a client that half-closes after synthesize",
+    17: "--api-key-scope all: routes without the key, login brute force, CORS of /v1",
+    18: "launch while Gradio's 'is localhost accessible' check fails",
     21: "voice names that differ only in case, or look alike",
     22: "a voice file that cannot be read: deep meta, a lone surrogate in its transcript",
     25: "an outputs folder that cannot be written",
     29: "echoed input, and whitespace in the planned length",
-    16: "Wyoming: malformed events, odd speakers, a client that half-closes after synthesize",
-    17: "--api-key-scope all: routes without the key, login brute force, CORS of /v1",
-    18: "launch while Gradio's 'is localhost accessible' check fails",
 }
 
 
@@ -402,8 +403,8 @@ class Probe:
                         run(server)
             finally:
                 server.stop()
-        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (22, self.family22),
-                            (16, self.family16), (17, self.family17), (18, self.family18)):
+        for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (11, self.family11),
+                            (22, self.family22), (16, self.family16), (17, self.family17), (18, self.family18)):
             if family in families:
                 print(f"family {family}: {FAMILIES[family]}", flush=True)
                 run()
@@ -766,6 +767,111 @@ class Probe:
                      "named" if said else "nothing in the log names llm_decoder.onnx.data")
         finally:
             server.stop()
+
+    # 11 --------------------------------------------------------------------------------------------------
+
+    def synth(self, folder: pathlib.Path, model: pathlib.Path, output: str, *flags: str,
+              start: bool = False) -> subprocess.Popen | tuple[int, str, Optional[str]]:
+        """``omnivoice synth`` (1 step, seed 1) with our cache in ``folder/cache``: ``(exit, output, sha256 of the
+        audio)``, or the running process when ``start``."""
+        env = dict(environment(self.repo, folder), OMNIVOICE_CACHE=str(folder / "cache"))
+        command = ["nice", "-n", "19", self.python, "-m", "omnivoice_demo", "synth", "--model", str(model), "--text",
+                   "Hello there.", "--output", output, "--num-step", "1", "--seed", "1", *flags]
+        (folder / output).unlink(missing_ok=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=folder,
+                                   env=env)
+        if start:
+            return process
+        try:
+            out = process.communicate(timeout=600)[0]
+        except subprocess.TimeoutExpired:
+            process.kill()  # not left running after the case
+            process.communicate()
+            raise
+        return process.returncode, out, sha256_of(folder / output)
+
+    def family11(self) -> None:
+        root = self.work / "backbone-cache"
+        root.mkdir(parents=True, exist_ok=True)
+        code, out, expected = self.synth(root, self.model, "first.wav", "--backbone", "int8-row")
+        if code or expected is None:
+            self.add(11, "a first synth with --backbone int8-row", "it runs", "broke", f"exit {code}: {tail(out)}")
+            return
+        builds = root / "cache" / "backbones"
+
+        def changed(change: Callable[[pathlib.Path], None]) -> Callable[[], tuple[str, str]]:
+            def check() -> tuple[str, str]:
+                (build,) = builds.glob("*-int8-row")
+                change(build)
+                code, out, audio = self.synth(root, self.model, "again.wav", "--backbone", "int8-row")
+                blamed = re.search(r"attends causally|download the model|model folder again", out, re.I)
+                if code == 0 and audio == expected:
+                    return "held", "the same audio as before the change (the build failed its check: built again)"
+                if code and "cache" in out and not blamed:
+                    return "held", f"refused naming the cache: {tail(out)}"
+                return "broke", f"exit {code}, {'other audio' if code == 0 else tail(out)}"
+            return check
+
+        def flip(build: pathlib.Path) -> None:
+            data = build / "llm_decoder.onnx.data"
+            raw = bytearray(data.read_bytes())
+            raw[len(raw) // 2] ^= 0x5A
+            data.write_bytes(bytes(raw))
+
+        def another_graph(build: pathlib.Path) -> None:
+            self.synth(root, self.model, "int8.wav", "--backbone", "int8")
+            (other,) = builds.glob("*-int8")
+            for name in ("llm_decoder.onnx", "llm_decoder.onnx.data"):
+                (build / name).write_bytes((other / name).read_bytes())
+
+        def zero(build: pathlib.Path) -> None:
+            for path in build.glob("llm_decoder.onnx*"):
+                path.write_bytes(bytes(path.stat().st_size))
+
+        criterion = ("the same audio as before (the build is checked and built again), or a refusal naming the cache, "
+                     "never the model folder")
+        for name, change in (("a cached 8-bit build's weights with one byte flipped, the same size", flip),
+                             ("another valid 8-bit graph copied over the cached build", another_graph),
+                             ("a cached 8-bit build's files zeroed", zero)):
+            self.guarded(None, 11, name, criterion, changed(change))
+        self.family11_auto(root)
+
+    def family11_auto(self, root: pathlib.Path) -> None:
+        """``auto`` needs an int4 folder: one built from the tiny checkpoint (the convert extras, as ``build_model``)."""
+        try:
+            int4 = build_model(root, self.python, profile="cpu")
+        except (subprocess.SubprocessError, OSError) as exc:
+            self.notes.append(f"family 11: no int4 folder could be built ({type(exc).__name__}); the auto cases were "
+                              "not run")
+            return
+        remembered = root / "cache" / "backbone-choice.json"
+
+        def outside_the_gate() -> tuple[str, str]:
+            code, out, _ = self.synth(root, int4, "auto.wav")
+            choices = json.loads(remembered.read_text())
+            remembered.write_text(json.dumps({key: dict(entry, choice="int8-tensor") for key, entry in choices.items()}))
+            code2, out2, _ = self.synth(root, int4, "auto2.wav")
+            after = {entry["choice"] for entry in json.loads(remembered.read_text()).values()}
+            if code or code2:
+                return "broke", f"exit {code}/{code2}: {tail(out2 or out)}"
+            return ("held" if "int8-tensor" not in after else "broke"), f"remembered afterwards: {sorted(after)}"
+        self.guarded(None, 11, "backbone-choice.json naming int8-tensor (outside the fidelity gate)",
+                     "auto probes again and remembers a gated choice", outside_the_gate)
+
+        def two_first_starts() -> tuple[str, str]:
+            shutil.rmtree(root / "cache", ignore_errors=True)
+            starts = [self.synth(root, int4, f"first-{n}.wav", start=True) for n in range(2)]
+            outs = [process.communicate(timeout=900)[0] for process in starts]
+            audio = [sha256_of(root / f"first-{n}.wav") for n in range(2)]
+            entries = json.loads(remembered.read_text()) if remembered.is_file() else {}
+            if any(process.returncode for process in starts) or None in audio:
+                return "broke", f"exits {[p.returncode for p in starts]}: {tail(outs[0] + outs[1])}"
+            same = audio[0] == audio[1]
+            return ("held" if same and len(entries) == 1 else "broke"), \
+                f"{'the same' if same else 'different'} audio, {len(entries)} remembered choice(s)"
+        self.guarded(None, 11, "two first starts with auto at the same moment on an empty cache",
+                     "one choice: the same audio from both (a probe whose timings tie may hold on old code too)",
+                     two_first_starts)
 
     # 9 ---------------------------------------------------------------------------------------------------
 
@@ -1501,13 +1607,13 @@ def markdown(cases: list[Case], title: str, notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_model(work: pathlib.Path, python: str) -> pathlib.Path:
-    """The tiny fp32 folder as the tests build it (random weights, seed 0), with this checkout's convert."""
-    target = work / "tiny-fp32"
+def build_model(work: pathlib.Path, python: str, profile: str = "cpu_fp32") -> pathlib.Path:
+    """The tiny folder (fp32 by default) as the tests build it (random weights, seed 0), with this checkout's convert."""
+    target = work / {"cpu_fp32": "tiny-fp32", "cpu": "tiny-int4"}.get(profile, f"tiny-{profile}")
     script = ("import pathlib, sys\nfrom convert.random_checkpoint import build\n"
               "from convert.pipeline import convert_checkpoint\nroot = pathlib.Path(sys.argv[1])\n"
               "checkpoint = build('tiny', root / 'checkpoint', seed=0)\n"
-              "convert_checkpoint(checkpoint, root / 'tiny-fp32', profile='cpu_fp32', progress=lambda line: None)\n")
+              f"convert_checkpoint(checkpoint, root / {target.name!r}, profile={profile!r}, progress=lambda line: None)\n")
     subprocess.run(["nice", "-n", "19", python, "-c", script, str(work)], check=True, cwd=HERE,
                    env=dict(os.environ, PYTHONPATH=str(HERE)), timeout=900)
     return target

@@ -68,9 +68,10 @@ def make_studio(args: argparse.Namespace):
 
     shared = shared_from_arguments(args)
     limits = limits_from_arguments(args)
+    from omnivoice_demo.backbones.choice import backbone_settings
+
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
-                           offline=args.offline, limits=limits, locked=shared,
-                           backbone=args.backbone)
+                           offline=args.offline, limits=limits, locked=shared, **backbone_settings(args))
     # shared: saved voices live in each visitor's browser (the server folder is not used)
     voices = VoiceLibrary(private=shared)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed

@@ -139,7 +139,7 @@ def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, 
     ids, mask = check_sequence(reference, 96)
     scores = {}
     for precision in ("int8-block", "int8", "int8-row", "int8-tensor"):
-        session, _, _ = backbone_choice._build(model, precision, path, providers_for("cpu"),
+        session, *_ = backbone_choice._build(model, precision, path, providers_for("cpu"),
                                                lambda: session_options(1), tmp_path)
         model.backbone = session
         scores[precision] = compare(reference, model, ids, mask)

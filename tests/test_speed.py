@@ -549,7 +549,7 @@ def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_fold
     choice = engine.backbone_choice
     assert set(choice["probe_s"]) == {"int4", "fp32", "int8-block"} and choice["choice"] == "int8-block"
     assert choice["fidelity"] == fidelity.fidelity_of("int4", "int8-block", table)
-    assert "from the int4 weights" in choice["compute"]
+    assert "from the int4 folder, never better than int4" in choice["compute"]
     # an unmeasured table admits nothing but the int4 graph's own weights
     assert not fidelity.passes_gate("int4", "int8", {})
 

@@ -85,8 +85,11 @@ def serve(args: argparse.Namespace) -> int:
     exit_if_port_in_use(args.host, args.port)  # before the model is loaded
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     shared = shared_from_arguments(args)
+    from ..backbones.choice import backbone_settings
+
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
-                          offline=args.offline, limits=limits_from_arguments(args), locked=shared)
+                          offline=args.offline, limits=limits_from_arguments(args), locked=shared,
+                          **backbone_settings(args))
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=shared)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed

@@ -30,6 +30,7 @@ import numpy as np
 from .precision import PRECISIONS, graph_precision, outlier_channels, rebuild
 from .dequantize import alternated_best, resident_mb
 from ..errors import InvalidInput, ModelFolderError
+from ..storage.cache import CACHE_ENV, folder_lock
 from .fidelity import fidelity_of, passes_gate, published_table
 
 EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
@@ -44,7 +45,10 @@ KEEP_MARGIN = 0.05
 PROBE_POSITIONS = 384
 
 #: bump when the 8-bit graphs change, so cached builds of an older form are not reused
-BUILD_VERSION = 4
+BUILD_VERSION = 5
+
+#: a cached build's record: what was built, and the sha256 of each of its files (checked on every load)
+BUILD_RECORD = "build.json"
 
 
 def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repeats: int = 5) -> dict[str, float]:
@@ -72,7 +76,7 @@ def fastest(probe_s: dict[str, float], keep: str = "int4", margin: float = KEEP_
 
 
 def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[str], options_factory,
-                    threads: int | None = None, cache_dir: pathlib.Path | None = None) -> dict:
+                    threads: int | None = None, cache_dir: pathlib.Path | None = None, weights=None) -> dict:
     """Set ``model.backbone`` for ``mode`` and say what was chosen.
 
     Returns ``{"mode", "choice", "compute", "added_mb", "probe_s", "remembered", "fidelity"}``:
@@ -80,12 +84,18 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
     size of the weights it added, ``fidelity`` its figures on the planted-outlier check
     (None where never measured), and with a rebuild ``rss_added_mb`` how much the
     process's resident memory grew while it was made.
+
+    With ``weights`` (``checkpoint.CheckpointWeights``: the original checkpoint), ``fp32`` and the
+    8-bit choices are made from those weights instead of the folder's (``fp32`` is then the exact
+    model), and ``auto`` chooses among them alone, gated by the table's rows "from the original
+    weights"; ``weights`` in the result says where the backbone's weights came from.
     """
     if mode not in BACKBONE_MODES:
         raise InvalidInput(f"backbone must be one of {', '.join(BACKBONE_MODES)}, got {mode!r}.", param="backbone")
     source = graph_precision(path)
     info = {"mode": mode, "choice": "as built", "compute": "as built", "source": source, "added_mb": 0.0,
-            "probe_s": {}, "remembered": False, "fidelity": fidelity_of(source, source)}
+            "probe_s": {}, "remembered": False, "fidelity": fidelity_of(source, source),
+            "weights": f"{source} from the {source} folder"}
     if source in EIGHT_BIT:  # a folder built in 8 bits (convert's cpu_int8 profile) runs as built
         if mode not in ("auto", "int4", source):
             raise InvalidInput(f"This folder's backbone is built in {source} already; it runs as built "
@@ -93,61 +103,74 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
                                param="backbone")
         info["compute"] = f"as built ({source})"
         return info
-    if mode == "int4" or (source == "fp32" and mode in ("fp32", "auto")):
+    if mode == "int4" or (source == "fp32" and mode in ("fp32", "auto")):  # an fp32 folder is the exact model
         return info
+    build = lambda choice: _build(model, choice, path, providers, options_factory, cache_dir, weights)  # noqa: E731
     if mode != "auto":
-        return _switch(model, info, mode, _build(model, mode, path, providers, options_factory, cache_dir))
+        return _switch(model, info, mode, build(mode), weights=weights)
     choices = ChoiceCache(cache_dir)
-    key = choice_key(path, providers, threads)
-    known = choices.get(key)
-    if known is not None:
-        info.update(probe_s=known["probe_s"], remembered=True)
-        if known["choice"] == "int4":
-            info.update(compute="int4 (measured before on this machine: the fastest that passes the gate)")
-            return info
-        return _switch(model, info, known["choice"],
-                       _build(model, known["choice"], path, providers, options_factory, cache_dir), measured=True)
-    built = model.backbone  # the folder's own graph, opened only now that it is timed
-    candidates = [c for c in ("fp32",) + EIGHT_BIT if passes_gate(source, c)]
-    built_sessions = {c: _build(model, c, path, providers, options_factory, cache_dir) for c in candidates}
-    probe = backbone_probe(model, {"int4": built, **{c: s for c, (s, _, _) in built_sessions.items()}})
-    info["probe_s"] = {label: round(seconds, 4) for label, seconds in probe.items()}
-    choice = fastest(probe)
-    choices.put(key, choice, info["probe_s"])
+    key = choice_key(path, providers, threads, weights)
+    origin = source if weights is None else "checkpoint"
+    candidates = [c for c in ("fp32",) + EIGHT_BIT if passes_gate(origin, c)]
+    # one probe for starts at the same moment: the second waits here and takes what the first chose
+    with folder_lock(choices.path.parent, choices.path):
+        known = choices.get(key)
+        if known is not None and known["choice"] in ("int4", *candidates):  # else re-probed: outside today's gate
+            info.update(probe_s=known["probe_s"], remembered=True)
+            if known["choice"] == "int4":
+                info.update(compute="int4 (measured before on this machine: the fastest that passes the gate)")
+                return info
+            return _switch(model, info, known["choice"], build(known["choice"]), measured=True, weights=weights)
+        # the folder's own graph, opened only now that it is timed; with the original weights it is not a
+        # candidate (every gated choice made from them is closer to the model than int4)
+        built = model.backbone if weights is None else None
+        built_sessions = {c: build(c) for c in candidates}
+        probe = backbone_probe(model, {**({"int4": built} if built is not None else {}),
+                                       **{c: b[0] for c, b in built_sessions.items()}})
+        info["probe_s"] = {label: round(seconds, 4) for label, seconds in probe.items()}
+        choice = fastest(probe)
+        choices.put(key, choice, info["probe_s"])
     if choice == "int4":
         model.backbone = built
         info["compute"] = "int4 (measured: the fastest that passes the gate)"
         return info
-    return _switch(model, info, choice, built_sessions[choice], measured=True)
+    return _switch(model, info, choice, built_sessions[choice], measured=True, weights=weights)
 
 
-def _build(model, precision: str, path: pathlib.Path, providers, options_factory, cache_dir):
-    """``(session, added_bytes, rss_grown_mb)`` of ``precision`` for the backbone at ``path``."""
+def _build(model, precision: str, path: pathlib.Path, providers, options_factory, cache_dir, weights=None):
+    """``(session, added_bytes, rss_grown_mb, cache_folder)`` of ``precision`` for the backbone at ``path``
+    (``cache_folder`` None where nothing is kept in the cache), from ``weights`` where given."""
     before = resident_mb()
-    if precision == "fp32":
+    graph = None
+    if precision == "fp32" and weights is not None:
+        session, added = checkpoint_backbone(path, weights, providers, options_factory())
+    elif precision == "fp32":
         session, added = dequantized_backbone(path, providers, options_factory())
     else:
-        from ..runtime.sessions import open_session
-
-        graph = cached_backbone(path, precision, model, providers, options_factory, cache_dir)
-        session = open_session(graph, providers, options_factory())
+        graph, session = open_cached_backbone(path, precision, model, providers, options_factory, cache_dir, weights)
         added = sum(f.stat().st_size for f in graph.parent.glob(graph.name + "*"))
-    return session, added, max(resident_mb() - before, 0.0)
+    return session, added, max(resident_mb() - before, 0.0), graph and graph.parent
 
 
-def _switch(model, info: dict, choice: str, built, measured: bool = False) -> dict:
-    session, added, grown = built
+def _switch(model, info: dict, choice: str, built, measured: bool = False, weights=None) -> dict:
+    session, added, grown, cache_folder = built
+    if cache_folder is not None:
+        info["cache"] = str(cache_folder)
     model.backbone = session
     how = " (measured the fastest that passes the gate)" if measured else ""
-    what = {"fp32": "fp32: int4 weights dequantized at load",
+    what = {"fp32": "fp32: the original weights" if weights is not None else "fp32: int4 weights dequantized at load",
             "int8-block": "int8-block: 8-bit MatMulNBits (block 32, int8 activations per row and block)",
             "int8": "int8: dense int8, one activation scale per tensor, outlier channels in fp32",
             "int8-row": "int8-row: dense int8, one activation scale per row, outlier channels in fp32",
             "int8-tensor": "int8-tensor: dense int8, one activation scale per tensor"}[choice]
-    from_int4 = " from the int4 weights (never better than int4's weights)" if (
-        info["source"] == "int4" and choice != "fp32") else ""
-    info.update(choice=choice, compute=what + from_int4 + how, added_mb=round(added / 2**20, 1),
-                rss_added_mb=round(grown, 1), fidelity=fidelity_of(info["source"], choice))
+    if weights is not None:
+        origin, came_from = "checkpoint", f"{choice} from {weights.label}"
+    else:
+        origin, came_from = info["source"], f"{choice} from the {info['source']} folder"
+        if info["source"] == "int4":
+            came_from += ", never better than int4"
+    info.update(choice=choice, compute=f"{what}, {came_from}{how}", added_mb=round(added / 2**20, 1),
+                rss_added_mb=round(grown, 1), fidelity=fidelity_of(origin, choice), weights=came_from)
     return info
 
 
@@ -165,29 +188,31 @@ def dequantized_backbone(path: pathlib.Path, providers: Sequence[str], options):
     except Exception as exc:  # onnx raises its own types
         raise ModelFolderError(f"{path.name} in {path.parent} cannot be read ({str(exc)[:200]}).") from exc
     weights = rebuild(model, "fp32")
+    from ..runtime.sessions import in_memory_session
+
     return in_memory_session(model, weights, providers, options), sum(v.nbytes for v in weights.values())
 
 
-def in_memory_session(model, constants: dict, providers: Sequence[str], options):
-    """A session of ``model`` whose ``constants`` (name -> array) reach ONNX Runtime as ``OrtValue``s
-    (``SessionOptions.add_external_initializers``: no 2 GB protobuf limit, no copy on disk)."""
-    import onnx
-    import onnxruntime as ort
+def checkpoint_backbone(path: pathlib.Path, weights, providers: Sequence[str], options):
+    """``(session, added_bytes)``: the backbone at ``path`` in fp32 on the original ``weights`` (the exact model)."""
+    from ..runtime.sessions import in_memory_session
+    from .checkpoint import fp32_graph
 
-    names, values = [], []
-    for name, value in constants.items():
-        placeholder = onnx.TensorProto(name=name, data_type=onnx.helper.np_dtype_to_tensor_dtype(value.dtype),
-                                       dims=list(value.shape))
-        placeholder.data_location = onnx.TensorProto.EXTERNAL
-        placeholder.external_data.add(key="location", value="in-memory")
-        model.graph.initializer.append(placeholder)
-        names.append(name)
-        values.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
-    options.add_external_initializers(names, values)
-    return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
+    model, source = fp32_graph(path, weights)
+    constants = {name: load() for name, load in source.items()}
+    return in_memory_session(model, constants, providers, options), sum(v.nbytes for v in constants.values())
 
 
 # --- 8-bit graphs in our cache -----------------------------------------------------------------
+
+def build_key(path: pathlib.Path, weights=None) -> str:
+    """Where our cache keeps the builds of the backbone at ``path``: its content, and with the original
+    ``weights`` their file's sha256 too."""
+    import hashlib
+
+    key = content_key(path)
+    return key if weights is None else hashlib.sha256(f"{key} weights {weights.digest}".encode()).hexdigest()[:32]
+
 
 def content_key(path: pathlib.Path) -> str:
     """The backbone's content: the manifest's sha256 of the graph and its weights (hashed here
@@ -209,55 +234,116 @@ def content_key(path: pathlib.Path) -> str:
 
 
 def cached_backbone(path: pathlib.Path, precision: str, model, providers, options_factory,
-                    cache_dir: pathlib.Path | None = None) -> pathlib.Path:
+                    cache_dir: pathlib.Path | None = None, stale: str | None = None, weights=None) -> pathlib.Path:
     """The graph file of the backbone at ``path`` rebuilt in ``precision``, built once into our cache.
 
     Built in a staging folder and renamed into place (a killed build leaves
     nothing half-written), under an inter-process lock so two starts build once.
+    ``stale``: the build record (``build.json``'s text) of a build that failed its check; while the
+    record is still that one, the build is moved away and made again (another start may have
+    replaced it already).
     """
-    from ..storage.cache import default_cache_dir, folder_lock, staging_dir
+    from ..storage.cache import default_cache_dir, staging_dir
 
     cache = pathlib.Path(cache_dir or default_cache_dir())
-    target = cache / "backbones" / f"{content_key(path)}-{precision}"
+    target = cache / "backbones" / f"{build_key(path, weights)}-{precision}"
     graph = target / path.name
-    if graph.is_file():
+    if graph.is_file() and stale is None:
         return graph
     target.parent.mkdir(parents=True, exist_ok=True)
     with folder_lock(cache, target):
+        if target.exists() and (not graph.is_file() or build_record(target) == stale):
+            with staging_dir(cache) as aside:  # moved away whole, then removed: never half a build in place
+                os.replace(target, aside)
         if graph.is_file():
             return graph
         with staging_dir(cache) as stage:
             stage.mkdir(parents=True)
-            write_rebuilt(path, precision, model, providers, options_factory, stage)
+            write_rebuilt(path, precision, model, providers, options_factory, stage, weights)
             os.replace(stage, target)
     return graph
 
 
+def build_record(folder: pathlib.Path) -> str:
+    """The text of a cached build's ``build.json`` ("" when it cannot be read)."""
+    try:
+        return (folder / BUILD_RECORD).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def recorded_digests(record: str) -> dict:
+    """File name -> sha256 of a build's files, as ``write_rebuilt`` recorded them ({} when unreadable)."""
+    try:
+        files = json.loads(record).get("files")
+    except (ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(v, str)} if isinstance(files, dict) else {}
+
+
+def open_cached_backbone(path: pathlib.Path, precision: str, model, providers, options_factory,
+                         cache_dir: pathlib.Path | None = None, weights=None):
+    """``(graph, session)`` of ``cached_backbone``, its files checked against the sha256 recorded when it was
+    built (hashed as they are read into memory, ``runtime.sessions.with_weights_in_memory``).
+
+    A build that fails the check or does not load (changed, truncated, replaced, or kept by an older
+    version without a record) is built again; one that fails again is refused with a message naming the
+    cache, never the model folder (whose files were checked on their own)."""
+    from ..runtime.sessions import open_session
+
+    stale = None
+    for _ in range(2):
+        graph = cached_backbone(path, precision, model, providers, options_factory, cache_dir, stale, weights)
+        stale = build_record(graph.parent)
+        try:
+            return graph, open_session(graph, providers, options_factory(), digests=recorded_digests(stale))
+        except ModelFolderError as exc:
+            problem = str(exc).split(";")[0]
+    raise ModelFolderError(f"The {precision} backbone built in our cache ({graph.parent}) fails its check even after "
+                           f"being built again ({problem}). Delete that folder, or set {CACHE_ENV} to another "
+                           "cache folder.")
+
+
 def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_factory,
-                  destination: pathlib.Path) -> pathlib.Path:
+                  destination: pathlib.Path, weights=None) -> pathlib.Path:
     """Write the backbone at ``path`` rebuilt in ``precision`` into the folder ``destination`` (graph,
-    ``.data`` beside it, and ``build.json``: what was built, the outlier channels kept apart, how long)."""
+    ``.data`` beside it, and ``build.json``: what was built, from which weights, the outlier channels
+    kept apart, how long, and each file's sha256).  With the original ``weights`` the graph is first
+    made the fp32 graph of those weights (``checkpoint.fp32_graph``), calibrated and rebuilt from it."""
     import onnx
     from onnx import numpy_helper
 
+    from ..storage.manifest import sha256_of
+
     started = time.perf_counter()
-    outliers = outlier_channels(path, model, providers, options_factory()) if precision in ("int8", "int8-row") else {}
-    onnx_model = onnx.load(str(path))
-    constants = rebuild(onnx_model, precision, outliers)
+    onnx_model, source, embed = None, None, None
+    if weights is not None:
+        from .checkpoint import checkpoint_embedder, fp32_graph
+
+        onnx_model, source = fp32_graph(path, weights)
+        if precision in ("int8", "int8-row"):
+            embed = checkpoint_embedder(path.parent, weights, providers, options_factory())
+    outliers = (outlier_channels(path, model, providers, options_factory(), onnx_model, source, embed)
+                if precision in ("int8", "int8-row") else {})
+    del embed
+    onnx_model = onnx_model if onnx_model is not None else onnx.load(str(path))
+    constants = rebuild(onnx_model, precision, outliers, source)
     onnx_model.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
     del constants
     onnx.save_model(onnx_model, str(destination / path.name), save_as_external_data=True,
                     all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
-    (destination / "build.json").write_text(json.dumps({
+    files = {f.name: sha256_of(f) for f in sorted(destination.glob(path.name + "*"))}
+    (destination / BUILD_RECORD).write_text(json.dumps({
         "precision": precision, "source": path.parent.name, "build_version": BUILD_VERSION,
+        "weights": weights.label if weights is not None else path.parent.name,
         "outlier_channels": {name: len(c) for name, c in outliers.items()},
-        "seconds": round(time.perf_counter() - started, 1)}, indent=1), encoding="utf-8")
+        "seconds": round(time.perf_counter() - started, 1), "files": files}, indent=1), encoding="utf-8")
     return destination / path.name
 
 
 # --- the remembered choice -----------------------------------------------------------------------
 
-def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None) -> str:
+def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None, weights=None) -> str:
     """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads, the session settings
     (spinning or not changes the timings), the graph, the builder's version and the fidelity table (a new
     table can admit other choices)."""
@@ -281,7 +367,7 @@ def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None
     session = ",".join(f"{key}={value}" for key, value in sorted(SESSION_CONFIG.items()))
     return (f"{cpu} flags {flags} | onnxruntime {ort.__version__} | {providers[0]} | "
             f"threads {threads or os.cpu_count()} | {session} | {path.name} {sizes} | choices v{BUILD_VERSION} "
-            f"gate {gate}")
+            f"gate {gate}" + (f" | weights {weights.digest}" if weights is not None else ""))
 
 
 class ChoiceCache:
@@ -322,9 +408,22 @@ class ChoiceCache:
 
 
 def add_backbone_argument(parser) -> None:
-    """``--backbone`` for the CLI and the app."""
+    """``--backbone`` and ``--backbone-weights`` for the CLI, the app and every subcommand
+    (``backbone_settings`` reads them back)."""
     parser.add_argument("--backbone", choices=list(BACKBONE_MODES), default="auto",
                         help="the backbone's compute: auto (default: on an int4 folder, the fastest choice that "
                              "passes the fidelity gate on this machine, measured once and remembered; an fp32 folder "
                              "runs as built), int4 (as built), fp32 (int4 weights dequantized at load, ~1.7 GB more "
                              "at full size), int8-block, int8, int8-row or int8-tensor (8-bit, built once into the cache)")
+    parser.add_argument("--backbone-weights", default=None, metavar="DIR|REPO",
+                        help="build the backbone's fp32 and 8-bit choices from the original checkpoint's weights "
+                             "(a folder with model.safetensors, the file, or a Hub repo: k2-fsa/OmniVoice, 2.4 GB) "
+                             "instead of the model folder's: an int4 folder's int8-row is then far closer to the "
+                             "model than int4; auto chooses among those built from the weights")
+
+
+def backbone_settings(args, resolved=None) -> dict:
+    """``backbone=`` and ``backbone_weights=`` of the engine from ``add_backbone_argument``'s flags; without
+    ``--backbone-weights``, those the resolver brought (``--precision int8``: ``resolved.backbone_weights``)."""
+    return {"backbone": getattr(args, "backbone", "auto"),
+            "backbone_weights": getattr(args, "backbone_weights", None) or getattr(resolved, "backbone_weights", None)}

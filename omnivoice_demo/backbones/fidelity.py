@@ -44,8 +44,11 @@ def published_table() -> dict:
 
 
 def fidelity_of(source: str, choice: str, table: Optional[dict] = None) -> Optional[dict]:
-    """The check's figures of ``choice`` built from a ``source`` ("int4" or "fp32") folder, or None."""
+    """The check's figures of ``choice`` built from a ``source`` ("int4" or "fp32") folder or from the
+    original weights (``source="checkpoint"``), or None."""
     table = published_table() if table is None else table
+    if source == "checkpoint" and choice == "fp32":  # the original weights in fp32: the model itself
+        return {"cosine": 1.0, "agreement": 1.0}
     if choice in ("as built", source):
         if source == "fp32":
             return {"cosine": 1.0, "agreement": 1.0}

@@ -21,7 +21,8 @@ bidirectional check runs on the result as on any backbone):
                 it: ONNX has no per-row dynamic quantizer), for outliers that come and go with the token.
 ``int8-tensor`` dense int8 as ``onnxruntime.quantization.quantize_dynamic`` makes it
                 (``DynamicQuantizeMatMul``: one activation scale per tensor, nothing kept apart);
-                the fastest, and the one outlier channels break: measured, never chosen by ``auto``.
+                the fastest, and the one outlier channels break: below int4 from an int4 folder's
+                weights, so ``auto`` never chooses it there (from the original weights it is above).
 
 From an int4 folder every choice starts from the dequantized 4-bit weights,
 so none is better than the int4 model's weights (only its arithmetic can be).
@@ -84,16 +85,24 @@ class WeightProduct:
         return self.node.output[0]
 
 
-def weight_products(graph) -> list[WeightProduct]:
+def weight_products(graph, source: Optional[dict] = None) -> list[WeightProduct]:
     """The graph's constant-weight products: fp32 ``MatMul`` and 4-bit ``MatMulNBits``.
 
     Nothing is read until asked (``weight``, ``int4``), so a graph loaded without its
-    external data serves for the names and shapes alone (``outlier_channels``)."""
+    external data serves for the names and shapes alone (``outlier_channels``).  ``source``
+    maps initializer names to loaders of their values where the graph holds placeholders
+    (``checkpoint.fp32_graph``: the weights come from the original checkpoint)."""
     import onnx
     from onnx import numpy_helper
 
     initializers = {init.name: init for init in graph.initializer}
-    value = lambda name: numpy_helper.to_array(initializers[name]) if name else None  # noqa: E731
+    source = source or {}
+
+    def value(name):
+        if not name:
+            return None
+        return source[name]() if name in source else numpy_helper.to_array(initializers[name])
+
     found = []
     for node in graph.node:
         if node.op_type == "MatMul" and node.input[1] in initializers:
@@ -276,16 +285,18 @@ def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Seq
         rewrite.node("Add", [out, product.bias], [product.output], f"{name}_bias")
 
 
-def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = None) -> dict[str, np.ndarray]:
+def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = None,
+            source: Optional[dict] = None) -> dict[str, np.ndarray]:
     """Rewrite ``model`` (an onnx ModelProto, changed in place) to compute its weight products in ``precision``.
 
     Returns the new constants (name -> array), which are not in the graph:
     the caller adds them as initializers (``store``) or hands them to
     ONNX Runtime in memory (``in_memory_session``).  ``outliers`` maps an
-    activation name to its input channels kept apart in fp32 (``int8`` and ``int8-row``).
+    activation name to its input channels kept apart in fp32 (``int8`` and ``int8-row``); ``source``
+    as ``weight_products`` takes it.  The shapes recorded of the weights it replaces go with them.
     """
     graph = model.graph
-    products = {id(p.node): p for p in weight_products(graph)}
+    products = {id(p.node): p for p in weight_products(graph, source)}
     if not products:
         raise ModelFolderError("The backbone has no weight products to rebuild (no fp32 MatMul or 4-bit MatMulNBits "
                                "with constant weights).")
@@ -299,11 +310,15 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
         replaced.update(x for x in list(node.input)[1:4] if x)
     used = {x for node in rewrite.nodes for x in node.input}
     kept = [init for init in graph.initializer if init.name not in replaced or init.name in used]
+    gone = replaced - used
+    described = [info for info in graph.value_info if info.name not in gone]
     nodes = list(rewrite.nodes)
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.initializer[:]
     graph.initializer.extend(kept)
+    del graph.value_info[:]
+    graph.value_info.extend(described)
     if any(n.domain == "com.microsoft" for n in nodes) and not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.add(domain="com.microsoft", version=1)
     del model.metadata_props[:]
@@ -313,9 +328,9 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
 
 # --- calibration: which input channels carry outliers -----------------------------------------
 
-def calibration_embeds(model, seed: int = 0) -> np.ndarray:
-    """``inputs_embeds`` of a prompt-shaped sequence through the folder's own embedding graph:
-    text tokens, then audio positions (three in four masked, as mid-generation)."""
+def calibration_embeds(embed: Callable, seed: int = 0) -> np.ndarray:
+    """``inputs_embeds`` of a prompt-shaped sequence through ``embed`` (the folder's own embedding graph,
+    ``OmniVoiceOnnx.embed``): text tokens, then audio positions (three in four masked, as mid-generation)."""
     rng = np.random.default_rng(seed)
     length = CALIBRATION_TEXT + CALIBRATION_AUDIO
     ids = np.empty((1, 8, length), dtype=np.int64)
@@ -326,28 +341,37 @@ def calibration_embeds(model, seed: int = 0) -> np.ndarray:
     ids[0, :, CALIBRATION_TEXT:] = audio
     mask = np.zeros((1, length), dtype=bool)
     mask[0, CALIBRATION_TEXT:] = True
-    return model.embed(ids, mask)
+    return embed(ids, mask)
 
 
-def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], options) -> dict[str, list[int]]:
+def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], options, graph=None,
+                     source: Optional[dict] = None, embed: Optional[Callable] = None) -> dict[str, list[int]]:
     """For each weight product's activation, the input channels whose largest magnitude on a calibration
     forward is over ``OUTLIER_RATIO`` times the median channel's (the loudest ``MAX_OUTLIER_SHARE`` of them,
     at least ``MIN_OUTLIER_LIMIT``).
 
     The forward runs the folder's graph as built (small for an int4 folder) with the activations as
-    extra outputs; its weights are read from beside the graph file, not copied.
+    extra outputs; its weights are read from beside the graph file, not copied.  With ``graph`` and
+    ``source`` (``checkpoint.fp32_graph``) it runs that graph instead, its weights handed over in memory,
+    on the embeddings of ``embed`` (``checkpoint.checkpoint_embedder``: the same weights' tables).
     """
     import onnx
     import onnxruntime as ort
 
-    graph_model = onnx.load(str(path), load_external_data=False)
+    from ..runtime.sessions import in_memory_session
+
+    embeds = calibration_embeds(embed or model.embed)  # first: the embedding tables are gone before the weights come
+    graph_model = onnx.ModelProto()
+    graph_model.CopyFrom(graph if graph is not None else onnx.load(str(path), load_external_data=False))
     names = sorted({p.activation for p in weight_products(graph_model.graph)})
     existing = {o.name for o in graph_model.graph.output}
     graph_model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in existing)
-    options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(path.parent))
     options.add_session_config_entry("session.disable_prepacking", "1")
-    session = ort.InferenceSession(graph_model.SerializeToString(), sess_options=options, providers=list(providers))
-    embeds = calibration_embeds(model)
+    if source is not None:
+        session = in_memory_session(graph_model, {name: load() for name, load in source.items()}, providers, options)
+    else:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(path.parent))
+        session = ort.InferenceSession(graph_model.SerializeToString(), sess_options=options, providers=list(providers))
     length = embeds.shape[1]
     feeds = {"inputs_embeds": embeds.astype(model.embeds_type, copy=False),
              "attention_mask": np.ones((1, length), dtype=model.mask_type)}

@@ -55,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
     from .items import read_batch
     from .runner import run_batch
     from .worker import Job, ModelSpec
+    from ..backbones.choice import backbone_settings
 
     if args.workers < 1:
         raise InvalidInput("--workers must be at least 1.", param="workers")
     spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
-                     provider=args.provider, limits=limits_from_arguments(args))
+                     provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
     job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
               model_identity=spec.identity())
     # a bad row fails alone: listed as failed (exit status 3), the others run

@@ -43,6 +43,9 @@ class ModelSpec:
     provider: str = "cpu"
     folder: Optional[str] = None
     limits: Limits = dataclasses.field(default_factory=Limits.local)   # --limits/--max-... (batch: local)
+    backbone: str = "auto"                                             # --backbone
+    backbone_weights: Optional[str] = None                             # --backbone-weights
+    weights_file: Optional[str] = None  # the original weights the resolver brought (--precision int8)
 
     def identity(self) -> str:
         """The model part of an item's key: a folder by its content (the sha256 of its manifest, which lists
@@ -53,7 +56,9 @@ class ModelSpec:
             manifest = pathlib.Path(model) / MANIFEST_NAME
             if manifest.is_file():
                 model = f"{model}#sha256:{hashlib.sha256(manifest.read_bytes()).hexdigest()}"
-        return f"{model}|{self.precision or ''}"
+        backbone = "" if (self.backbone, self.backbone_weights) == ("auto", None) else (
+            f"|{self.backbone}|{self.backbone_weights or ''}")  # they change the audio; the default adds nothing
+        return f"{model}|{self.precision or ''}{backbone}"
 
     def resolved(self, progress=None) -> "ModelSpec":
         """This spec with ``folder`` set: the model resolved (fetched, checked) on this machine."""
@@ -63,14 +68,16 @@ class ModelSpec:
             return self
         ready = resolve_model(self.model, precision=self.precision, cache_dir=self.cache_dir, offline=self.offline,
                               progress=progress or (lambda *_: None))
-        return dataclasses.replace(self, folder=str(ready.path))
+        weights = ready.backbone_weights
+        return dataclasses.replace(self, folder=str(ready.path), weights_file=str(weights.path) if weights else None)
 
     def open(self, threads: Optional[int]):
         from ..engine.loop import OmniVoiceEngine
 
         # the resolver has checked every file (sha256): the engine checks sizes only
         return OmniVoiceEngine(self.resolved().folder, provider=self.provider, threads=threads, verify="size",
-                               limits=self.limits)
+                               limits=self.limits, backbone=self.backbone,
+                               backbone_weights=self.backbone_weights or self.weights_file)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ import sys
 
 from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
-from ..backbones.choice import add_backbone_argument
+from ..backbones.choice import add_backbone_argument, backbone_settings
 from ..errors import InvalidInput, OmniVoiceError, one_line
 from ..studio.descriptions import read_description
 
@@ -132,7 +132,8 @@ def open_engine(args):
                                 offline=True if getattr(args, "offline", False) else None)
     # the resolver has just checked every file (sha256): the engine checks sizes only
     return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
-                           limits=limits_from_arguments(args), backbone=args.backbone, recognizer=recognizer)
+                           limits=limits_from_arguments(args), recognizer=recognizer,
+                           **backbone_settings(args, resolved))
 
 
 def synth(args) -> int:

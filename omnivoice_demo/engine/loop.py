@@ -14,7 +14,9 @@ Options, off by default (then token-exact with the reference): ``sentence_stream
 ``guidance_every``; time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
 folder's backbone as the fastest choice on this machine that passes the fidelity gate (as built,
 its weights dequantized to fp32, or an 8-bit rebuild: backbone_choice.py); a folder built in fp32
-runs as built (the exact model); any choice can be pinned by name.
+runs as built (the exact model); any choice can be pinned by name.  ``backbone_weights`` (the
+original checkpoint: a folder, its ``model.safetensors`` or a Hub repo such as ``k2-fsa/OmniVoice``)
+builds the fp32 and 8-bit choices from the real weights instead of the folder's.
 
 One difference of form, not of result: the reference runs the conditional and
 unconditional rows as one batch padded to the longer row, each row attending
@@ -67,7 +69,7 @@ class OmniVoiceEngine:
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
                  verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
-                 backbone: str = "auto", recognizer=None):
+                 backbone: str = "auto", recognizer=None, backbone_weights=None):
         self.limits = limits or Limits()
         # transcribes references given without a transcript; made (and downloaded) on first use
         self.recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
@@ -87,9 +89,19 @@ class OmniVoiceEngine:
                 "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        weights = None
+        if backbone_weights is not None:  # the original checkpoint: the backbone's choices are built from it
+            from ..hub.weights import backbone_weights as find_weights
+
+            weights = find_weights(backbone_weights)
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
-                                               providers_for(provider), lambda: session_options(threads), threads=threads)
+                                               providers_for(provider), lambda: session_options(threads), threads=threads,
+                                               weights=weights)
         if not self.model.attends_bidirectionally():
+            if self.backbone_choice.get("cache"):  # the folder's own graph was not what ran: name what did
+                raise ModelFolderError(
+                    f"The backbone rebuilt in our cache ({self.backbone_choice['cache']}) does not attend in both "
+                    "directions, though its files pass their check. Delete that folder to have it built again.")
             raise ModelFolderError(
                 f"The backbone in {self.folder} attends causally, so it computes a different model than "
                 "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "

@@ -24,7 +24,7 @@ from ..errors import InvalidInput
 
 EXACT_NAME = "exact"
 EXACT_BACKBONE = "fp32"
-SPEC_KEYS = ("name", "model", "precision", "backbone", "preset", "streaming")
+SPEC_KEYS = ("name", "model", "precision", "backbone", "backbone_weights", "preset", "streaming")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]{0,63}$")
 
 
@@ -36,6 +36,7 @@ class Candidate:
     model: Optional[str] = None
     precision: Optional[str] = None
     backbone: Optional[str] = None
+    backbone_weights: Optional[str] = None
     config: GenerationConfig = dataclasses.field(default_factory=lambda: GenerationConfig.preset("reference"))
     #: how the report names the model (default: "model" and a folder's name or a repo); the audio does not depend on it
     shown_as: Optional[str] = None
@@ -43,14 +44,16 @@ class Candidate:
     def under(self, exact: "Candidate") -> "Candidate":
         """This configuration with the exact one's model and backbone where it names none."""
         backbone = self.backbone or exact.backbone
+        weights = self.backbone_weights or exact.backbone_weights
         if self.model is not None:
-            return dataclasses.replace(self, backbone=backbone)
+            return dataclasses.replace(self, backbone=backbone, backbone_weights=weights)
         return dataclasses.replace(self, model=exact.model, precision=self.precision or exact.precision,
-                                   backbone=backbone, shown_as=self.shown_as or exact.shown_as)
+                                   backbone=backbone, backbone_weights=weights,
+                                   shown_as=self.shown_as or exact.shown_as)
 
     def engine_key(self) -> tuple:
         """What decides the engine that runs this configuration: the same key, the same loaded engine."""
-        return (self.model, self.precision, self.backbone)
+        return (self.model, self.precision, self.backbone, self.backbone_weights)
 
     def identity(self) -> dict:
         """What decides this configuration's audio (a folder by its absolute path; the seed left out)."""
@@ -58,6 +61,7 @@ class Candidate:
         if model and os.path.isdir(model):
             model = os.path.abspath(model)
         return {"model": model, "precision": self.precision, "backbone": self.backbone,
+                **({"backbone_weights": self.backbone_weights} if self.backbone_weights else {}),
                 "config": dict(self.config.to_dict(), seed=None)}
 
     def key(self, item_fingerprint: dict, seed: int) -> str:
@@ -71,7 +75,7 @@ class Candidate:
             parts.append(f"guidance every {config.guidance_every}")
         if config.sentence_streaming:
             parts.append("sentence streaming")
-        parts.append(f"backbone {self.backbone}")
+        parts.append(f"backbone {self.backbone}" + (f" from {self.backbone_weights}" if self.backbone_weights else ""))
         if self.model:
             parts.append(self.shown_as or f"model {_shown_model(self.model)}")
         if self.precision:
@@ -86,9 +90,9 @@ def _shown_model(model: str) -> str:
 
 
 def exact_candidate(model: Optional[str] = None, precision: Optional[str] = None, backbone: str = EXACT_BACKBONE,
-                    config: Optional[GenerationConfig] = None) -> Candidate:
+                    config: Optional[GenerationConfig] = None, backbone_weights: Optional[str] = None) -> Candidate:
     """The exact configuration: by default the fp32 backbone, the Reference preset, no streaming."""
-    return Candidate(EXACT_NAME, model=model, precision=precision, backbone=backbone,
+    return Candidate(EXACT_NAME, model=model, precision=precision, backbone=backbone, backbone_weights=backbone_weights,
                      config=config or GenerationConfig.preset("reference"))
 
 
@@ -111,7 +115,7 @@ def parse_candidate(spec: str) -> Candidate:
     if "streaming" in values:
         values["sentence_streaming"] = values.pop("streaming")
     name = values.pop("name", None) or _name_of(spec)
-    spec_fields = {k: values.pop(k) for k in ("model", "precision", "backbone") if k in values}
+    spec_fields = {k: values.pop(k) for k in ("model", "precision", "backbone", "backbone_weights") if k in values}
     try:
         base = GenerationConfig.preset(values.pop("preset", "reference"))
         config = GenerationConfig.from_mapping(values, base=base).validate()
@@ -171,6 +175,7 @@ class EngineCache:
             # the resolver has just checked every file: the engine checks sizes only
             self._engine = OmniVoiceEngine(ready.path, provider=self.provider, threads=self.threads, verify="size",
                                            limits=self.limits, backbone=candidate.backbone,
+                                           backbone_weights=candidate.backbone_weights or ready.backbone_weights,
                                            recognizer=self.recognizer, calibrate=False)
             self._key = key
         return self._engine

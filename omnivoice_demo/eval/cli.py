@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("Give at least one --candidate to compare, e.g. --candidate preset=fast.",
                            param="candidate")
     candidates = [parse_candidate(spec) for spec in args.candidate]
-    exact = exact_candidate(args.model, args.precision, args.backbone, config_from_arguments(args))
+    exact = exact_candidate(args.model, args.precision, args.backbone, config_from_arguments(args),
+                            backbone_weights=args.backbone_weights)
     items = read_eval_items(args.items, clone_clip=args.ref_audio, clone_text=args.ref_text,
                             audio_root=args.audio_root, limit=args.limit)
     progress = console_progress()

@@ -14,10 +14,13 @@ from typing import Callable, Iterable
 from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME
 
-PRECISIONS = ("int4", "fp16", "fp32", "cuda")
+PRECISIONS = ("int4", "int8", "fp16", "fp32", "cuda")
 DEFAULT_PRECISION = "int4"
+#: precisions that are another one's folder plus the original weights for the backbone (``hub.weights``):
+#: int8 is the int4 folder with its backbone's 8-bit choices built from k2-fsa/OmniVoice's weights
+WITH_ORIGINAL_WEIGHTS = {"int8": "int4"}
 #: precision asked for -> convert profile (``convert.pipeline.PROFILES``) and our manifest's "profile"
-PRECISION_PROFILES = {"int4": "cpu", "fp16": "cpu_fp16", "fp32": "cpu_fp32", "cuda": "gpu"}
+PRECISION_PROFILES = {"int4": "cpu", "int8": "cpu", "fp16": "cpu_fp16", "fp32": "cpu_fp32", "cuda": "gpu"}
 #: folder names that mean a precision (the published layout: int4/, cuda/, fp16 at the root)
 FOLDER_ALIASES = {
     "int4": ("int4", "cpu", "cpu_int4", "q4", "int4_cpu"),

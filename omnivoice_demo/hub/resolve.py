@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import re
@@ -26,7 +27,8 @@ from .assemble import (assemble, backbone_is_causal, is_ready_as_is, ready_manif
 from .cache import RepoCache, RepoFile, local_copy_dir, read_json
 from ..storage.atomic import atomic_write_json
 from ..storage.cache import default_cache_dir, folder_lock, staging_dir
-from .choose import (DEFAULT_PRECISION, backbone_folders, check_precision, choose_backbone_folder, codec_base,
+from .choose import (DEFAULT_PRECISION, WITH_ORIGINAL_WEIGHTS, backbone_folders, check_precision,
+                     choose_backbone_folder, codec_base,
                      is_checkpoint, join, needed_files, precision_of_manifest)
 from .download import HubRepo, HubSettings, check_against_listing, offline_help
 from .progress import ProgressCallback, Reporter
@@ -62,7 +64,10 @@ def resolve_model(spec: str | os.PathLike | None = None, precision: str | None =
     ``spec``: a local folder, a Hub repo id of ONNX folders (default
     ``onnx-community/OmniVoice-Onnx``; ``owner/name@revision`` pins a revision), or
     with ``build=True`` a PyTorch checkpoint (Hub repo id, default ``k2-fsa/OmniVoice``,
-    or a local folder).  ``precision``: int4 | fp16 | fp32 | cuda.  ``offline``: None
+    or a local folder).  ``precision``: int4 | int8 | fp16 | fp32 | cuda; int8 is the int4 folder
+    plus the original weights (``k2-fsa/OmniVoice``'s ``model.safetensors``, 2.4 GB, kept in the
+    Hugging Face cache) for the backbone: ``backbone_weights`` of the result, for the engine's
+    ``backbone_weights=``.  ``offline``: None
     reads HF_HUB_OFFLINE now.  ``progress`` receives ``ProgressEvent``s.  ``checksums``:
     verify sha256 of a cached ready folder each time (sizes only when False).
 
@@ -77,6 +82,14 @@ def resolve_model(spec: str | os.PathLike | None = None, precision: str | None =
         precision = (precision_of_manifest(read_json(value / MANIFEST_NAME)) if kind == "local" and not build
                      else None) or DEFAULT_PRECISION
     check_precision(precision)
+    if precision in WITH_ORIGINAL_WEIGHTS:
+        from .weights import DEFAULT_WEIGHTS_REPO, backbone_weights
+
+        folder = resolve_model(spec, WITH_ORIGINAL_WEIGHTS[precision], cache_dir, offline, build, progress,
+                               revision=revision, checksums=checksums, force_download=force_download)
+        weights = backbone_weights(value if build else DEFAULT_WEIGHTS_REPO, offline=offline,  # a build's own
+                                   progress=progress, cache_dir=cache_dir)
+        return dataclasses.replace(folder, precision=precision, backbone_weights=weights)
     cache = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     reporter = Reporter(progress)

@@ -18,7 +18,8 @@ class ResolvedModel:
     it came from one; ``precision``; ``subfolder``: the folder of the source it was taken
     from ("" for the root); ``repaired``: we made the backbone bidirectional;
     ``notices``: messages for the user; ``verified``: "sha256" (every file hashed during
-    this resolution) or "size" (``checksums=False``: sizes only).
+    this resolution) or "size" (``checksums=False``: sizes only); ``backbone_weights``: with
+    precision int8, the original weights the backbone is built from (``CheckpointWeights``).
     """
 
     path: pathlib.Path
@@ -31,6 +32,7 @@ class ResolvedModel:
     repaired: bool = False
     notices: list[str] = dataclasses.field(default_factory=list)
     verified: str = "sha256"
+    backbone_weights: object = None
 
 
 def finish(reporter: Reporter, path: pathlib.Path, *, checksums: bool = True, **attrs) -> ResolvedModel:

@@ -102,9 +102,29 @@ def external_data_files(path: pathlib.Path) -> list[str]:
                    for entry in tensor.external_data if entry.key == "location"})
 
 
-def with_weights_in_memory(path: pathlib.Path, options):
+class ChangedOnDisk(ModelFolderError):
+    """A graph or its weights no longer hash to what was recorded when they were written."""
+
+
+def file_digest(data) -> str:
+    """The sha256 of ``data`` (bytes), as ``digests=`` records it."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_digest(path: pathlib.Path, data: bytes, digests: dict) -> None:
+    """Raise ``ChangedOnDisk`` unless ``data`` (the bytes of the file at ``path``) hash to ``digests[path.name]``."""
+    if file_digest(data) != digests.get(path.name):
+        raise ChangedOnDisk(f"{path.name} in {path.parent} is not the file recorded when it was written "
+                            "(its sha256 differs).")
+
+
+def with_weights_in_memory(path: pathlib.Path, options, digests: dict | None = None):
     """``(options, buffers)``: a copy of ``options`` that hands ONNX Runtime the graph's external data read
-    into ``buffers`` (keep them until the session is made: ONNX Runtime copies them then).
+    into ``buffers`` (keep them until the session is made: ONNX Runtime copies them then).  With
+    ``digests`` (file name -> sha256 of the graph file and each weights file) the bytes read are
+    checked against them first (``ChangedOnDisk``): the weights are hashed where they are read anyway.
 
     By itself ONNX Runtime memory-maps external data: a weights file changed in place under a
     running server (truncated, overwritten) is then a SIGBUS that kills it with nothing logged.
@@ -112,7 +132,12 @@ def with_weights_in_memory(path: pathlib.Path, options):
     (``ModelFileWatch`` says so in the log)."""
     import onnxruntime as ort
 
+    if digests is not None:  # the graph first: a changed one may name other weights files, or none
+        check_digest(path, path.read_bytes(), digests)
     names = external_data_files(path)
+    read = {name: (path.parent / name).read_bytes() for name in names}
+    for name, data in read.items() if digests is not None else ():
+        check_digest(path.parent / name, data, digests)
     if not names:
         return options, []
     fresh = ort.SessionOptions()
@@ -123,7 +148,7 @@ def with_weights_in_memory(path: pathlib.Path, options):
             fresh.add_session_config_entry(key, options.get_session_config_entry(key))
         except RuntimeError:  # not set on these options: the runtime's default
             pass
-    buffers = [(path.parent / name).read_bytes() for name in names]
+    buffers = list(read.values())
     fresh.add_external_initializers_from_files_in_memory(names, buffers, [len(b) for b in buffers])
     return fresh, buffers
 
@@ -144,19 +169,43 @@ def graph_inputs(path: pathlib.Path) -> dict:
                                "build the model folder again.") from exc
 
 
-def open_session(path: pathlib.Path, providers: Sequence[str], options):
+def open_session(path: pathlib.Path, providers: Sequence[str], options, digests: dict | None = None):
+    """A session of the graph at ``path``; with ``digests`` its files are checked first (``with_weights_in_memory``)."""
     import onnxruntime as ort
 
     if not path.is_file():
         raise ModelFolderError(f"{path.name} is missing from {path.parent}; download or build the model folder again.")
     try:
-        options, buffers = with_weights_in_memory(path, options)
+        options, buffers = with_weights_in_memory(path, options, digests)
         session = ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
         del buffers  # copied into the session
         return session
+    except ChangedOnDisk:
+        raise
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelFolderError(
             f"{path.name} in {path.parent} cannot be loaded by onnxruntime ({exc.__class__.__name__}: "
             f"{str(exc).splitlines()[0][:300]}); download or build the model folder again."
         ) from exc
 
+
+def in_memory_session(model, constants: dict, providers: Sequence[str], options):
+    """A session of ``model`` whose ``constants`` (name -> array) reach ONNX Runtime as ``OrtValue``s
+    (``SessionOptions.add_external_initializers``: no 2 GB protobuf limit, no copy on disk).  A constant
+    the graph has already as a placeholder (external, location ``in-memory``) keeps it."""
+    import onnx
+    import onnxruntime as ort
+
+    names, values = [], []
+    present = {init.name for init in model.graph.initializer}
+    for name, value in constants.items():
+        if name not in present:
+            placeholder = onnx.TensorProto(name=name, data_type=onnx.helper.np_dtype_to_tensor_dtype(value.dtype),
+                                           dims=list(value.shape))
+            placeholder.data_location = onnx.TensorProto.EXTERNAL
+            placeholder.external_data.add(key="location", value="in-memory")
+            model.graph.initializer.append(placeholder)
+        names.append(name)
+        values.append(ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value)))
+    options.add_external_initializers(names, values)
+    return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))

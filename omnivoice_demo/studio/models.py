@@ -138,9 +138,10 @@ class ModelManager:
 
     def __init__(self, provider: str = "cpu", threads: Optional[int] = None, cache_dir=None,
                  offline: Optional[bool] = None, max_loaded: int = 3, limits: Optional[Limits] = None,
-                 locked: bool = False, backbone: str = "auto"):
+                 locked: bool = False, backbone: str = "auto", backbone_weights=None):
         self.limits = limits or Limits()
         self.backbone = backbone  # OmniVoiceEngine's backbone= (backbone_choice.BACKBONE_MODES)
+        self.backbone_weights = backbone_weights  # OmniVoiceEngine's backbone_weights= (the original checkpoint)
         self.locked = locked  # shared mode: only the operator (start-up flags) chooses models
         self.provider = provider
         self.threads = threads
@@ -218,7 +219,8 @@ class ModelManager:
                              "minutes at full size)", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
-                                     backbone=self.backbone)
+                                     backbone=self.backbone,
+                                     backbone_weights=self.backbone_weights or resolved.backbone_weights)
             notices = list(resolved.notices)
             precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(

@@ -176,12 +176,13 @@ def run_wyoming(args: argparse.Namespace) -> int:
     from ..studio import ModelManager, VoiceLibrary
     from ..studio.service import service_from_arguments
     from ..studio.sharing import redact_paths
+    from ..backbones.choice import backbone_settings
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     check_uri(args.uri)
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=args.shared,
-                          backbone=args.backbone)
+                          **backbone_settings(args))
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=args.shared)
 

@@ -96,7 +96,8 @@ def model_details(studio: Studio) -> str:
                  f"- profile `{info['profile']}`: {precision}",
                  f"- provider `{model.provider}`, threads {info['threads'] or 'default'}, backbone attention "
                  f"{info['backbone_attention']}, loaded in {model.load_seconds:.1f} s",
-                 f"- backbone compute: {backbone_compute(info['backbone_compute'])}"]
+                 f"- backbone compute: {backbone_compute(info['backbone_compute'])}",
+                 f"- backbone weights: {info['backbone_compute'].get('weights', 'as built')}"]
         if model.repaired or info.get("repairs"):
             lines.append("- **repaired**: the published `llm_decoder.onnx` attends causally, but OmniVoice's "
                          "backbone attends in both directions; a bidirectional copy was made (`make_bidirectional`)")
@@ -134,7 +135,9 @@ class ModelTab:
                 spec = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo", scale=3,
                                   interactive=editable, elem_id="model-spec")
                 precision_choice = gr.Radio(precision_choices(precision), value=precision or "auto", label="Precision",
-                                            info="auto: a model folder's own, else int4 from the Hub",
+                                            info="auto: a model folder's own, else int4 from the Hub; int8: "
+                                                 "int4 plus the original weights (k2-fsa/OmniVoice, a 2.4 GB "
+                                                 "download) to build the backbone from: far closer to the model",
                                             interactive=editable, elem_id="model-precision")
                 provider_choice = gr.Radio(list(dict.fromkeys(available_providers() + [provider])), value=provider, label="Provider", interactive=editable, elem_id="model-provider",
                                            info=f"available here: {', '.join(available_providers())}")

@@ -1,0 +1,262 @@
+"""The backbone's choices built from the original checkpoint's weights (``backbone_weights=``), without torch.
+
+On the tiny random checkpoint: the 8-bit graph made from ``model.safetensors`` through an int4 folder
+equals, byte for byte, the one made from the fp32 folder converted from the same checkpoint; the fp32
+choice is that folder's model; every lie a weights file can tell is refused naming the tensor; the build
+runs with torch hidden; two starts build once; the Hub route goes through huggingface_hub (a local Hub)."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+from omnivoice_demo.backbones import choice as backbone_choice
+from omnivoice_demo.backbones.checkpoint import CheckpointWeights, read_header
+from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+from omnivoice_demo.errors import ModelFolderError, ModelNotAvailable
+from omnivoice_demo.runtime.sessions import providers_for, session_options
+from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS
+from tests.support.at_once import at_once
+
+GRAPH = BACKBONE_GRAPHS["backbone"]
+
+
+def weights_of(checkpoint: pathlib.Path, tmp_path) -> CheckpointWeights:
+    from omnivoice_demo.hub.weights import backbone_weights
+
+    return backbone_weights(checkpoint, cache_dir=tmp_path / "cache")
+
+
+def build(folder, precision, destination, weights=None):
+    model = OmniVoiceOnnx(folder, threads=1)
+    destination.mkdir(parents=True)
+    return backbone_choice.write_rebuilt(folder / GRAPH, precision, model, providers_for("cpu"),
+                                         lambda: session_options(1), destination, weights)
+
+
+@pytest.mark.parametrize("precision", backbone_choice.EIGHT_BIT)
+def test_eight_bits_from_the_checkpoint_equal_those_from_its_fp32_folder(tiny_checkpoint, tiny_int4_folder,
+                                                                         tiny_fp32_folder, tmp_path, precision):
+    weights = weights_of(tiny_checkpoint, tmp_path)
+    from_fp32 = build(tiny_fp32_folder, precision, tmp_path / "fp32")
+    from_checkpoint = build(tiny_int4_folder, precision, tmp_path / "checkpoint", weights)
+    for name in (GRAPH, GRAPH + ".data"):
+        assert filecmp.cmp(from_fp32.parent / name, from_checkpoint.parent / name, shallow=False), name
+    # and not the int4 folder's own weights: those give another graph
+    from_int4 = build(tiny_int4_folder, precision, tmp_path / "int4")
+    assert not filecmp.cmp(from_fp32.parent / (GRAPH + ".data"), from_int4.parent / (GRAPH + ".data"), shallow=False)
+    assert json.loads((from_checkpoint.parent / "build.json").read_text())["weights"] == str(tiny_checkpoint)
+
+
+def test_an_engine_on_an_int4_folder_runs_the_checkpoints_weights(tiny_checkpoint, tiny_int4_folder,
+                                                                  tiny_fp32_folder, tmp_path, monkeypatch):
+    from omnivoice_demo import OmniVoiceEngine
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
+    embeds = (0.02 * np.random.default_rng(0).standard_normal((1, 40, 64))).astype(np.float32)
+    for choice in ("fp32", "int8-row"):
+        reference = OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False, backbone=choice)
+        engine = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone=choice,
+                                 backbone_weights=str(tiny_checkpoint))
+        described = engine.describe()["backbone_compute"]
+        assert described["choice"] == choice and described["weights"] == f"{choice} from {tiny_checkpoint}"
+        np.testing.assert_array_equal(engine.model.hidden_states(embeds, [40]),
+                                      reference.model.hidden_states(embeds, [40]))
+    int4 = OmniVoiceEngine(tiny_int4_folder, verify="none", calibrate=False, backbone="int8-row")
+    assert int4.describe()["backbone_compute"]["weights"] == "int8-row from the int4 folder, never better than int4"
+
+
+def test_auto_with_the_weights_chooses_among_the_choices_built_from_them(tiny_checkpoint, tiny_int4_folder,
+                                                                         tmp_path, monkeypatch):
+    from omnivoice_demo.backbones import fidelity
+
+    gated = [c for c in ("fp32",) + backbone_choice.EIGHT_BIT if fidelity.passes_gate("checkpoint", c)]
+    # the table's rows from the original weights: int8-row above int4's figures; int8 only from the int4 folder below
+    assert "int8-row" in gated and "int8" in gated and not fidelity.passes_gate("int4", "int8")
+    probed = []
+    monkeypatch.setattr(backbone_choice, "backbone_probe", lambda model, sessions, **k: probed.append(set(sessions))
+                        or {label: (0.5 if label == "int8-row" else 1.0) for label in sessions})
+    model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
+    info = backbone_choice.choose_backbone(model, "auto", tiny_int4_folder / GRAPH, providers_for("cpu"),
+                                           lambda: session_options(1), threads=1, cache_dir=tmp_path,
+                                           weights=weights_of(tiny_checkpoint, tmp_path))
+    assert probed == [set(gated)] and "int4" not in probed[0]
+    assert info["choice"] == "int8-row" and info["weights"] == f"int8-row from {tiny_checkpoint}"
+    assert info["fidelity"] == fidelity.fidelity_of("checkpoint", "int8-row")
+
+
+def test_two_starts_building_from_the_weights_build_once(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
+    builds = []
+    real = backbone_choice.write_rebuilt
+    monkeypatch.setattr(backbone_choice, "write_rebuilt", lambda *a, **k: builds.append(a[1]) or real(*a, **k))
+    weights = weights_of(tiny_checkpoint, tmp_path)
+    graphs = at_once(lambda: backbone_choice.open_cached_backbone(
+        tiny_int4_folder / GRAPH, "int8-row", OmniVoiceOnnx(tiny_int4_folder, threads=1), providers_for("cpu"),
+        lambda: session_options(1), tmp_path, weights)[0])
+    assert builds == ["int8-row"] and graphs[0] == graphs[1]
+    assert not list((tmp_path / "tmp").glob("*"))
+
+
+def test_the_build_runs_with_torch_hidden(tiny_checkpoint, tiny_int4_folder, tmp_path):
+    from tests.test_layering import run_without_build_tools
+
+    code = ("import pathlib, sys\n"
+            "from omnivoice_demo import OmniVoiceEngine\n"
+            "engine = OmniVoiceEngine(sys.argv[1], verify='none', calibrate=False, backbone='int8-row',"
+            " backbone_weights=sys.argv[2])\n"
+            "assert 'torch' not in sys.modules or sys.modules['torch'] is None\n"
+            "print(engine.describe()['backbone_compute']['weights'])\n")
+    done = run_without_build_tools(f"import os; os.environ['OMNIVOICE_CACHE'] = {str(tmp_path)!r}\n" + code,
+                                   str(tiny_int4_folder), str(tiny_checkpoint), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith(f"int8-row from {tiny_checkpoint}")
+    assert list((tmp_path / "backbones").glob("*-int8-row/" + GRAPH))
+
+
+# --- weights files that lie ----------------------------------------------------------------------
+
+def safetensors_file(path: pathlib.Path, header: dict, data: bytes, length: int | None = None) -> pathlib.Path:
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw) if length is None else length) + raw + data)
+    return path
+
+
+def entry(dtype, shape, begin, end):
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
+
+
+@pytest.mark.parametrize("case, words", [
+    ("offsets past the end", "'a' lies outside the file"),
+    ("huge header", "header claims"),
+    ("overlapping", "'a' and 'b' overlap"),
+    ("size that does not match the shape", "'a' has 8 bytes for shape [4]"),
+    ("not json", "not JSON"),
+    ("shorter than a header", "shorter than a safetensors header"),
+    ("malformed entry", "'a' has a malformed header entry"),
+])
+def test_a_header_that_lies_is_refused_naming_the_tensor(tmp_path, case, words):
+    path = tmp_path / "model.safetensors"
+    if case == "offsets past the end":
+        safetensors_file(path, {"a": entry("F32", [4], 0, 16)}, bytes(8))
+    elif case == "huge header":
+        safetensors_file(path, {"a": entry("F32", [2], 0, 8)}, bytes(8), length=1 << 40)
+    elif case == "overlapping":
+        safetensors_file(path, {"a": entry("F32", [4], 0, 16), "b": entry("F32", [2], 8, 16)}, bytes(16))
+    elif case == "size that does not match the shape":
+        safetensors_file(path, {"a": entry("F32", [4], 0, 8)}, bytes(8))
+    elif case == "not json":
+        path.write_bytes(struct.pack("<Q", 5) + b"{nope")
+    elif case == "shorter than a header":
+        path.write_bytes(b"\x01\x02")
+    else:
+        safetensors_file(path, {"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, bytes(4))
+    with pytest.raises(ModelFolderError) as caught:
+        read_header(path)
+    assert words in str(caught.value) and "Traceback" not in str(caught.value)
+
+
+def rewritten(checkpoint: pathlib.Path, tmp_path, change) -> CheckpointWeights:
+    """The tiny checkpoint's tensors with ``change(tensors)`` applied, written as a new safetensors file."""
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(str(checkpoint / "model.safetensors"))
+    change(tensors)
+    path = tmp_path / "changed" / "model.safetensors"
+    path.parent.mkdir(exist_ok=True)
+    save_file(tensors, str(path))
+    return CheckpointWeights(path, str(path.parent), "changed")
+
+
+@pytest.mark.parametrize("case, words", [
+    ("missing tensor", "'llm.layers.1.mlp.up_proj.weight' is missing"),
+    ("wrong dtype", "'llm.layers.0.self_attn.q_proj.weight' is I32"),
+    ("another architecture", "'llm.layers.0.mlp.gate_proj.weight' has shape [256, 64]"),
+    ("norm of another size", "'llm.norm.weight' has shape [32]"),
+])
+def test_a_checkpoint_that_does_not_fit_the_graph_is_refused_naming_the_tensor(tiny_checkpoint, tiny_int4_folder,
+                                                                                 tmp_path, case, words):
+    def change(tensors):
+        if case == "missing tensor":
+            del tensors["llm.layers.1.mlp.up_proj.weight"]
+        elif case == "wrong dtype":
+            tensors["llm.layers.0.self_attn.q_proj.weight"] = tensors["llm.layers.0.self_attn.q_proj.weight"].astype(
+                np.int32)
+        elif case == "another architecture":
+            tensors["llm.layers.0.mlp.gate_proj.weight"] = np.zeros((256, 64), np.float32)
+        else:
+            tensors["llm.norm.weight"] = np.ones(32, np.float32)
+
+    weights = rewritten(tiny_checkpoint, tmp_path, change)
+    builds = tmp_path / "cache"
+    with pytest.raises(ModelFolderError) as caught:
+        backbone_choice.cached_backbone(tiny_int4_folder / GRAPH, "int8-row", OmniVoiceOnnx(tiny_int4_folder, threads=1),
+                                        providers_for("cpu"), lambda: session_options(1), builds, weights=weights)
+    assert words in str(caught.value)
+    assert not list((builds / "backbones").glob("*/*"))   # nothing half-built kept
+
+
+def test_a_truncated_weights_file_is_refused_before_anything_is_built(tiny_checkpoint, tmp_path):
+    path = tmp_path / "model.safetensors"
+    raw = (tiny_checkpoint / "model.safetensors").read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFolderError, match="lies outside the file .*truncated"):
+        weights_of(tmp_path, tmp_path)
+
+
+# --- from the Hub --------------------------------------------------------------------------------
+
+def test_weights_from_a_hub_repo_are_downloaded_once_and_a_repo_without_them_is_refused(
+        tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    from omnivoice_demo.hub.weights import backbone_weights
+    from omnivoice_demo.storage.manifest import sha256_of
+    from tests.support.hub_server import HubServer
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with HubServer() as hub:
+        hub.add_repo("k2-fsa/OmniVoice", tiny_checkpoint)
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "config.json").write_text("{}")
+        hub.add_repo("someone/not-omnivoice", other)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+        weights = backbone_weights("k2-fsa/OmniVoice", cache_dir=tmp_path / "ours")
+        assert weights.label == "k2-fsa/OmniVoice" and weights.digest == sha256_of(tiny_checkpoint / "model.safetensors")
+        fetched = [r.path for r in hub.requests if "/resolve/" in r.path and r.method == "GET"]
+        assert len(fetched) == 1 and fetched[0].endswith("/model.safetensors")  # only the weights file
+        hub.reset_log()
+        assert backbone_weights("k2-fsa/OmniVoice", cache_dir=tmp_path / "ours").path == weights.path
+        assert not [r for r in hub.requests if "/resolve/" in r.path and r.method == "GET"]
+        with pytest.raises(ModelNotAvailable, match="not-omnivoice has no model.safetensors"):
+            backbone_weights("someone/not-omnivoice", cache_dir=tmp_path / "ours")
+        # --precision int8: the int4 folder, and the original weights for its backbone (from the Hub's cache now)
+        from omnivoice_demo.hub import resolve_model
+
+        resolved = resolve_model(tiny_int4_folder, precision="int8", cache_dir=tmp_path / "ours")
+        assert resolved.precision == "int8" and resolved.backbone_weights.path == weights.path
+        assert resolved.backbone_weights.label == "k2-fsa/OmniVoice"
+        assert (resolved.path / GRAPH).is_file()
+    with pytest.raises(ModelFolderError, match="neither a folder"):
+        backbone_weights("not a repo/at all/..", cache_dir=tmp_path / "ours")
+
+
+def test_every_front_end_takes_backbone_weights(tmp_path):
+    from omnivoice_demo.app import parse_args
+    from omnivoice_demo.cli.main import build_parser
+
+    parser = build_parser()
+    for command in (["synth", "--text", "x", "--output", "x.wav"], ["serve"], ["wyoming"],
+                    ["batch", "--input", "x.jsonl", "--output", "out"], ["eval", "--output", "out"]):
+        args = parser.parse_args(command + ["--backbone-weights", "k2-fsa/OmniVoice"])
+        assert args.backbone_weights == "k2-fsa/OmniVoice", command
+    assert parse_args(["--backbone-weights", "DIR"]).backbone_weights == "DIR"
