@@ -90,6 +90,20 @@ def test_auto_with_the_weights_chooses_among_the_choices_built_from_them(tiny_ch
     assert info["fidelity"] == fidelity.fidelity_of("checkpoint", "int8-row")
 
 
+def test_auto_with_the_weights_keeps_the_most_faithful_of_a_near_tie():
+    """Built from the original weights every 8-bit form passes int4's gate: a coarser form 3% faster than int8-row
+    does not win (int8-row is closer to fp32 on the check); one 20% faster does, and fp32 (exact) wins a tie."""
+    from omnivoice_demo.backbones import fidelity
+
+    assert fidelity.fidelity_of("checkpoint", "int8-tensor")["agreement"] < fidelity.fidelity_of(
+        "checkpoint", "int8-row")["agreement"]
+    most_faithful = backbone_choice.most_faithful
+    assert most_faithful({"int8-row": 1.00, "int8-tensor": 0.97}, "checkpoint") == "int8-row"
+    assert most_faithful({"int8-row": 1.00, "int8-tensor": 0.80}, "checkpoint") == "int8-tensor"
+    assert most_faithful({"int8-row": 1.00, "fp32": 1.02, "int8-block": 1.5}, "checkpoint") == "fp32"
+    assert backbone_choice.fastest({"int8-row": 1.00, "int8-tensor": 0.97}) == "int8-tensor"  # without weights
+
+
 def test_two_starts_building_from_the_weights_build_once(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
     builds = []
     real = backbone_choice.write_rebuilt

@@ -75,6 +75,19 @@ def fastest(probe_s: dict[str, float], keep: str = "int4", margin: float = KEEP_
     return best
 
 
+def most_faithful(probe_s: dict[str, float], origin: str, margin: float = KEEP_MARGIN) -> str:
+    """Of the choices within ``margin`` of the fastest, the one closest to fp32 on the check (greedy-code
+    agreement, then cosine): built from the original weights every 8-bit form passes int4's gate, and the
+    coarsest (``int8-tensor``) must not win a near tie against ``int8-row``."""
+    best = min(probe_s.values())
+    near = [c for c, seconds in probe_s.items() if not best < (1.0 - margin) * seconds]
+
+    def closeness(choice):
+        figures = fidelity_of(origin, choice) or {}
+        return float(figures.get("agreement", 0.0)), float(figures.get("cosine", 0.0)), -probe_s[choice]
+    return max(near, key=closeness)
+
+
 def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[str], options_factory,
                     threads: int | None = None, cache_dir: pathlib.Path | None = None, weights=None) -> dict:
     """Set ``model.backbone`` for ``mode`` and say what was chosen.
@@ -128,7 +141,7 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
         probe = backbone_probe(model, {**({"int4": built} if built is not None else {}),
                                        **{c: b[0] for c, b in built_sessions.items()}})
         info["probe_s"] = {label: round(seconds, 4) for label, seconds in probe.items()}
-        choice = fastest(probe)
+        choice = fastest(probe) if weights is None else most_faithful(probe, origin)
         choices.put(key, choice, info["probe_s"])
     if choice == "int4":
         model.backbone = built
