@@ -42,6 +42,7 @@ from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
+from .normalize import normalize_text
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, attention_ratio
 from ..runtime.sessions import providers_for, session_options
@@ -211,6 +212,8 @@ class OmniVoiceEngine:
         self.limits.check("The text", len(text), "max_text_chars", " characters")
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
+        if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
+            text = normalize_text(text, code)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
