@@ -101,3 +101,41 @@ def test_token_exact_with_normalize_text(engine, reference_model, monkeypatch, c
     ref = run_reference(reference_model, text=text, normalize_text=True, **kwargs, **GREEDY)
     ours = run_engine(engine, monkeypatch, text, normalize_text=True, **kwargs, **GREEDY)
     assert_same_model_output(ours, ref)
+
+
+# --- the front ends where people type: on by default when installed ---------------------------------
+
+def test_openai_route_defaults_on_and_takes_an_explicit_off(monkeypatch, caplog):
+    from omnivoice_demo.api import speech
+
+    assert speech.parse({"input": "It costs $5."}).settings["normalize_text"] is True
+    assert speech.parse({"input": "x", "normalize_text": False}).settings["normalize_text"] is False
+    monkeypatch.setattr(normalize, "missing_modules", lambda: ["WeTextProcessing"])
+    monkeypatch.setattr(normalize, "_WARNED", [])
+    with caplog.at_level("WARNING", logger=normalize.__name__):
+        assert speech.parse({"input": "x"}).settings["normalize_text"] is False   # not failed: read as written
+        assert speech.parse({"input": "y"}).settings["normalize_text"] is False
+    said = [r.getMessage() for r in caplog.records if r.name == normalize.__name__]
+    assert len(said) == 1 and "read as written" in said[0] and "[normalize]" in said[0]   # said once
+
+
+def test_app_shows_what_will_be_read(studio):
+    from omnivoice_demo.ui import generation
+    from omnivoice_demo.ui.speed_controls import APP_DEFAULTS
+
+    assert APP_DEFAULTS["normalize_text"] is True
+    info = generation.text_info(studio, "It costs $5 [laughter].", {"normalize_text": True})
+    assert "What will be read: It costs five dollars \\[laughter\\]" in info
+    assert "What will be read" not in generation.text_info(studio, "It costs $5.", {"normalize_text": False})
+
+
+@pytest.fixture(scope="module")
+def studio(tiny_fp32_folder, tmp_path_factory):
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.studio.state import Studio
+    from omnivoice_demo.studio.voices import VoiceLibrary
+
+    root = tmp_path_factory.mktemp("studio")
+    manager = ModelManager(cache_dir=root / "cache", offline=True)
+    manager.load(str(tiny_fp32_folder), "fp32")
+    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)

@@ -13,7 +13,8 @@ The request's fields (OpenAI's, then ours):
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
-  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
+  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...);
+  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py).
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -29,6 +30,7 @@ from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded
+from ..engine.normalize import typed_default
 from ..engine.presets import preset_values
 from ..studio.stream_audio import chunk_output
 from . import encoding
@@ -77,6 +79,7 @@ def parse(body) -> SpeechRequest:
     response_format = encoding.check_format(body.get("response_format") or default_format)
     stream_format = _stream_format(body)
     settings = {name: body[name] for name in GenerationConfig.names() if name in body}
+    settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
     speed_note = None
     if body.get("speed") is not None:
         settings["speed"], speed_note = _openai_speed(body["speed"])

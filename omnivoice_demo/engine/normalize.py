@@ -166,3 +166,17 @@ def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:
     if last < len(text):
         out.append(_normalize_segment(fn, text[last:]))
     return "".join(out)
+
+
+_WARNED = []
+
+
+def typed_default() -> bool:
+    """``normalize_text``'s default where people type (the app, Wyoming, the OpenAI route): on when the libraries
+    are installed; otherwise off, and the log says once per process that numbers are read as written and how to
+    install them (a request is not failed for it)."""
+    note = unavailable_note()
+    if note and not _WARNED:
+        _WARNED.append(note)
+        logger.warning(note)
+    return note is None
