@@ -14,7 +14,8 @@ The request's fields (OpenAI's, then ours):
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...);
-  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py).
+  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
+  ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``.
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -30,6 +31,7 @@ from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded
+from ..engine.lexicon import Lexicon, from_mapping
 from ..engine.normalize import typed_default
 from ..engine.presets import preset_values
 from ..studio.stream_audio import chunk_output
@@ -56,6 +58,7 @@ class SpeechRequest:
     instructions: Optional[str]
     settings: dict
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
+    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -90,7 +93,8 @@ def parse(body) -> SpeechRequest:
         settings["num_step"] = body["steps"]
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
-                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note)
+                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
+                         pronunciations=from_mapping(body.get("pronunciations")))
 
 
 def _stream_format(body: dict) -> Optional[str]:
@@ -130,7 +134,8 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
     config = config_for(request)
-    plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config)
+    plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
+                          pronunciations=request.pronunciations)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):
         return plan
     chunk = STREAM_CHUNK_SECONDS
@@ -138,7 +143,7 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
         shorter = plan.config.replace(chunk_duration=chunk, chunk_threshold=min(config.chunk_threshold, chunk))
         try:   # the seed of the first plan stays
             return engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice,
-                                  config=shorter)
+                                  config=shorter, pronunciations=request.pronunciations)
         except ResourceLimitExceeded as exc:
             if exc.param != "max_chunks":
                 raise
