@@ -117,5 +117,28 @@ def test_cli_lexicon_is_used_and_a_bad_one_is_one_line(tiny_fp32_folder, tmp_pat
     done = run_cli("synth", "--model", str(tiny_fp32_folder), "--text", "The bass.", "--lexicon", str(bad),
                    "--output", str(tmp_path / "x.wav"))
     last = done.stderr.strip().splitlines()[-1]
-    assert done.returncode == 2 and last.startswith("error:") and "not text" in last
+    assert done.returncode == 2 and "error: argument --lexicon: The lexicon bad.bin is not text" in last
     assert "Traceback" not in done.stderr and not (tmp_path / "x.wav").exists()
+
+
+def test_server_lexicon_sits_under_the_requests_own(engine, tmp_path):
+    import argparse
+    import types
+
+    from omnivoice_demo.api import routes, server, speech
+
+    path = tmp_path / "server.tsv"
+    path.write_text("bass\t[B AE1 S]\nNginx\tengine x\n")
+    parser = argparse.ArgumentParser()
+    server.api_arguments(parser)
+    args = parser.parse_args(["--lexicon", str(path)])
+    args.shared = False
+    context = server.make_context(args, models=None, voices=None, service=None)
+    assert context.lexicon == lexicon.load(path)
+    path.write_text("a\tb a\n")
+    with pytest.raises(SystemExit):   # a bad one: argparse's one line, before anything loads
+        parser.parse_args(["--lexicon", str(path)])
+    parsed = speech.parse({"input": "Nginx and the bass.", "pronunciations": {"BASS": "[B EY1 S]"},
+                           "normalize_text": False})
+    plan = routes._plan(context, types.SimpleNamespace(engine=engine), parsed, [])
+    assert plan.text == "engine x and the [B EY1 S]."

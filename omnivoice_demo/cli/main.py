@@ -32,7 +32,7 @@ import os
 import pathlib
 import sys
 
-from ..engine.lexicon import load as load_lexicon
+from ..engine.lexicon import lexicon_argument
 from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument
@@ -141,7 +141,6 @@ def synth(args) -> int:
     output = check_output(args.output)
     config = config_from_arguments(args)
     text = read_text(args.text)
-    pronunciations = load_lexicon(args.lexicon) if args.lexicon else None   # checked before the model loads
     voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
     engine = open_engine(args)
     if args.ref_audio:
@@ -153,7 +152,7 @@ def synth(args) -> int:
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=args.instruct or design, voice=voice,
-                           config=config, pronunciations=pronunciations)
+                           config=config, pronunciations=args.lexicon)
     bar = None
     result = first_audio = None
     for event in stream:
@@ -228,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
     speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
-    speak.add_argument("--lexicon", default=None, metavar="FILE",
+    speak.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                        help="pronunciations: a TSV (word<TAB>say[<TAB>match_case]) or JSON file; say is a CMU "
                             "override [B EY1 S], pinyin with tones or a respelling (docs/text.md)")
     speak.add_argument("--language", default=None,

@@ -54,6 +54,13 @@ class Lexicon:
     def __bool__(self) -> bool:
         return bool(self.entries)
 
+    def merged(self, over: Optional["Lexicon"]) -> "Lexicon":
+        """This lexicon with ``over``'s entries in place of its own for the same words (any case)."""
+        if not over:
+            return self
+        replaced = {e.word.casefold() for e in over.entries}
+        return Lexicon(tuple(e for e in self.entries if e.word.casefold() not in replaced) + over.entries)
+
     def apply(self, text: str) -> str:
         if not self.entries:
             return text
@@ -136,6 +143,16 @@ def load(path: Union[str, pathlib.Path]) -> Lexicon:
             raise InvalidInput(f"The lexicon {path.name} is not valid JSON: {exc.msg} at line {exc.lineno}, "
                                f"column {exc.colno}.", param="lexicon") from None
     return _from_tsv(text, path.name)
+
+
+def lexicon_argument(path: str) -> Lexicon:
+    """``--lexicon FILE`` of the command lines: loaded and checked while the arguments are read (one error line)."""
+    import argparse
+
+    try:
+        return load(path)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _from_tsv(text: str, name: str) -> Lexicon:
