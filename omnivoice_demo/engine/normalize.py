@@ -52,10 +52,6 @@ def missing_modules() -> list[str]:
     return [pip for module, pip in MODULES.items() if importlib.util.find_spec(module) is None]
 
 
-def available() -> bool:
-    return not missing_modules()
-
-
 def unavailable_note() -> Optional[str]:
     """One line for the front ends that turn normalisation on by default, or None when it is installed."""
     missing = missing_modules()
