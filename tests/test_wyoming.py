@@ -443,3 +443,13 @@ def test_a_wyoming_event_declaring_a_huge_length_is_refused_before_it_is_read(wy
             refused = False
     assert refused, f"the server kept the connection after {sent} bytes of a 1 TiB event"
     assert f"got {2**40}; the connection is closed" in caplog.text, caplog.text  # said in the log, never read
+
+
+def test_numbers_are_read_as_words_by_default(server, engine, monkeypatch):
+    from omnivoice_demo.engine.normalize import normalize_text
+
+    record = recording_run(engine, monkeypatch)
+    talk(server.port, [synthesize("It costs $4.99 today.", "alloy", seed=SEED, language="en")])
+    (plan,) = record["plans"]
+    assert plan.config.normalize_text and plan.text == normalize_text("It costs $4.99 today.", "en")
+    assert "four" in plan.text and "$" not in plan.text

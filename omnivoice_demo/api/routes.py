@@ -57,6 +57,7 @@ class ApiContext:
     shared: bool = False                  # a shared server: creating voices needs an API key
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
+    lexicon: Optional[object] = None      # engine.lexicon.Lexicon of --lexicon: under each request's pronunciations
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None
@@ -317,6 +318,8 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
     max_frames = loaded.engine.limits.max_reference_frames
     voice, design = resolve_voice(parsed.voice, names,
                                   lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+    if context.lexicon:
+        parsed = dataclasses.replace(parsed, pronunciations=context.lexicon.merged(parsed.pronunciations))
     instruct, description = speech.instruct_for(loaded.engine, parsed, design)
     return speech.plan_for(loaded.engine, parsed, voice, instruct), description
 

@@ -14,6 +14,7 @@ import argparse
 import logging
 from typing import Optional
 
+from ..engine.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
@@ -30,12 +31,16 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
                        help="what --api-key guards: v1 (the HTTP API only; the page and the Gradio API stay open) or "
                             "all (also the page and the Gradio API: a login asks for the key as the password, "
                             "gradio_client passes auth=('any name', KEY))")
+    group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
+                       help="pronunciations for every /v1/audio/speech request (TSV or JSON, docs/text.md); a "
+                            "request's own pronunciations take precedence word by word")
     add_queue_arguments(group)
 
 
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
-                      shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact)
+                      shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact,
+                      lexicon=getattr(args, "lexicon", None))
 
 
 def gradio_auth(args: argparse.Namespace):

@@ -16,7 +16,9 @@ The request's fields (OpenAI's, then ours):
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
-  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
+  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...);
+  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
+  ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``.
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -33,6 +35,8 @@ from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
+from ..engine.lexicon import Lexicon, from_mapping
+from ..engine.normalize import typed_default
 from ..engine.presets import preset_values
 from ..studio.descriptions import Description, read_description
 from ..studio.stream_audio import chunk_output
@@ -60,6 +64,7 @@ class SpeechRequest:
     settings: dict
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
+    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -83,6 +88,7 @@ def parse(body) -> SpeechRequest:
     response_format = encoding.check_format(body.get("response_format") or default_format)
     stream_format = _stream_format(body)
     settings = {name: body[name] for name in GenerationConfig.names() if name in body}
+    settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
     speed_note = None
     if body.get("speed") is not None:
         settings["speed"], speed_note = _openai_speed(body["speed"])
@@ -97,7 +103,7 @@ def parse(body) -> SpeechRequest:
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
-                         strict=strict)
+                         strict=strict, pronunciations=from_mapping(body.get("pronunciations")))
 
 
 def _stream_format(body: dict) -> Optional[str]:
@@ -161,7 +167,8 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
     config = config_for(request)
-    plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config)
+    plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
+                          pronunciations=request.pronunciations)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):
         return plan
     chunk = STREAM_CHUNK_SECONDS
@@ -169,7 +176,7 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
         shorter = plan.config.replace(chunk_duration=chunk, chunk_threshold=min(config.chunk_threshold, chunk))
         try:   # the seed of the first plan stays
             return engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice,
-                                  config=shorter)
+                                  config=shorter, pronunciations=request.pronunciations)
         except ResourceLimitExceeded as exc:
             if exc.param != "max_chunks":
                 raise

@@ -32,6 +32,7 @@ import os
 import pathlib
 import sys
 
+from ..engine.lexicon import lexicon_argument
 from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument, backbone_settings
@@ -157,7 +158,7 @@ def synth(args) -> int:
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
-                           config=config)
+                           config=config, pronunciations=args.lexicon)
     bar = None
     result = first_audio = None
     for event in stream:
@@ -257,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
     speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
+    speak.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
+                       help="pronunciations: a TSV (word<TAB>say[<TAB>match_case]) or JSON file; say is a CMU "
+                            "override [B EY1 S], pinyin with tones or a respelling (docs/text.md)")
     speak.add_argument("--language", default=None,
                        help="language name or code (default: none, or the language recognised in --ref-audio)")
     speak.add_argument("--instruct", default=None,

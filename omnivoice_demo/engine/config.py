@@ -52,9 +52,8 @@ class GenerationConfig:
     """Every setting of one generation; defaults are the reference's (omnivoice 0.2.1).
 
     The reference's ``OmniVoiceGenerationConfig`` fields plus ``generate``'s
-    ``duration``, ``speed`` and the seed.  Not here: ``normalize_text`` (off by
-    default in the reference; it needs WeTextProcessing, which this runtime
-    does not ship).
+    ``duration``, ``speed``, ``normalize_text`` and the seed.  ``normalize_text``
+    needs the ``normalize`` extra (WeTextProcessing, num2words: engine/normalize.py).
     """
 
     num_step: int = _field(32, low=1, high=256, ui_low=1, ui_high=64, ui_step=1, label="Steps",
@@ -91,6 +90,9 @@ class GenerationConfig:
     chunk_threshold: float = _field(30.0, low=1.0, high=600.0, label="Chunking threshold (s)",
                                     reference_name="audio_chunk_threshold",
                                     help="texts estimated longer than this are split into chunks")
+    normalize_text: bool = _field(False, label="Read numbers as words", advanced=False,
+                                  help="numbers, dates, currency and units in words before speaking (the "
+                                       "reference's normalize_text; needs the normalize extra)")
     seed: Optional[int] = _field(None, low=0, high=MAX_SEED, label="Seed", advanced=False,
                                  help="random seed (default: a new one each run, reported with the result)")
     # --- this program's speed options (off / 1 = the reference's behaviour) -------------------
@@ -167,7 +169,7 @@ class GenerationConfig:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
 _KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
-          "guidance_every": int, "sentence_streaming": bool}
+          "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 

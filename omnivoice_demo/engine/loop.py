@@ -44,6 +44,8 @@ from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
+from .lexicon import as_lexicon
+from .normalize import normalize_text
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, attention_ratio
 from ..runtime.sessions import providers_for, session_options
@@ -212,11 +214,12 @@ class OmniVoiceEngine:
 
     def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
                 voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
-                **overrides) -> GenerationPlan:
+                pronunciations=None, **overrides) -> GenerationPlan:
         """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
 
         ``config`` (default ``GenerationConfig()``, the reference's settings) with
-        any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.
+        any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.  ``pronunciations``: a
+        ``lexicon.Lexicon`` or its JSON form (``{"word": "[B EY1 S]"}``), applied to the text first.
         Every check, this engine's ``limits`` included, happens here, before any work.
         """
         config = (config or GenerationConfig()).replace(**overrides).validate()
@@ -225,6 +228,11 @@ class OmniVoiceEngine:
         text = collapse_whitespace_runs(text)  # planned from what is read: runs of whitespace read as one character
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
+        if pronunciations:   # before normalisation, which keeps their brackets and pinyin as they are
+            text = as_lexicon(pronunciations).apply(text)
+            self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
+        if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
+            text = normalize_text(text, code)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))

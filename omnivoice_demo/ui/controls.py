@@ -1,7 +1,7 @@
 """The generation controls of Speak and Clone, and of the /speak and /clone API, built from ``GenerationConfig``.
 
 Every widget's label, range, step and default is the field's ``Setting`` (config.py):
-``speed``, ``duration`` and ``seed`` (``advanced=False``) sit in the main column, every
+``speed``, ``duration``, ``normalize_text`` and ``seed`` (``advanced=False``) sit in the main column, every
 other field is generated under "Advanced".  A new ``GenerationConfig`` field therefore
 appears in both tabs and both API endpoints with no edit here; give it ``ui_low`` /
 ``ui_high`` / ``ui_step`` / ``label`` in its ``Setting`` to shape its widget.
@@ -25,6 +25,7 @@ from ..engine.config import GenerationConfig, Limits
 from ..engine.languages import language_choices
 from ..studio.descriptions import Description, read_description
 from ..engine.presets import preset_values
+from ..engine.normalize import unavailable_note
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -90,6 +91,10 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         duration = GenerationConfig.setting("duration")
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
                                   info=duration.help, elem_id=f"{prefix}-duration")
+    note = unavailable_note()   # the extra is missing: say how to turn it on instead of offering it
+    c["normalize_text"] = setting_widget("normalize_text", prefix) if note is None else gr.Checkbox(
+        value=False, interactive=False, label=GenerationConfig.setting("normalize_text").label, info=note,
+        elem_id=_element_id(prefix, "normalize_text"))
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
                            info="Sets the steps and guidance under Advanced (change them there to override); the "
                                 "estimated time of each preset for your text is under the text box.",

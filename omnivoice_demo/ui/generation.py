@@ -11,6 +11,7 @@ import base64
 import html
 import logging
 import pathlib
+import re
 import secrets
 import time
 from typing import Iterator, Optional
@@ -56,7 +57,18 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     parts.append(f"estimated {fmt_seconds(estimate)} to generate on this machine" if estimate is not None
                  else "time estimate after the first generation")
     presets = preset_estimates(loaded.engine, text, voice, **arguments) if estimate is not None else ""
-    return " · ".join(parts) + (f"  \n{presets}" if presets else "")
+    read = f"  \nWhat will be read: {_shown(plan.text)}" if plan.text != text else ""
+    return " · ".join(parts) + read + (f"  \n{presets}" if presets else "")
+
+
+#: how much of the normalised text the preview shows
+PREVIEW_CHARS = 400
+
+
+def _shown(text: str) -> str:
+    """Text as Markdown shows it literally (escaped), cut to ``PREVIEW_CHARS``."""
+    cut = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", html.escape(cut, quote=False))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -44,6 +44,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from ..engine.config import GenerationConfig
+from ..engine.normalize import typed_default
 from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded
 from ..studio.stream_audio import chunk_output, pcm16
@@ -302,7 +303,7 @@ class SpeechHandler(AsyncEventHandler):
         instruct = description.instruct or design
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
-        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True)
+        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True, normalize_text=typed_default())
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config)
 

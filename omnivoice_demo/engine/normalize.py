@@ -1,0 +1,178 @@
+"""Numbers, dates, currency and units read as words: the reference's ``normalize_text``.
+
+A port of ``omnivoice.utils.text.normalize_text`` (what ``generate(normalize_text=True)``
+applies to the target text, before the duration is estimated), with the same libraries:
+
+* English and Chinese: WeTextProcessing's ``tn.english`` / ``tn.chinese`` ``Normalizer``
+  (Chinese with the reference's conservative flags: interjections, erhua, traditional
+  characters, punctuation and full-width forms are kept);
+* every other language: ``num2words`` on each run of digits (left as it is where num2words
+  does not know the language or the number).
+
+The model's own inline controls are held out and put back verbatim: any ``[...]`` span
+(non-verbal tags such as ``[laughter]`` and CMU overrides such as ``[B EY1 S]``) and, for
+Chinese, upper-case pinyin with a tone digit (``NI3``), so their digits are not read as numbers.
+
+The libraries are an extra (``pip install 'omnivoice-onnx-studio[normalize]'``): pynini,
+which WeTextProcessing needs, installs about 700 MB.  They are imported on first use and
+each normaliser is built once per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import re
+import threading
+from typing import Callable, Optional
+
+from ..errors import InvalidInput
+from .languages import resolve_language
+
+logger = logging.getLogger(__name__)
+
+#: import name -> pip name of what normalisation needs
+MODULES = {"tn": "WeTextProcessing", "pynini": "pynini", "num2words": "num2words"}
+INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[normalize]' "
+                "(in a checkout: .venv/bin/pip install -r requirements-dev.txt)")
+
+_BRACKET_TAG_RE = re.compile(r"\[[^\[\]]*\]")   # non-verbal tags and CMU overrides
+_PINYIN_TONE_RE = re.compile(r"[A-Z]+[1-5]")    # upper-case pinyin + tone digit
+_CJK_RE = re.compile(r"[\u4e00-\u9fff]")
+_LOCK = threading.Lock()
+
+
+class NormalizerMissing(InvalidInput):
+    """``normalize_text`` was asked for but its libraries are not installed."""
+
+
+def missing_modules() -> list[str]:
+    """pip names of the normalisation libraries that are not importable."""
+    return [pip for module, pip in MODULES.items() if importlib.util.find_spec(module) is None]
+
+
+def unavailable_note() -> Optional[str]:
+    """One line for the front ends that turn normalisation on by default, or None when it is installed."""
+    missing = missing_modules()
+    if not missing:
+        return None
+    return (f"Numbers, dates and units are read as written: text normalisation needs {', '.join(missing)}, "
+            f"not installed ({INSTALL_HINT}).")
+
+
+def _require() -> None:
+    missing = missing_modules()
+    if missing:
+        raise NormalizerMissing(f"normalize_text needs {', '.join(missing)}, which this installation lacks: "
+                                f"{INSTALL_HINT}; or turn normalize_text off.", param="normalize_text")
+
+
+@functools.lru_cache(maxsize=None)
+def _normalizer(code: str) -> Callable[[str], str]:
+    _require()
+    if code == "zh":
+        from tn.chinese.normalizer import Normalizer
+
+        options = dict(remove_interjections=False, remove_erhua=False, traditional_to_simple=False,
+                       remove_puncts=False, full_to_half=False)
+    else:
+        from tn.english.normalizer import Normalizer
+
+        options = {}
+    logging.getLogger("wetext").setLevel(logging.WARNING)  # it logs each FST's path at INFO when built
+    return Normalizer(**options).normalize
+
+
+def _num2words(text: str, code: str) -> str:
+    from num2words import num2words
+
+    def words(match):
+        try:
+            return num2words(int(match.group()), lang=code)
+        except Exception:   # a language or number num2words does not know: as written (the reference's)
+            return match.group()
+
+    return re.sub(r"\d+", words, text)
+
+
+def _language_code(language: Optional[str], text: str) -> str:
+    """``"zh"``, ``"en"`` or another language's code; no language: Chinese if the text has CJK, else English."""
+    if language is not None and language.strip() and language.strip().lower() != "none":
+        try:
+            code = resolve_language(language)
+        except InvalidInput:   # the reference passes an unknown code on (num2words then leaves the text)
+            code = language.strip().lower()
+        if code is not None:
+            return code
+    return "zh" if _CJK_RE.search(text) else "en"
+
+
+def _normalize_segment(fn: Callable[[str], str], segment: str) -> str:
+    """One unprotected stretch; its surrounding spaces kept (the normalisers strip them), errors leave it as is."""
+    if not segment.strip():
+        return segment
+    lead = segment[: len(segment) - len(segment.lstrip())]
+    trail = segment[len(segment.rstrip()):]
+    try:
+        core = fn(segment.strip())
+    except Exception as exc:
+        logger.warning("Text normalisation failed on a segment (%s); keeping it unchanged.", type(exc).__name__)
+        return segment
+    return lead + core + trail
+
+
+def protected_spans(text: str, pinyin: bool) -> list[tuple[int, int]]:
+    """The merged ``(start, end)`` spans that normalisation leaves verbatim."""
+    spans = sorted([m.span() for m in _BRACKET_TAG_RE.finditer(text)]
+                   + ([m.span() for m in _PINYIN_TONE_RE.finditer(text)] if pinyin else []))
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+@functools.lru_cache(maxsize=64)   # the app's preview and the generation that follows it normalise once
+def normalize_text(text: str, language: Optional[str] = None) -> str:
+    """``text`` with numbers, dates, currency and units in words, as ``generate(normalize_text=True)`` reads it.
+
+    ``language`` is a code or a name (``None``: Chinese if the text has CJK characters, else English).
+    A ``NormalizerMissing`` (an ``InvalidInput``) says how to install the libraries.
+    """
+    if not text or not text.strip():
+        return text
+    code = _language_code(language, text)
+    if code not in ("zh", "en"):
+        _require()
+        return _apply(text, functools.partial(_num2words, code=code), pinyin=False)
+    with _LOCK:   # one normaliser per language, shared by every thread: built once, used by one at a time
+        return _apply(text, _normalizer(code), pinyin=code == "zh")
+
+
+def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:
+    out, last = [], 0
+    for start, end in protected_spans(text, pinyin):
+        if start > last:
+            out.append(_normalize_segment(fn, text[last:start]))
+        out.append(text[start:end])
+        last = end
+    if last < len(text):
+        out.append(_normalize_segment(fn, text[last:]))
+    return "".join(out)
+
+
+_WARNED = []
+
+
+def typed_default() -> bool:
+    """``normalize_text``'s default where people type (the app, Wyoming, the OpenAI route): on when the libraries
+    are installed; otherwise off, and the log says once per process that numbers are read as written and how to
+    install them (a request is not failed for it)."""
+    note = unavailable_note()
+    if note and not _WARNED:
+        _WARNED.append(note)
+        logger.warning(note)
+    return note is None
