@@ -139,3 +139,30 @@ def studio(tiny_fp32_folder, tmp_path_factory):
     manager = ModelManager(cache_dir=root / "cache", offline=True)
     manager.load(str(tiny_fp32_folder), "fp32")
     return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+
+
+def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
+    """The normaliser's time grows with the text: asked for by name over ``max_normalize_chars`` it is refused
+    naming the limit before any normalising; where it is only the front end's default it is left off instead."""
+    import dataclasses
+
+    from omnivoice_demo.engine import normalize
+    from omnivoice_demo.errors import ResourceLimitExceeded
+
+    calls = []
+    monkeypatch.setattr(normalize, "unavailable_note", lambda: None)
+    monkeypatch.setattr(normalize, "_apply", lambda text, fn, pinyin: calls.append(text) or text)
+    limits = dataclasses.replace(engine.limits, max_normalize_chars=20)
+    monkeypatch.setattr(engine, "limits", limits)
+    text = "It costs 4 dollars and more, every single day."
+    with pytest.raises(ResourceLimitExceeded, match="max_normalize_chars") as caught:
+        engine.prepare(text, language="en", config=GenerationConfig(normalize_text=True))
+    assert caught.value.param == "max_normalize_chars" and calls == []
+    assert normalize.typed_default(text, limits) is False and normalize.typed_default("It costs 4.", limits) is True
+    assert normalize.typed_default(text) is True   # no server bound given: the libraries alone decide
+    from omnivoice_demo.api import speech
+
+    request = speech.parse({"input": text})
+    assert request.normalize_by_default and speech.plan_for(engine, request, None, None).config.normalize_text is False
+    with pytest.raises(ResourceLimitExceeded, match="max_normalize_chars"):
+        speech.plan_for(engine, speech.parse({"input": text, "normalize_text": True}), None, None)

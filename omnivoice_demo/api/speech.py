@@ -65,6 +65,7 @@ class SpeechRequest:
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
     pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
+    normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -103,7 +104,8 @@ def parse(body) -> SpeechRequest:
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
-                         strict=strict, pronunciations=from_mapping(body.get("pronunciations")))
+                         strict=strict, pronunciations=from_mapping(body.get("pronunciations")),
+                         normalize_by_default="normalize_text" not in body)
 
 
 def _stream_format(body: dict) -> Optional[str]:
@@ -167,6 +169,8 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
     config = config_for(request)
+    if request.normalize_by_default and config.normalize_text:
+        config = config.replace(normalize_text=typed_default(request.text, engine.limits))
     plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
                           pronunciations=request.pronunciations)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):

@@ -232,6 +232,7 @@ class OmniVoiceEngine:
             text = as_lexicon(pronunciations).apply(text)
             self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
         if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
+            self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
             text = normalize_text(text, code)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")

@@ -167,12 +167,15 @@ def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:
 _WARNED = []
 
 
-def typed_default() -> bool:
+def typed_default(text: Optional[str] = None, limits=None) -> bool:
     """``normalize_text``'s default where people type (the app, Wyoming, the OpenAI route): on when the libraries
     are installed; otherwise off, and the log says once per process that numbers are read as written and how to
-    install them (a request is not failed for it)."""
+    install them (a request is not failed for it).  Given ``text`` and the server's ``limits``, off for a text
+    over ``max_normalize_chars`` (the normaliser's time grows with the text; asked for by name, such a text is
+    refused naming the limit)."""
     note = unavailable_note()
     if note and not _WARNED:
         _WARNED.append(note)
         logger.warning(note)
-    return note is None
+    within = text is None or limits is None or len(text) <= limits.max_normalize_chars
+    return note is None and within

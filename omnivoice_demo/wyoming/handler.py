@@ -303,7 +303,8 @@ class SpeechHandler(AsyncEventHandler):
         instruct = description.instruct or design
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
-        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True, normalize_text=typed_default())
+        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
+                                  normalize_text=typed_default(piece.text, engine.limits))
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config)
 
