@@ -1,0 +1,83 @@
+"""Cloning with the prompt's keys and values kept (``prompt_refresh``): the three targets, A/B in one process.
+
+    OMNIVOICE_CACHE=/work/models/<branch>-cache python -m benchmarks.clone_speed \\
+        --model /work/models/full-int4 --threads 2 [--rounds 2] [--backbone auto]
+
+One engine; a 10 s reference clip is cloned once; then rounds alternate these runs of the same 5 s
+sentence (``benchmarks.latency.FIVE``, ``duration=5``, seed 1), each printed as a JSON line with its
+wall seconds, the engine's estimate made before it, and the load:
+
+* ``clone exact``: 32 steps, ``prompt_refresh=1`` (the Reference preset, the reference's loop);
+* ``clone refresh 4``: the same with ``prompt_refresh=4``;
+* ``fast clone before``: the Fast preset's other settings with ``prompt_refresh=1`` (Fast as it was);
+* ``fast clone``: the Fast preset;
+* ``balanced design``: the Balanced preset without a voice;
+* ``balanced clone``: the Balanced preset with the voice.
+
+The last line gives each run's best wall seconds and the three ratios with their targets:
+refresh 4 / exact <= 0.65, Fast clone / Fast clone before <= 0.6, Balanced clone / Balanced design
+<= 1.3.  The ratios come from the same run; report ``uptime`` beside them (a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+TARGETS = {"refresh 4 / exact": ("clone refresh 4", "clone exact", 0.65),
+           "fast clone / fast clone before": ("fast clone", "fast clone before", 0.6),
+           "balanced clone / balanced design": ("balanced clone", "balanced design", 1.3)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="a model folder")
+    parser.add_argument("--backbone", default="auto")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of all the runs (alternating)")
+    parser.add_argument("--only", default="", help="comma-separated run names to keep (default: all)")
+    args = parser.parse_args(argv)
+
+    from benchmarks.latency import FIVE, reference_clip
+    from benchmarks.prompt_refresh_fidelity import TRANSCRIPT_10S
+    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
+    voice = engine.clone_voice(*reference_clip(10.0), TRANSCRIPT_10S)
+    base = dict(seed=1, duration=5.0)
+    reference, fast, balanced = (GenerationConfig.preset(name).replace(**base)
+                                 for name in ("reference", "fast", "balanced"))
+    runs = {"clone exact": (reference, voice), "clone refresh 4": (reference.replace(prompt_refresh=4), voice),
+            "fast clone before": (fast.replace(prompt_refresh=1), voice), "fast clone": (fast, voice),
+            "balanced design": (balanced, None), "balanced clone": (balanced, voice)}
+    if args.only:
+        runs = {name: runs[name] for name in args.only.split(",")}
+    print(json.dumps({"backbone": engine.backbone_choice.get("choice"), "reference_s": voice.frames / 25,
+                      "fast": fast.prompt_refresh, "balanced": balanced.prompt_refresh}), flush=True)
+    best: dict[str, float] = {}
+    for round_ in range(args.rounds):
+        for name, (config, who) in runs.items():
+            plan = engine.prepare(FIVE, voice=who, config=config)
+            estimate = engine.estimate_seconds(plan)
+            load = os.getloadavg()[0]
+            wall = time.perf_counter()
+            result = engine.generate(FIVE, voice=who, config=config)
+            wall = time.perf_counter() - wall
+            best[name] = min(best.get(name, wall), wall)
+            print(json.dumps({"round": round_, "run": name, "wall_s": round(wall, 2),
+                              "estimate_s": round(estimate, 2) if estimate else None,
+                              "backbone_s": round(result.timings["backbone"], 2), "steps": config.num_step,
+                              "prompt_refresh": config.prompt_refresh, "speech_s": round(result.frames / 25, 2),
+                              "load_before": round(load, 2)}), flush=True)
+    ratios = {label: round(best[a] / best[b], 3) for label, (a, b, _) in TARGETS.items() if a in best and b in best}
+    print(json.dumps({"best_s": {k: round(v, 2) for k, v in best.items()}, "ratios": ratios,
+                      "targets": {label: TARGETS[label][2] for label in ratios},
+                      "met": {label: ratios[label] <= TARGETS[label][2] for label in ratios}}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
