@@ -9,14 +9,16 @@ wall seconds, the engine's estimate made before it, and the load:
 
 * ``clone exact``: 32 steps, ``prompt_refresh=1`` (the Reference preset, the reference's loop);
 * ``clone refresh 4``: the same with ``prompt_refresh=4``;
-* ``fast clone before``: the Fast preset's other settings with ``prompt_refresh=1`` (Fast as it was);
-* ``fast clone``: the Fast preset;
+* ``fast clone before``: the Fast preset's steps and guidance with ``prompt_refresh=1`` (Fast as it was);
+* ``fast clone refresh K``: the same with ``prompt_refresh=K`` for each K of ``--fast-refresh`` (default 4,8);
 * ``balanced design``: the Balanced preset without a voice;
-* ``balanced clone``: the Balanced preset with the voice.
+* ``balanced clone refresh K``: the Balanced preset's steps with the voice, for each K of
+  ``--balanced-refresh`` (default 2,4).
 
-The last line gives each run's best wall seconds and the three ratios with their targets:
-refresh 4 / exact <= 0.65, Fast clone / Fast clone before <= 0.6, Balanced clone / Balanced design
-<= 1.3.  The ratios come from the same run; report ``uptime`` beside them (a shared machine).
+The last line gives each run's best wall seconds and the ratios with their targets: refresh 4 /
+exact <= 0.65, each Fast clone / Fast clone before <= 0.6, each Balanced clone / Balanced design
+<= 1.3, and which K the presets use.  The ratios come from the same run; report ``uptime`` beside
+them (a shared machine).
 """
 
 from __future__ import annotations
@@ -26,18 +28,14 @@ import json
 import os
 import time
 
-TARGETS = {"refresh 4 / exact": ("clone refresh 4", "clone exact", 0.65),
-           "fast clone / fast clone before": ("fast clone", "fast clone before", 0.6),
-           "balanced clone / balanced design": ("balanced clone", "balanced design", 1.3)}
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a model folder")
     parser.add_argument("--backbone", default="auto")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of all the runs (alternating)")
-    parser.add_argument("--only", default="", help="comma-separated run names to keep (default: all)")
+    parser.add_argument("--fast-refresh", default="4,8")
+    parser.add_argument("--balanced-refresh", default="2,4")
     args = parser.parse_args(argv)
 
     from benchmarks.latency import FIVE, reference_clip
@@ -51,12 +49,18 @@ def main(argv=None) -> int:
     reference, fast, balanced = (GenerationConfig.preset(name).replace(**base)
                                  for name in ("reference", "fast", "balanced"))
     runs = {"clone exact": (reference, voice), "clone refresh 4": (reference.replace(prompt_refresh=4), voice),
-            "fast clone before": (fast.replace(prompt_refresh=1), voice), "fast clone": (fast, voice),
-            "balanced design": (balanced, None), "balanced clone": (balanced, voice)}
-    if args.only:
-        runs = {name: runs[name] for name in args.only.split(",")}
+            "fast clone before": (fast.replace(prompt_refresh=1), voice)}
+    targets = {"refresh 4 / exact": ("clone refresh 4", "clone exact", 0.65)}
+    for k in (int(k) for k in args.fast_refresh.split(",")):
+        runs[f"fast clone refresh {k}"] = (fast.replace(prompt_refresh=k), voice)
+        targets[f"fast clone refresh {k} / fast clone before"] = (f"fast clone refresh {k}", "fast clone before", 0.6)
+    runs["balanced design"] = (balanced, None)
+    for k in (int(k) for k in args.balanced_refresh.split(",")):
+        runs[f"balanced clone refresh {k}"] = (balanced.replace(prompt_refresh=k), voice)
+        targets[f"balanced clone refresh {k} / balanced design"] = (f"balanced clone refresh {k}", "balanced design",
+                                                                   1.3)
     print(json.dumps({"backbone": engine.backbone_choice.get("choice"), "reference_s": voice.frames / 25,
-                      "fast": fast.prompt_refresh, "balanced": balanced.prompt_refresh}), flush=True)
+                      "presets": {"fast": fast.prompt_refresh, "balanced": balanced.prompt_refresh}}), flush=True)
     best: dict[str, float] = {}
     for round_ in range(args.rounds):
         for name, (config, who) in runs.items():
@@ -72,10 +76,9 @@ def main(argv=None) -> int:
                               "backbone_s": round(result.timings["backbone"], 2), "steps": config.num_step,
                               "prompt_refresh": config.prompt_refresh, "speech_s": round(result.frames / 25, 2),
                               "load_before": round(load, 2)}), flush=True)
-    ratios = {label: round(best[a] / best[b], 3) for label, (a, b, _) in TARGETS.items() if a in best and b in best}
+    ratios = {label: round(best[a] / best[b], 3) for label, (a, b, _) in targets.items()}
     print(json.dumps({"best_s": {k: round(v, 2) for k, v in best.items()}, "ratios": ratios,
-                      "targets": {label: TARGETS[label][2] for label in ratios},
-                      "met": {label: ratios[label] <= TARGETS[label][2] for label in ratios}}), flush=True)
+                      "met": {label: ratios[label] <= targets[label][2] for label in ratios}}), flush=True)
     return 0
 
 

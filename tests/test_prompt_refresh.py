@@ -8,11 +8,13 @@ is the reference's loop, which the parity tests of test_engine.py check.
 
 from __future__ import annotations
 
+import os
+import pathlib
+
 import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.engine import loop as engine_module
 from omnivoice_demo.engine.config import GenerationConfig
 from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork, plan_work
 from omnivoice_demo.engine.onnx_model import PromptPast
@@ -184,3 +186,19 @@ def test_the_warm_up_measures_the_split_forward_and_the_estimate_counts_it(engin
                                     - estimator.split_seconds(chunk.prefix, chunk.frames))
     assert kept.stages["backbone"] == pytest.approx(exact.stages["backbone"] - splits * saved)
     assert kept.stages["embeddings"] < exact.stages["embeddings"]
+
+
+FULL_SIZE = [pathlib.Path(os.environ.get("OMNIVOICE_FULL_MODEL", "/work/models/full-int4")),
+             pathlib.Path("/work/models/full-fp32")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", FULL_SIZE, ids=lambda p: p.name)
+def test_a_full_size_split_forward_is_exact(folder):
+    """One full-size forward (a 10 s reference's prompt, 250 + 30 positions, and 125 target frames) on the
+    folder's own backbone: the target on the same forward's kept prompt is its target to fp32 rounding."""
+    if not (folder / "llm_decoder.onnx").is_file():
+        pytest.skip(f"no full-size folder at {folder} (set OMNIVOICE_FULL_MODEL)")
+    model = OmniVoiceEngine(folder, threads=2, verify="none", calibrate=False, backbone="int4").model
+    split, whole, _ = split_and_whole(model, length=405, prefix=280)
+    assert relative_gap(split, whole) < 1e-4

@@ -89,8 +89,10 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
                                   info=duration.help, elem_id=f"{prefix}-duration")
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
-                           info="Sets the steps and guidance under Advanced (change them there to override); the "
-                                "estimated time of each preset for your text is under the text box.",
+                           info="Sets the steps, guidance and prompt refresh under Advanced (change them there to override); "
+                                "Balanced and Fast reuse a voice's reference between refreshes (an approximation: "
+                                "Reference is exact). The estimated time of each preset for your text is under the "
+                                "text box.",
                            elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
         names = advanced_settings()
@@ -113,7 +115,8 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
 
 
 def _wire_preset(c: dict) -> None:
-    """The preset sets the advanced steps and guidance; changing those by hand shows which preset (or Custom)."""
+    """The preset sets the advanced steps, guidance and prompt refresh; changing those by hand shows which preset
+    (or Custom)."""
     tuned = [c[name] for name in preset_controls(DEFAULT_PRESET)]
 
     def apply(name):
