@@ -1,7 +1,7 @@
 """How far keeping the prompt's keys and values (``prompt_refresh=k``) moves a generation from the exact loop.
 
     OMNIVOICE_CACHE=/work/models/<branch>-cache python benchmarks/prompt_refresh_fidelity.py \\
-        --model /work/models/full-int4 --threads 2 [--ks 1,2,4,8] [--steps 32] [--backbone auto] [--free-running]
+        --model /work/models/full-int4 --threads 2 [--ks 1,2,4,8] [--steps 32] [--backbone auto] [--free-running] [--conditions design,clone]
 
 Two conditions: voice design (no reference: the prompt is the instruct and the text) and a clone with a
 10 s reference clip (the prompt holds its ~250 frames).  Greedy (position and class temperature 0), so
@@ -119,13 +119,16 @@ def main(argv=None) -> int:
     parser.add_argument("--ks", default="1,2,4,8")
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--free-running", action="store_true")
+    parser.add_argument("--conditions", default="design,clone", help="design (no reference), clone, or both")
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="none", backbone=args.backbone)
     print(f"backbone: {engine.backbone_choice['compute']}")
     voice = engine.clone_voice(*reference_clip(10.0), TRANSCRIPT_10S)
     config = GenerationConfig(num_step=args.steps, seed=1, duration=5.0, **GREEDY)
-    for title, who in (("voice design (no reference)", None), (f"clone, {voice.frames / 25:.1f} s reference", voice)):
+    conditions = {"design": ("voice design (no reference)", None),
+                  "clone": (f"clone, {voice.frames / 25:.1f} s reference", voice)}
+    for title, who in (conditions[name] for name in args.conditions.split(",")):
         started = time.perf_counter()
         plan = engine.prepare(FIVE, voice=who, config=config)
         rows = teacher_forced(engine, plan, ks)
