@@ -15,6 +15,10 @@ wall seconds, the engine's estimate made before it, and the load:
 * ``balanced clone refresh K``: the Balanced preset's steps with the voice, for each K of
   ``--balanced-refresh`` (default 2,4).
 
+With ``--forwards N`` it times only the backbone: N alternating rounds of the clone's conditional row
+whole (about 420 positions) and of its 125 target frames on the kept prompt, and prints their ratio:
+the per-step saving, in a minute where the whole runs take many.
+
 The last line gives each run's best wall seconds and the ratios with their targets: refresh 4 /
 exact <= 0.65, each Fast clone / Fast clone before <= 0.6, each Balanced clone / Balanced design
 <= 1.3, and which K the presets use.  The ratios come from the same run; report ``uptime`` beside
@@ -36,6 +40,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of all the runs (alternating)")
     parser.add_argument("--fast-refresh", default="4,8")
     parser.add_argument("--balanced-refresh", default="2,4")
+    parser.add_argument("--forwards", type=int, default=0, help="time only N rounds of the two forwards")
     args = parser.parse_args(argv)
 
     from benchmarks.latency import FIVE, reference_clip
@@ -46,6 +51,8 @@ def main(argv=None) -> int:
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
     voice = engine.clone_voice(*reference_clip(10.0), TRANSCRIPT_10S)
     base = dict(seed=1, duration=5.0)
+    if args.forwards:
+        return forwards(engine, engine.prepare(FIVE, voice=voice, **base), args.forwards)
     reference, fast, balanced = (GenerationConfig.preset(name).replace(**base)
                                  for name in ("reference", "fast", "balanced"))
     runs = {"clone exact": (reference, voice), "clone refresh 4": (reference.replace(prompt_refresh=4), voice),
@@ -79,6 +86,35 @@ def main(argv=None) -> int:
     ratios = {label: round(best[a] / best[b], 3) for label, (a, b, _) in targets.items()}
     print(json.dumps({"best_s": {k: round(v, 2) for k, v in best.items()}, "ratios": ratios,
                       "met": {label: ratios[label] <= targets[label][2] for label in ratios}}), flush=True)
+    return 0
+
+
+def forwards(engine, plan, rounds: int) -> int:
+    """The conditional row's whole forward against its target on the kept prompt, alternating."""
+    import numpy as np
+
+    from omnivoice_demo.engine.onnx_model import PromptPast
+
+    voice, frames, model = plan.voice, plan.target_frames, engine.model
+    ids, mask = engine._rows(plan.chunks[0], frames, voice.transcript, voice.codes, plan)
+    embeds = model.embed(ids, mask)
+    length = embeds.shape[1]
+    prompt = PromptPast(length - frames)
+    model.hidden_states(embeds, [length], keep=prompt)
+    best = {"whole": float("inf"), "target on the kept prompt": float("inf")}
+    for round_ in range(rounds):
+        for name, call in (("whole", lambda: model.hidden_states(embeds, [length])),
+                           ("target on the kept prompt",
+                            lambda: model.hidden_states(np.ascontiguousarray(embeds[:, -frames:]), [frames], past=prompt))):
+            load = os.getloadavg()[0]
+            tick = time.perf_counter()
+            call()
+            seconds = time.perf_counter() - tick
+            best[name] = min(best[name], seconds)
+            print(json.dumps({"round": round_, "forward": name, "seconds": round(seconds, 3), "positions": length,
+                              "target": frames, "load_before": round(load, 2)}), flush=True)
+    print(json.dumps({"best_s": {k: round(v, 3) for k, v in best.items()},
+                      "ratio": round(best["target on the kept prompt"] / best["whole"], 3)}), flush=True)
     return 0
 
 
