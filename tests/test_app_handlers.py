@@ -191,6 +191,23 @@ def test_text_info_counts_and_estimates(studio):
     assert generation.text_info(studio, "", {}) == "0 characters"
 
 
+def test_text_info_shows_what_a_long_reference_costs(studio):
+    """The Clone tab's estimate for a 12 s clip beside one with a 6 s clip, for the same length of speech."""
+    engine = studio.models.get().engine
+    long_clip = Voice(codes=np.zeros((8, 300), dtype=np.int64), rms=0.1,
+                      transcript="One two three four five six seven eight nine ten eleven twelve thirteen fourteen.")
+    info = generation.text_info(studio, "Say this sentence in my voice.", {}, voice=long_clip)
+    assert "This 12.0 s reference: ≈ " in info and "with a 6 s one ≈ " in info
+    plan = engine.prepare("Say this sentence in my voice.", voice=long_clip)
+    six = generation.reference_cost(engine, "Say this sentence in my voice.", long_clip, plan,
+                                    engine.estimate_seconds(plan), {})
+    assert six.endswith(generation.fmt_seconds(engine.estimate_seconds(engine.prepare(
+        "Say this sentence in my voice.", duration=plan.target_frames / 25, voice=Voice(
+            codes=np.zeros((8, 150), dtype=np.int64), rms=0.1,
+            transcript="One two three four five six seven.")))))
+    assert "reference" not in generation.text_info(studio, "Say this sentence.", {})
+
+
 def test_the_description_box_says_what_it_applies_and_what_it_ignores():
     assert "male, low pitch" in design.check_instruct({"gender": "male", "pitch": "low pitch"})
     message = design.check_instruct({"instruct": "femal"})

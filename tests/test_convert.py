@@ -233,6 +233,11 @@ def test_gpu_profile_builds_bidirectional_fp16_for_cuda(tiny_checkpoint, tmp_pat
     assert not is_causal_graph(graph) and attention_nodes(graph)
     embeds = {i.name: i.type.tensor_type.elem_type for i in graph.graph.input}["inputs_embeds"]
     assert embeds == onnx.TensorProto.FLOAT16
+    # prompt_refresh's past: every layer's keys and values in and out, as in the CPU graphs
+    inputs, outputs = {i.name for i in graph.graph.input}, {o.name for o in graph.graph.output}
+    pasts = sorted(name for name in inputs if name.startswith("past_key_values."))
+    assert len(pasts) == 2 * len(attention_nodes(graph))
+    assert {name.replace("past_key_values.", "present.") for name in pasts} <= outputs
     with pytest.raises(ModelFolderError, match="built for the CUDA provider"):
         OmniVoiceEngine(folder)
 

@@ -102,6 +102,11 @@ class GenerationConfig:
     sentence_streaming: bool = _field(False, label="Sentence streaming",
                                       help="generate the first sentence on its own (a long one cut at a clause) "
                                            "so its audio comes first, then the rest in chunks of chunk_duration")
+    prompt_refresh: int = _field(1, low=1, high=256, ui_high=8, ui_step=1, label="Prompt refresh every k steps",
+                                 help="run the conditional row whole on every k-th step only and keep its "
+                                      "prompt's keys and values (instruct, text, reference) for the steps between, "
+                                      "which run the target frames alone; at most num_step (1 = every step, the "
+                                      "reference)")
 
     # --- describing -------------------------------------------------------------------
 
@@ -164,12 +169,15 @@ class GenerationConfig:
             if value is None and _FIELDS[name].default is None:
                 continue
             _check(name, value)
+        if self.prompt_refresh > self.num_step:
+            raise InvalidInput(f"prompt_refresh must be at most num_step ({self.num_step}), got {self.prompt_refresh}.",
+                               param="prompt_refresh")
         return self
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
 _KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
-          "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool}
+          "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool, "prompt_refresh": int}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 

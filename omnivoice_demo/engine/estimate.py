@@ -19,6 +19,10 @@ Costs (``PipelineEstimator``):
   (``OmniVoiceOnnx.hidden_states_pair``): the pair costs ``pair_share`` of the two
   forwards' sum, measured by the warm-up and refined by every such step (1 where the
   forwards run one after the other);
+* a step between prompt refreshes (``GenerationConfig.prompt_refresh``) runs the conditional
+  row's ``T`` target frames on the kept keys and values of its ``P`` prompt positions: the
+  curve's weight work on ``T`` positions and its attention work over ``T x (P + T)``, times
+  ``split_share``, measured by the warm-up and refined by every such step as the pair's share is;
 * every other stage costs a rate per unit of its work (frames x rows for the
   heads and the scoring, positions for the embeddings, frames for the codec
   decode and the post-processing), measured by the warm-up and refined after
@@ -44,6 +48,7 @@ from typing import Optional
 import numpy as np
 
 from .duration import chunk_reference, chunk_target_frames
+from .onnx_model import PromptPast
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .text import build_condition_ids
 
@@ -65,7 +70,8 @@ PACE_WEIGHT = 0.5
 #: the pace is kept within these bounds (one stalled or lucky run must not swing every estimate wildly)
 PACE_BOUNDS = (0.5, 20.0)
 
-#: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps)
+#: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps), and one step
+#: between prompt refreshes ``split_share``
 PAIR_WEIGHT = 0.05
 
 
@@ -75,6 +81,16 @@ class ChunkWork:
     frames: int                 # target frames
     schedule: list[int]         # cells decided per step (0 = no forward that step)
     uncond: list[bool]          # steps that run the unconditional forward
+    whole: Optional[list[bool]] = None  # steps that run the conditional row whole (the others: its target on
+                                        # the kept prompt); None: every step
+
+    def __post_init__(self):
+        if self.whole is None:
+            self.whole = [True] * len(self.schedule)
+
+    def conditional(self, whole: bool) -> int:
+        """Positions the conditional row's forward runs on a step."""
+        return self.length if whole else self.frames
 
     @property
     def length(self) -> int:
@@ -96,18 +112,19 @@ class PlanWork:
         for chunk in self.chunks:
             units["prompt"] += 1
             units["codec_decode"] += chunk.frames
-            for k, uncond in zip(chunk.schedule, chunk.uncond):
+            for k, uncond, whole in zip(chunk.schedule, chunk.uncond, chunk.whole):
                 if k <= 0:
                     continue
-                units["embeddings"] += chunk.length + (chunk.frames if uncond else 0)
+                units["embeddings"] += chunk.conditional(whole) + (chunk.frames if uncond else 0)
                 units["heads"] += chunk.frames * (2 if uncond else 1)
                 units["sampling"] += chunk.frames * (2 if self.guided else 1)
         units["postprocess"] = self.frames
         return units
 
 
-def plan_work(plan, tokenizer, num_codebooks: int) -> PlanWork:
-    """The forwards, heads, scoring and decodes the engine will run for ``plan`` (a ``GenerationPlan``)."""
+def plan_work(plan, tokenizer, num_codebooks: int, keeps_prompt: bool = True) -> PlanWork:
+    """The forwards, heads, scoring and decodes the engine will run for ``plan`` (a ``GenerationPlan``);
+    ``keeps_prompt``: whether the backbone takes a past (else every step runs the conditional row whole)."""
     config = plan.config
     voice = plan.voice
     frames = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
@@ -122,7 +139,9 @@ def plan_work(plan, tokenizer, num_codebooks: int) -> PlanWork:
                                   instruct=plan.instruct, denoise=config.denoise, has_reference=ref_frames > 0)
         schedule = unmask_schedule(count, num_codebooks, config.num_step, config.t_shift)
         uncond = guidance_schedule(schedule, config.guidance_every) if guided else [False] * len(schedule)
-        chunks.append(ChunkWork(prefix=len(ids) + ref_frames, frames=count, schedule=schedule, uncond=uncond))
+        whole = guidance_schedule(schedule, config.prompt_refresh if keeps_prompt else 1)
+        chunks.append(ChunkWork(prefix=len(ids) + ref_frames, frames=count, schedule=schedule, uncond=uncond,
+                                whole=whole))
     return PlanWork(chunks=chunks, guided=guided)
 
 
@@ -154,6 +173,7 @@ class PipelineEstimator:
         self.rates: dict[str, float] = {}
         self.pair_share = 1.0   # a step's two forwards side by side, over their sum one after the other
         self.pace = 1.0         # the last runs' measured totals over the model's predictions (module doc)
+        self.split_share = 1.0  # a forward on a kept prompt, over its work on the forward curve (split_seconds)
         self._curve: Optional[tuple[float, float, float]] = None
 
     @property
@@ -179,9 +199,14 @@ class PipelineEstimator:
                 self._rate("embeddings", embedded - tick, length, weight=1.0)
         # a step's two rows side by side, sized as a 5 s sentence's (its conditional row and its target frames)
         first, second = WARMUP_PAIR
+        prompt = PromptPast(first - second) if model.keeps_prompt else None
         tick = time.perf_counter()
-        model.hidden_states_pair((embeds[:, :first], [first]), (embeds[:, :second], [second]))
+        model.hidden_states_pair((embeds[:, :first], [first], None, prompt), (embeds[:, :second], [second]))
         self._pair(first, second, time.perf_counter() - tick, weight=1.0)
+        if prompt is not None:  # the conditional row's target on its kept prompt (prompt_refresh)
+            tick = time.perf_counter()
+            model.hidden_states(embeds[:, first - second:first], [second], past=prompt)
+            self._split(first - second, second, time.perf_counter() - tick, weight=1.0)
         rows = np.concatenate([hidden[:, :frames]] * 2)
         tick = time.perf_counter()
         logits = model.audio_logits(rows)
@@ -219,6 +244,36 @@ class PipelineEstimator:
                 self.observe_forward(positions, apart * positions / max(first + second, 1))
             return
         self._pair(first, second, seconds, weight=PAIR_WEIGHT)
+
+    def observe_step(self, length: int, frames: int, seconds: float, paired: bool, whole: bool) -> None:
+        """One step's backbone: the conditional row of ``length`` positions (``whole``, else its ``frames``
+        target frames on its kept prompt) and, ``paired``, the unconditional row of ``frames`` beside it."""
+        if whole:
+            if paired:
+                self.observe_pair(length, frames, seconds)
+            else:
+                self.observe_forward(length, seconds)
+        elif self.forwards:  # the split forward's share, its pair's taken out as measured
+            alone = seconds / self.pair_share - self.forward_seconds(frames) if paired else seconds
+            self._split(length - frames, frames, alone, weight=PAIR_WEIGHT)
+
+    def split_seconds(self, prefix: int, frames: int) -> float:
+        """Predicted seconds of a forward of ``frames`` positions on the kept keys and values of ``prefix``:
+        the curve's weight work on ``frames`` positions and attention work over ``frames x (prefix + frames)``."""
+        return self.split_share * self._split_work(prefix, frames)
+
+    def _split_work(self, prefix: int, frames: int) -> float:
+        self.forward_seconds(frames)  # fits the curve
+        (a, b, c), (a1, b1, _), trusted = self._curve
+        if prefix + frames > trusted:
+            return a1 + b1 * frames
+        return a + b * frames + c * frames * (prefix + frames)
+
+    def _split(self, prefix: int, frames: int, seconds: float, weight: float) -> None:
+        work = self._split_work(prefix, frames)
+        if work > 0:
+            share = min(max(seconds / work, 0.3), 3.0)  # one stalled step must not swing every estimate
+            self.split_share = (1 - weight) * self.split_share + weight * share
 
     def _pair(self, first: int, second: int, seconds: float, weight: float) -> None:
         """Move ``pair_share`` toward this pair's share (needs the forward curve: forwards measured alone)."""
@@ -285,12 +340,14 @@ class PipelineEstimator:
             stages["prompt"] += cost
             elapsed += cost
             marks[(index, 0)] = elapsed
-            cond = self.forward_seconds(chunk.length)
+            conds = {True: self.forward_seconds(chunk.length), False: self.split_seconds(chunk.prefix, chunk.frames)}
             uncond = self.forward_seconds(chunk.frames)
-            for step, (k, runs_uncond) in enumerate(zip(chunk.schedule, chunk.uncond), start=1):
+            for step, (k, runs_uncond, whole) in enumerate(zip(chunk.schedule, chunk.uncond, chunk.whole), start=1):
                 if k > 0:
+                    cond = conds[whole]
                     parts = {"backbone": (cond + uncond) * self.pair_share if runs_uncond else cond,
-                             "embeddings": rate["embeddings"] * (chunk.length + (chunk.frames if runs_uncond else 0)),
+                             "embeddings": rate["embeddings"] * (chunk.conditional(whole)
+                                                                 + (chunk.frames if runs_uncond else 0)),
                              "heads": rate["heads"] * chunk.frames * (2 if runs_uncond else 1),
                              "sampling": rate["sampling"] * chunk.frames * (2 if work.guided else 1)}
                     for stage, seconds in parts.items():

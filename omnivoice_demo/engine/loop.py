@@ -11,7 +11,8 @@ Read next to ``omnivoice/models/omnivoice.py``:
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
 Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
-``guidance_every``; time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
+``guidance_every``, ``prompt_refresh`` (the prompt's keys and values kept between whole forwards:
+``onnx_model.PromptPast``); time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
 folder's backbone as the fastest choice on this machine that passes the fidelity gate (as built,
 its weights dequantized to fp32, or an 8-bit rebuild: backbone_choice.py); a folder built in fp32
 runs as built (the exact model); any choice can be pinned by name.  ``backbone_weights`` (the
@@ -47,7 +48,7 @@ from .languages import resolve_language
 from .lexicon import as_lexicon
 from .normalize import normalize_text
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
-from .onnx_model import OmniVoiceOnnx, attention_ratio
+from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
@@ -287,7 +288,7 @@ class OmniVoiceEngine:
 
     def estimate(self, plan: GenerationPlan):
         """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""
-        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks))
+        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt))
 
     def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
         """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
@@ -356,7 +357,7 @@ class OmniVoiceEngine:
                                             sample_rate=SAMPLE_RATE)
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
-        self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks), timings)
+        self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt), timings)
         yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
                                settings=plan.settings, config=config)
@@ -391,25 +392,33 @@ class OmniVoiceEngine:
         uncond_audio_mask = np.ones((1, frames), dtype=bool)
         schedule = unmask_schedule(frames, self.num_codebooks, config.num_step, config.t_shift)
         runs_uncond = guidance_schedule(schedule, config.guidance_every)
-        model, observe = self.model, self.estimator.observe_forward
+        # prompt_refresh: the conditional row runs whole on these steps and its prompt's keys and values are
+        # kept (``PromptPast``); the steps between run its target frames alone on them
+        model, estimator = self.model, self.estimator
+        refresh = config.prompt_refresh if model.keeps_prompt else 1  # a graph without past inputs runs whole
+        runs_whole = guidance_schedule(schedule, refresh)
+        prompt = PromptPast(length - frames) if refresh > 1 else None
         last_uncond = None  # the last unconditional logits, reused on steps that skip its forward
-        for step, (k, fresh) in enumerate(zip(schedule, runs_uncond), start=1):
+        for step, (k, fresh, whole) in enumerate(zip(schedule, runs_uncond, runs_whole), start=1):
             if k <= 0:  # the reference computes this step's forward and then skips the item
                 yield step, np.zeros(tokens.shape, dtype=bool)
                 continue
             fresh = guided and fresh
             tick = time.perf_counter()
             cond_ids[0, :, target] = tokens
-            cond_embeds = model.embed(cond_ids, cond_audio_mask)
+            rows = slice(None) if whole else target
+            cond_embeds = model.embed(cond_ids[:, :, rows], cond_audio_mask[:, rows])
             uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if fresh else None
             tick = timer.add("embeddings", tick)
+            cond = (cond_embeds, [cond_embeds.shape[1]])
+            if prompt is not None:  # kept on whole steps, given as the past on the others
+                cond += (None, prompt) if whole else (prompt,)
             if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
-                cond_hidden, uncond_hidden = model.hidden_states_pair((cond_embeds, [length]), (uncond_embeds, [frames]))
-                self.estimator.observe_pair(length, frames, time.perf_counter() - tick)
+                cond_hidden, uncond_hidden = model.hidden_states_pair(cond, (uncond_embeds, [frames]))
             else:
-                cond_hidden = model.hidden_states(cond_embeds, [length])
-                observe(length, time.perf_counter() - tick)
-            cond_hidden = cond_hidden[:, target]
+                cond_hidden = model.hidden_states(*cond)
+            estimator.observe_step(length, frames, time.perf_counter() - tick, paired=fresh, whole=whole)
+            cond_hidden = cond_hidden[:, -frames:]
             tick = timer.add("backbone", tick)
             # both rows' target frames through the heads in one call (one larger GEMM is faster)
             logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if fresh else cond_hidden)

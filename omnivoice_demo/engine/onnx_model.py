@@ -4,12 +4,14 @@
 ``OmniVoice.forward(input_ids, audio_mask, attention_mask)`` computes in the
 reference, for right-padded rows that each attend only within their own length.
 The backbone is onnxruntime-genai's graph; it is fed an empty KV cache, so every
-call is a full forward (the reference has no KV cache either).
+call is a full forward (the reference has no KV cache either), unless a step
+reuses a prompt's keys and values (``PromptPast``, ``GenerationConfig.prompt_refresh``).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import pathlib
 from typing import Optional, Sequence
@@ -33,6 +35,25 @@ def read_genai_decoder_config(folder: pathlib.Path) -> dict:
         raise ModelFolderError(f"genai_config.json in {folder} is not a valid onnxruntime-genai config "
                                f"({exc.__class__.__name__}: {str(exc)[:200]}); download or build the model folder "
                                "again.") from exc
+
+
+@dataclasses.dataclass
+class PromptPast:
+    """The per-layer keys and values of one row's first ``length`` positions (its prompt).
+
+    Filled by a whole forward (``hidden_states(..., keep=past)``) and given back as the past of
+    forwards of the positions after them (``hidden_states(..., past=past)``).  The graph's
+    GroupQueryAttention then places the new positions at ``length + i`` (their rotary positions
+    in the whole row: ORT derives them from ``seqlens_k`` and ``total_sequence_length``, which
+    genai's graph takes from the attention mask of ``length + new`` ones) and, with ``causal=0``,
+    lets each attend to every past and every new position: what the whole row's forward computes
+    at those positions when the prompt's keys and values are those of the same forward
+    (``tests/test_prompt_refresh.py``).  Kept across steps they are an approximation: the prompt
+    attends to the target, whose tokens change from step to step.
+    """
+
+    length: int
+    tensors: dict = dataclasses.field(default_factory=dict)  # past_key_values.* name -> [1, kv_heads, length, dim]
 
 
 class OmniVoiceOnnx:
@@ -91,17 +112,38 @@ class OmniVoiceOnnx:
                                           "audio_mask": audio_mask.astype(np.bool_, copy=False)},
                                    self.run_options)[0]
 
-    def hidden_states(self, inputs_embeds: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
-        """Backbone over right-padded rows; row b attends to its first ``lengths[b]`` positions."""
+    @property
+    def keeps_prompt(self) -> bool:
+        """Whether the backbone graph takes a past (``past_key_values.*`` in, ``present.*`` out): ``PromptPast``."""
+        return bool(self.past_names)
+
+    def hidden_states(self, inputs_embeds: np.ndarray, lengths: Sequence[int], past: Optional[PromptPast] = None,
+                      keep: Optional[PromptPast] = None) -> np.ndarray:
+        """Backbone over right-padded rows; row b attends to its first ``lengths[b]`` positions.
+
+        One row only with ``past`` (its positions come after the past's and attend to it) or ``keep``
+        (its first ``keep.length`` positions' keys and values are stored in ``keep``).
+        """
         batch, seq = inputs_embeds.shape[:2]
-        mask = np.zeros((batch, seq), dtype=self.mask_type)
+        before = past.length if past is not None else 0
+        if (past is not None or keep is not None) and (batch != 1 or list(lengths) != [seq] or not self.past_names):
+            raise ValueError("a past is kept and given for one unpadded row of a graph with past inputs")
+        mask = np.zeros((batch, before + seq), dtype=self.mask_type)
         for row, length in enumerate(lengths):
-            mask[row, :length] = 1
+            mask[row, :before + length] = 1
         feeds = {"inputs_embeds": inputs_embeds.astype(self.embeds_type, copy=False), "attention_mask": mask}
-        if self.past_names:
+        if past is not None:
+            feeds.update(past.tensors)
+        elif self.past_names:
             empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_type)
             feeds.update({name: empty for name in self.past_names})
-        return self.backbone.run(self.backbone_outputs, feeds, self.run_options)[0]
+        if keep is None:
+            return self.backbone.run(self.backbone_outputs, feeds, self.run_options)[0]
+        presents = [name.replace("past_key_values.", "present.", 1) for name in self.past_names]
+        hidden, *kept = self.backbone.run(self.backbone_outputs + presents, feeds, self.run_options)
+        keep.tensors = {name: np.ascontiguousarray(value[:, :, :keep.length])
+                        for name, value in zip(self.past_names, kept)}
+        return hidden
 
     def hidden_states_pair(self, first: tuple, second: tuple) -> tuple[np.ndarray, np.ndarray]:
         """``(hidden_states(*first), hidden_states(*second))``: a step's conditional and unconditional rows.

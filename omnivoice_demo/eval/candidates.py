@@ -73,6 +73,8 @@ class Candidate:
         parts = [f"{config.num_step} step{'' if config.num_step == 1 else 's'}"]
         if config.guidance_every != 1:
             parts.append(f"guidance every {config.guidance_every}")
+        if config.prompt_refresh != 1:
+            parts.append(f"prompt refreshed every {config.prompt_refresh}")
         if config.sentence_streaming:
             parts.append("sentence streaming")
         parts.append(f"backbone {self.backbone}" + (f" from {self.backbone_weights}" if self.backbone_weights else ""))

@@ -25,7 +25,7 @@ def add_eval_command(commands, add_model_arguments) -> None:
     command.add_argument("--candidate", action="append", default=[], metavar="SPEC",
                          help="a configuration to compare, key=value,...: name, model, precision, backbone, preset, "
                               "streaming (on/off) or any generation setting, e.g. 'preset=fast', 'backbone=int4', "
-                              "'name=fast-int4,preset=fast,precision=int4'; repeat for more")
+                              "'prompt_refresh=4', 'name=fast-int4,preset=fast,precision=int4'; repeat for more")
     command.add_argument("--items", default="builtin",
                          help="builtin (20 sentences in 7 languages), a .txt, .jsonl, or a Seed-TTS / LibriSpeech-PC "
                               ".lst list (see docs/quality.md)")

@@ -96,7 +96,9 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         value=False, interactive=False, label=GenerationConfig.setting("normalize_text").label, info=note,
         elem_id=_element_id(prefix, "normalize_text"))
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
-                           info="Sets the steps and guidance under Advanced (change them there to override); the "
+                           info="Sets the steps, guidance and prompt refresh under Advanced (change them there to "
+                                "override). Balanced and Fast reuse the prompt (and a cloned voice's reference) "
+                                "between refreshes every 4th step: an approximation; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
                            elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
@@ -120,7 +122,8 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
 
 
 def _wire_preset(c: dict) -> None:
-    """The preset sets the advanced steps and guidance; changing those by hand shows which preset (or Custom)."""
+    """The preset sets the advanced steps, guidance and prompt refresh; changing those by hand shows which preset
+    (or Custom)."""
     tuned = [c[name] for name in preset_controls(DEFAULT_PRESET)]
 
     def apply(name):

@@ -57,6 +57,8 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     parts.append(f"estimated {fmt_seconds(estimate)} to generate on this machine" if estimate is not None
                  else "time estimate after the first generation")
     presets = preset_estimates(loaded.engine, text, voice, **arguments) if estimate is not None else ""
+    if voice is not None and estimate is not None:
+        presets += reference_cost(loaded.engine, text, voice, plan, estimate, arguments)
     read = f"  \nWhat will be read: {_shown(plan.text)}" if plan.text != text else ""
     return " · ".join(parts) + read + (f"  \n{presets}" if presets else "")
 
@@ -69,6 +71,28 @@ def _shown(text: str) -> str:
     """Text as Markdown shows it literally (escaped), cut to ``PREVIEW_CHARS``."""
     cut = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", html.escape(cut, quote=False))
+
+
+#: the clip length the Clone tab compares a reference with (the model's README: 3-10 s works best)
+COMPARED_REFERENCE_SECONDS = 6.0
+
+
+def reference_cost(engine, text: str, voice: Voice, plan, estimate: float, arguments: dict) -> str:
+    """What the reference clip's length costs: this text's estimate with it against one with a 6 s clip
+    (every step's prompt carries the reference's frames), for the same length of speech."""
+    frames = int(COMPARED_REFERENCE_SECONDS * FRAME_RATE)
+    words = voice.transcript.split()
+    shorter = Voice(codes=np.zeros((NUM_CODEBOOKS, frames), dtype=np.int64), rms=voice.rms,
+                    transcript=" ".join(words[:max(1, round(len(words) * min(1.0, frames / voice.frames)))]))
+    try:
+        compared = engine.estimate_seconds(engine.prepare(
+            text, voice=shorter, **dict(arguments, duration=plan.target_frames / FRAME_RATE)))
+    except InvalidInput:
+        return ""
+    if compared is None:
+        return ""
+    return (f"  \nThis {voice.frames / FRAME_RATE:.1f} s reference: ≈ {fmt_seconds(estimate)}; "
+            f"with a {COMPARED_REFERENCE_SECONDS:.0f} s one ≈ {fmt_seconds(compared)}")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -153,7 +153,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
         return text_info(studio, data[text_box], values, voice)
 
     watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
-               controls["guidance_every"], controls["sentence_streaming"], controls["normalize_text"]]
+               controls["guidance_every"], controls["prompt_refresh"], controls["sentence_streaming"],
+               controls["normalize_text"]]
     for comp in watched + ([controls["voice"]] if "voice" in controls else []) + info_extra:
         comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
                     api_visibility="private")

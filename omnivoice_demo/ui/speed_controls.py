@@ -55,8 +55,8 @@ def preset_controls(name: str) -> dict:
 
 def preset_of(values: dict) -> str:
     """The preset the advanced controls match, or ``custom`` when they were changed."""
-    config = GenerationConfig().replace(num_step=int(values.get("num_step") or 32),
-                                        guidance_every=int(values.get("guidance_every") or 1))
+    config = GenerationConfig().replace(**{name: int(values.get(name) or GenerationConfig.default(name))
+                                           for name in preset_controls(DEFAULT_PRESET)})
     return matching_preset(config) or CUSTOM
 
 
