@@ -100,6 +100,15 @@ class GenerationConfig:
     sentence_streaming: bool = _field(False, label="Sentence streaming",
                                       help="generate the first sentence on its own (a long one cut at a clause) "
                                            "so its audio comes first, then the rest in chunks of chunk_duration")
+    # --- the sentence check (off = the reference's output; engine/guard.py) ------------------
+    guard: bool = _field(False, label="Check each sentence",
+                         help="transcribe each chunk (sentence) after it is made, score it against its text, and "
+                              "generate it again with the next seed when it fails (needs the speech recogniser)")
+    guard_cer: float = _field(0.2, low=0.0, high=1.0, ui_step=0.05, label="Check: error threshold",
+                              help="a chunk whose character error rate (plus 1 for short speech, a long silence "
+                                   "or clipping) is over this is generated again")
+    guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
+                              help="most takes of one chunk; the best is kept")
 
     # --- describing -------------------------------------------------------------------
 
@@ -167,7 +176,7 @@ class GenerationConfig:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
 _KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
-          "guidance_every": int, "sentence_streaming": bool}
+          "guidance_every": int, "sentence_streaming": bool, "guard": bool, "guard_tries": int}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 
