@@ -142,6 +142,21 @@ def test_a_cancel_mid_retry_stops_the_retries(guarded, planted):
         next(stream)
 
 
+def test_the_queues_cancel_stops_the_retries(guarded, planted):
+    """The takes run in the request's one job: cancelling it mid-retry ends the job with no further take."""
+    from omnivoice_demo.studio import EngineService
+
+    service = EngineService()
+    planted.script = ["wrong", "wrong", "wrong"]
+    plan = guarded.prepare(TEXT, guard=True, guard_tries=3, **SETTINGS)
+    job = service.submit(lambda: guarded.run(plan), label="test")
+    for event in job.events():
+        if isinstance(event, StepEvent) and event.take == 2:
+            job.cancel()
+    assert job.wait(60) and job.state == "cancelled"
+    assert len(planted.heard) == 1 and service.stats()["running"] == 0
+
+
 @pytest.mark.parametrize("setting, value", [("guard_cer", math.nan), ("guard_cer", -0.1), ("guard_cer", 1.5),
                                             ("guard_tries", 0), ("guard_tries", 9), ("guard_tries", 2.5)])
 def test_bad_guard_settings_are_named(guarded, setting, value):
@@ -191,3 +206,124 @@ def test_audio_problems_of_clean_short_gapped_and_clipped_speech():
     assert "clipped" in audio_problems(clipped, frames)
     assert audio_problems(np.zeros(3 * rate, np.float32), frames) == ("short",)
 
+
+# --- batch: the per-item record and the summary's counts ----------------------------------
+
+def test_the_batch_records_each_items_checks_and_counts_retries(tiny_fp32_folder, planted, tmp_path):
+    import dataclasses
+    import json
+
+    from omnivoice_demo.batch.items import read_items
+    from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.runner import run_batch
+    from omnivoice_demo.batch.worker import Job, ModelSpec
+
+    @dataclasses.dataclass(frozen=True)
+    class PlantedSpec(ModelSpec):
+        def open(self, threads):   # the batch's engine, given the planted recogniser as any engine is given one
+            return OmniVoiceEngine(self.folder, verify="size", calibrate=False, backbone="fp32", recognizer=planted)
+
+    texts = ["A short first item.", "And a second one."]
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": f"item{i}", "text": t, "seed": i}) + "\n" for i, t in enumerate(texts)))
+    items = read_items(source, base=GenerationConfig(num_step=2, guard=True, guard_tries=2))
+    planted.script = ["a hot mist", texts[0], "nothing", "at all"]
+    summary = run_batch(items, Job(output=str(tmp_path / "out"), model_identity="tiny"),
+                        lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
+    assert summary.done == 2 and planted.script == []
+    assert (summary.checked_chunks, summary.retried_chunks, summary.unpassed_chunks) == (2, 2, 1)
+    assert any("2 retried, 1 never passed" in line for line in summary.lines())
+    first = json.loads((tmp_path / "out" / "item0.json").read_text())["checks"]
+    second = json.loads((tmp_path / "out" / "item1.json").read_text())["checks"]
+    assert [(c["kept"], c["passed"], len(c["takes"])) for c in first] == [(2, True, 2)]
+    assert [(c["passed"], len(c["takes"])) for c in second] == [(False, 2)]
+
+
+# --- the HTTP API: the field, the header, the SSE summary ---------------------------------
+
+@pytest.fixture
+def api(guarded, tmp_path):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from omnivoice_demo.api.routes import ApiContext, build_router
+    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+
+    models = ModelManager()
+    models.add(guarded, label="tiny")
+    app = FastAPI()
+    app.include_router(build_router(ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"),
+                                               service=EngineService())))
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def test_the_http_api_reports_the_checks_in_a_header_and_the_sse_done_event(api, guarded, planted):
+    import json
+
+    first, second = chunks_of(guarded)
+    body = dict(input=TEXT, guard=True, guard_tries=2, stream=False, response_format="wav", **SETTINGS)
+    planted.script = ["Thé fïrst", first, second]
+    response = api.post("/v1/audio/speech", json=body)
+    assert response.status_code == 200, response.text
+    header = response.headers["X-OmniVoice-Checks"]
+    header.encode("ascii")                                           # latin-1 safe, whatever the transcripts
+    checks = json.loads(header)
+    assert [(c["chunk"], c["kept"], c["passed"], len(c["takes"])) for c in checks] == [(0, 2, True, 2),
+                                                                                       (1, 1, True, 1)]
+    planted.script = ["wrong", "wrong", second]
+    streamed = api.post("/v1/audio/speech", json=dict(body, stream=True, stream_format="sse"))
+    done = [json.loads(line[6:]) for line in streamed.text.splitlines() if '"speech.audio.done"' in line][0]
+    assert [(c["kept"], c["passed"]) for c in done["checks"]] == [(1, False), (1, True)]
+    assert [t["transcript"] for t in done["checks"][0]["takes"]] == ["wrong", "wrong"]
+    assert "X-OmniVoice-Checks" not in api.post("/v1/audio/speech", json=dict(body, guard=False)).headers
+
+
+@pytest.mark.parametrize("field, value", [("guard_cer", 2), ("guard_tries", 0), ("guard", "maybe")])
+def test_bad_guard_fields_are_a_400_naming_the_field(api, field, value):
+    response = api.post("/v1/audio/speech", json={"input": TEXT, "guard": True, field: value, "stream": False})
+    assert response.status_code == 400 and field in response.json()["error"]["message"]
+
+
+# --- the Wyoming server's option and the command line's flag --------------------------------
+
+def test_the_wyoming_server_checks_each_sentence_with_its_option(guarded, planted, tmp_path):
+    import asyncio
+
+    from wyoming.client import AsyncTcpClient
+    from wyoming.tts import Synthesize
+
+    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+    from omnivoice_demo.wyoming.server import WyomingServer, make_context
+    from tests.support.app_server import free_port
+
+    models = ModelManager()
+    models.add(guarded, label="tiny")
+    port = free_port()
+    server = WyomingServer(f"tcp://127.0.0.1:{port}", make_context(models, VoiceLibrary(tmp_path / "v"),
+                                                                   EngineService(), guard=True)).start_in_thread()
+    planted.script = ["not it", "Hello from the guard."]
+
+    async def talk():
+        async with AsyncTcpClient("127.0.0.1", port) as client:
+            await client.write_event(Synthesize(text="Hello from the guard.").event())
+            while True:
+                event = await asyncio.wait_for(client.read_event(), 120)
+                if event.type in ("audio-stop", "error"):
+                    return event.type
+    try:
+        assert asyncio.run(talk()) == "audio-stop"
+    finally:
+        server.stop_thread()
+    assert len(planted.heard) == 2 and planted.script == []
+
+
+def test_the_command_lines_have_the_guard_flags():
+    import argparse
+
+    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    config = config_from_arguments(parser.parse_args(["--guard", "--guard-tries", "4", "--guard-cer", "0.1"]))
+    assert (config.guard, config.guard_tries, config.guard_cer) == (True, 4, 0.1)
+    assert config_from_arguments(parser.parse_args([])).guard is False

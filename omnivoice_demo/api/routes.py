@@ -33,7 +33,7 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       one_line)
-from ..studio.results import details
+from ..studio.results import checks_header, details
 from ..studio.service import EngineService
 from ..studio.vocabulary import resolve_voice, voice_list
 from . import encoding, speech
@@ -304,6 +304,8 @@ def build_router(context: ApiContext):
         data = await asyncio.to_thread(encoding.encode, result.audio, parsed.response_format, result.sample_rate)
         headers.update({"X-OmniVoice-Codes-SHA256": info["codes_sha256"],
                         "X-OmniVoice-Duration": str(info["duration_s"])})
+        if "checks" in info:  # the sentence check: per chunk its CER, takes and the kept one
+            headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
     return router

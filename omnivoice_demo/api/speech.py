@@ -13,7 +13,10 @@ The request's fields (OpenAI's, then ours):
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
-  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...).
+  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
+  check, ...).  With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
+  per chunk its CER, the kept take, whether it passed, each take's score) and the SSE stream's
+  ``speech.audio.done`` event a ``checks`` field (the same with each take's transcript).
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -149,10 +152,13 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
     Closing it (the client went away) cancels the job: ``job.aevents`` does so on exit."""
     encoder = encoding.StreamEncoder(response_format)
     rms = plan.voice.rms if plan.voice is not None else None
+    checks = []
     try:
         async for event in job.aevents():
             if event.kind == "chunk":
                 data = encoder.add(chunk_output(event.audio, rms, plan.config))
+                if event.check is not None:
+                    checks.append(event.check.to_dict())
             elif event.kind == "result":
                 data = encoder.finish()
                 if on_done is not None:
@@ -163,9 +169,10 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
                 yield _sse_delta(data) if stream_format == "sse" else data
         if stream_format == "sse":
             # usage in OpenAI's shape: characters of text in, frames of codes out
-            yield _sse({"type": "speech.audio.done",
-                        "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
-                                  "total_tokens": len(plan.text) + plan.target_frames}})
+            done = {"type": "speech.audio.done",
+                    "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
+                              "total_tokens": len(plan.text) + plan.target_frames}}
+            yield _sse(dict(done, checks=checks) if plan.config.guard else done)
     finally:
         encoder.close()
 

@@ -101,7 +101,7 @@ class GenerationConfig:
                                       help="generate the first sentence on its own (a long one cut at a clause) "
                                            "so its audio comes first, then the rest in chunks of chunk_duration")
     # --- the sentence check (off = the reference's output; engine/guard.py) ------------------
-    guard: bool = _field(False, label="Check each sentence",
+    guard: bool = _field(False, label="Check each sentence", advanced=False,
                          help="transcribe each chunk (sentence) after it is made, score it against its text, and "
                               "generate it again with the next seed when it fails (needs the speech recogniser)")
     guard_cer: float = _field(0.2, low=0.0, high=1.0, ui_step=0.05, label="Check: error threshold",

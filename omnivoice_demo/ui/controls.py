@@ -105,6 +105,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         c["randomize"] = gr.Checkbox(value=True, label="Random seed each run (the seed used is written back)",
                                      elem_id=f"{prefix}-randomize")
         c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
+    c["guard"] = setting_widget("guard", prefix)
     c["autoplay"] = gr.Checkbox(value=True, label="Autoplay the result (when it was not already played chunk by chunk)",
                                 elem_id=f"{prefix}-autoplay")
     c["dice"].click(lambda: (int(np.random.default_rng().integers(0, 2**31)), False),

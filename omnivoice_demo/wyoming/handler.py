@@ -85,6 +85,7 @@ class WyomingContext:
     service: object                         # studio.EngineService
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
+    guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -252,7 +253,7 @@ class SpeechHandler(AsyncEventHandler):
                                         listed_by=LISTED_BY)
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
-        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True)
+        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True, guard=self.context.guard)
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config)
 
