@@ -17,6 +17,7 @@ The request's fields (OpenAI's, then ours):
   check, ...).  With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
   per chunk its CER, the kept take, whether it passed, each take's score) and the SSE stream's
   ``speech.audio.done`` event a ``checks`` field (the same with each take's transcript).
+  ``loudness`` (LUFS, EBU R128, true peak under -1 dBTP) applies to a whole file (``stream: false``).
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -88,6 +89,8 @@ def parse(body) -> SpeechRequest:
         settings = dict(preset_values(preset), **settings)
     if body.get("steps") is not None:
         settings["num_step"] = body["steps"]
+    if settings.get("loudness") is not None and stream_format:
+        raise InvalidInput("loudness normalises the whole file: send \"stream\": false with it.", param="loudness")
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note)

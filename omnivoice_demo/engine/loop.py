@@ -34,6 +34,7 @@ import numpy as np
 from ..audio import processing as audio_ops
 from ..asr.lazy import LazyRecognizer
 from ..audio.codec import AudioCodec
+from ..audio.loudness import normalise_loudness, require_pyloudnorm
 from .config import GenerationConfig, Limits
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ..backbones.choice import choose_backbone
@@ -245,6 +246,8 @@ class OmniVoiceEngine:
                           "max_prompt_tokens", " tokens")
         if config.guard:  # refused now, with what to download, rather than run unchecked
             require_recognizer(self.recognizer)
+        if config.loudness is not None:
+            require_pyloudnorm()
         return plan
 
     def prompt_tokens(self, plan: GenerationPlan) -> int:
@@ -343,6 +346,8 @@ class OmniVoiceEngine:
         final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=config.postprocess,
                                             pad_duration=config.pad_duration, fade_duration=config.fade_duration,
                                             sample_rate=SAMPLE_RATE)
+        if config.loudness is not None:  # delivery loudness, off by default (the exact output)
+            final = normalise_loudness(final[0], SAMPLE_RATE, config.loudness)[0][np.newaxis]
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
         self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks), timings)
