@@ -110,7 +110,7 @@ class GenerationConfig:
     guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
                               help="most takes of one chunk; the best is kept")
     # --- delivery (off = the exact output; audio/loudness.py) ----------------------------------
-    loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness (LUFS)", advanced=False,
+    loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness of the result and downloads", advanced=False,
                                        help="normalise the final audio to this integrated loudness (EBU R128; "
                                             "-16 for podcasts, -23 for broadcast) with its true peak at most "
                                             "-1 dBTP (needs the loudness extra: pyloudnorm)")

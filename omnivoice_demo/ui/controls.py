@@ -110,8 +110,8 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     with gr.Row(equal_height=True):
         c["guard"] = setting_widget("guard", prefix)
         loudness = GenerationConfig.setting("loudness")
-        c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label="Loudness of the result and downloads",
-                                    info=loudness.help, elem_id=f"{prefix}-loudness")
+        c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=loudness.label, info=loudness.help,
+                                    elem_id=f"{prefix}-loudness")
     c["autoplay"] = gr.Checkbox(value=True, label="Autoplay the result (when it was not already played chunk by chunk)",
                                 elem_id=f"{prefix}-autoplay")
     c["dice"].click(lambda: (int(np.random.default_rng().integers(0, 2**31)), False),
