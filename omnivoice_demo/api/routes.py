@@ -33,7 +33,7 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       excerpt, one_line)
-from ..studio.results import details
+from ..studio.results import checks_header, details
 from ..studio.service import EngineService
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from ..studio.voice_names import check_free, clean_name, find_name
@@ -309,6 +309,8 @@ def build_router(context: ApiContext):
         data = await asyncio.to_thread(encoding.encode, result.audio, parsed.response_format, result.sample_rate)
         headers.update({"X-OmniVoice-Codes-SHA256": info["codes_sha256"],
                         "X-OmniVoice-Duration": str(info["duration_s"])})
+        if "checks" in info:  # the sentence check: per chunk its CER, takes and the kept one
+            headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
     return router

@@ -16,9 +16,14 @@ The request's fields (OpenAI's, then ours):
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
-  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ...);
+  ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
+  check, ...);
   ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
   ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``.
+  With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
+  per chunk its CER, the kept take, whether it passed, each take's score) and the SSE stream's
+  ``speech.audio.done`` event a ``checks`` field (the same with each take's transcript).
+  ``loudness`` (LUFS, EBU R128, true peak under -1 dBTP) applies to a whole file (``stream: false``).
   Unknown fields are ignored (clients send their own extras).
 
 Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
@@ -101,6 +106,8 @@ def parse(body) -> SpeechRequest:
     strict = body.get("strict", False)
     if not isinstance(strict, bool):
         raise InvalidInput(f"strict must be true or false, got {strict!r}.", param="strict")
+    if settings.get("loudness") is not None and stream_format:
+        raise InvalidInput("loudness normalises the whole file: send \"stream\": false with it.", param="loudness")
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
@@ -194,10 +201,13 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
     Closing it (the client went away) cancels the job: ``job.aevents`` does so on exit."""
     encoder = encoding.StreamEncoder(response_format)
     rms = plan.voice.rms if plan.voice is not None else None
+    checks = []
     try:
         async for event in job.aevents():
             if event.kind == "chunk":
                 data = encoder.add(chunk_output(event.audio, rms, plan.config))
+                if event.check is not None:
+                    checks.append(event.check.to_dict())
             elif event.kind == "result":
                 data = encoder.finish()
                 if on_done is not None:
@@ -208,9 +218,10 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
                 yield _sse_delta(data) if stream_format == "sse" else data
         if stream_format == "sse":
             # usage in OpenAI's shape: characters of text in, frames of codes out
-            yield _sse({"type": "speech.audio.done",
-                        "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
-                                  "total_tokens": len(plan.text) + plan.target_frames}})
+            done = {"type": "speech.audio.done",
+                    "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
+                              "total_tokens": len(plan.text) + plan.target_frames}}
+            yield _sse(dict(done, checks=checks) if plan.config.guard else done)
     finally:
         encoder.close()
 

@@ -35,6 +35,9 @@ class Summary:
     workers: int = 0
     errors: dict[str, str] = dataclasses.field(default_factory=dict)
     book: Optional[str] = None
+    checked_chunks: int = 0       # the sentence check (--guard): chunks checked in this run,
+    retried_chunks: int = 0       # those generated more than once,
+    unpassed_chunks: int = 0      # and those whose best take still failed the threshold
 
     @property
     def items_per_hour(self) -> float:
@@ -53,6 +56,9 @@ class Summary:
         else:
             lines.append("nothing to synthesise: no worker was started (--retry-failed runs the failed items again)"
                          if self.failed else "nothing to synthesise: every item was done before; no worker was started")
+        if self.checked_chunks:
+            lines.append(f"sentence check: {self.checked_chunks} chunks checked, {self.retried_chunks} retried, "
+                         f"{self.unpassed_chunks} never passed (their best take was kept)")
         lines += [f"failed {item_id}: {error}" for item_id, error in list(self.errors.items())[:20]]
         if self.book:
             lines.append(f"book: {self.book}")
@@ -129,6 +135,10 @@ def _follow(records, summary: Summary, planned: dict[str, float], count: int, pr
             if record["status"] == "done":
                 summary.done += 1
                 summary.audio_seconds += record["seconds"]
+                checks = record.get("checks", [])
+                summary.checked_chunks += len(checks)
+                summary.retried_chunks += sum(len(c["takes"]) > 1 for c in checks)
+                summary.unpassed_chunks += sum(not c["passed"] for c in checks)
             else:
                 summary.failed += 1
                 summary.errors[record["id"]] = record.get("error", "")

@@ -22,6 +22,7 @@ from ..engine.config import Limits
 from ..storage.manifest import MANIFEST_NAME
 from ..constants import FRAME_RATE
 from ..errors import OmniVoiceError, one_line
+from ..studio.results import checks_of
 from .items import BatchItem
 from .store import OutputFolder, file_sha256
 from .subtitles import cues_for_chunks, render
@@ -154,7 +155,8 @@ class ItemWorker:
                     samples=int(len(result.audio)), seconds=len(result.audio) / rate, sha256=file_sha256(audio_path),
                     codes_sha256=codes_sha256(result.codes), seed=int(result.seed), config=result.config.to_dict(),
                     settings=result.settings, chunks=chunks, timings=result.timings,
-                    wall_seconds=time.perf_counter() - started, threads=self.threads)
+                    wall_seconds=time.perf_counter() - started, threads=self.threads,
+                    **({"checks": checks_of(result)} if result.checks else {}))
 
 
 def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds) -> None:

@@ -165,11 +165,11 @@ def synth(args) -> int:
         if event.kind == "chunk" and first_audio is None:
             first_audio = event.elapsed
         if event.kind == "step":
-            if bar is None or bar.desc != f"chunk {event.chunk + 1}/{event.num_chunks}":
+            desc = f"chunk {event.chunk + 1}/{event.num_chunks}" + (f" take {event.take}" if event.take > 1 else "")
+            if bar is None or bar.desc != desc:
                 if bar is not None:
                     bar.close()
-                bar = tqdm(total=event.num_steps, desc=f"chunk {event.chunk + 1}/{event.num_chunks}",
-                           unit="step", file=sys.stderr)
+                bar = tqdm(total=event.num_steps, desc=desc, unit="step", file=sys.stderr)
             bar.update(1)
         elif event.kind == "result":
             result = event
@@ -179,6 +179,8 @@ def synth(args) -> int:
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
+    for check in result.checks:  # --guard: how each chunk fared
+        print(check.line())
     return 0
 
 

@@ -107,6 +107,20 @@ class GenerationConfig:
                                       "prompt's keys and values (instruct, text, reference) for the steps between, "
                                       "which run the target frames alone; at most num_step (1 = every step, the "
                                       "reference)")
+    # --- the sentence check (off = the reference's output; engine/guard.py) ------------------
+    guard: bool = _field(False, label="Check each sentence", advanced=False,
+                         help="transcribe each chunk (sentence) after it is made, score it against its text, and "
+                              "generate it again with the next seed when it fails (needs the speech recogniser)")
+    guard_cer: float = _field(0.2, low=0.0, high=1.0, ui_step=0.05, label="Check: error threshold",
+                              help="a chunk whose character error rate (plus 1 for short speech, a long silence "
+                                   "or clipping) is over this is generated again")
+    guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
+                              help="most takes of one chunk; the best is kept")
+    # --- delivery (off = the exact output; audio/loudness.py) ----------------------------------
+    loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness of the result and downloads", advanced=False,
+                                       help="normalise the final audio to this integrated loudness (EBU R128; "
+                                            "-16 for podcasts, -23 for broadcast) with its true peak at most "
+                                            "-1 dBTP (needs the loudness extra: pyloudnorm)")
 
     # --- describing -------------------------------------------------------------------
 
@@ -177,7 +191,8 @@ class GenerationConfig:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
 _KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
-          "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool, "prompt_refresh": int}
+          "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool, "prompt_refresh": int,
+          "guard": bool, "guard_tries": int}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 

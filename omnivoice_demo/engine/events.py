@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from .config import GenerationConfig
+from .guard import ChunkCheck
 from .voice import Voice
 
 
@@ -27,6 +28,7 @@ class StepEvent:
     codes: np.ndarray     # int64 [8, T] after this step (1024 = still masked)
     decided: np.ndarray   # bool [8, T]: the cells this step decided
     elapsed: float        # seconds since generation started
+    take: int = 1         # the chunk's take (above 1 only when the sentence check generates it again)
     kind: str = "step"
 
 
@@ -40,6 +42,7 @@ class ChunkEvent:
     audio: np.ndarray     # float32 [960 * T], the chunk's raw decoded audio (before post-processing)
     elapsed: float
     playback: Optional[np.ndarray] = None  # float32: ready to play after the previous chunks' (streaming.playback_piece)
+    check: Optional[ChunkCheck] = None     # the sentence check of this chunk (guard on), its takes and the kept one
     kind: str = "chunk"
 
 
@@ -55,6 +58,7 @@ class GenerationResult:
     timings: dict[str, float]    # seconds per stage, and "total"
     settings: dict               # the config (seed resolved) with language, instruct and voice, for display
     config: Optional[GenerationConfig] = None
+    checks: list[ChunkCheck] = dataclasses.field(default_factory=list)  # per chunk, with the sentence check on
     kind: str = "result"
 
     @property

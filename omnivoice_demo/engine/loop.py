@@ -37,12 +37,14 @@ import numpy as np
 from ..audio import processing as audio_ops
 from ..asr.lazy import LazyRecognizer
 from ..audio.codec import AudioCodec
+from ..audio.loudness import normalise_loudness, require_pyloudnorm
 from .config import GenerationConfig, Limits
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ..backbones.choice import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
+from .guard import Guard, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
 from .lexicon import as_lexicon
@@ -254,6 +256,9 @@ class OmniVoiceEngine:
         target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
                                                 duration=config.duration)
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
+        if config.guard:  # every take counts: a request cannot multiply its cost past the limit
+            self.limits.check(f"The planned speech times guard_tries ({config.guard_tries})",
+                              round(target / FRAME_RATE * config.guard_tries, 1), "max_audio_seconds", " s")
         # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
         chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
@@ -263,6 +268,10 @@ class OmniVoiceEngine:
                               instruct=resolved_instruct, voice=voice, config=config)
         self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
                           "max_prompt_tokens", " tokens")
+        if config.guard:  # refused now, with what to download, rather than run unchecked
+            require_recognizer(self.recognizer)
+        if config.loudness is not None:
+            require_pyloudnorm()
         return plan
 
     def prompt_tokens(self, plan: GenerationPlan) -> int:
@@ -326,6 +335,7 @@ class OmniVoiceEngine:
         voice = plan.voice
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
+        guard = Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed) if config.guard else None
         layout = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
                                      voice.transcript if voice else None, voice.frames if voice else None)
         for index, (chunk_text, frames) in enumerate(zip(plan.chunks, layout)):
@@ -336,31 +346,38 @@ class OmniVoiceEngine:
             cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
             timer.add("prompt", tick)
 
-            tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
-            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, rng, config, timer):
-                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
-                                codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started)
-            chunk_codes.append(tokens)
+            def take(take_rng, number=1):  # one generation of this chunk: its steps, then its decoded audio
+                tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
+                for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, take_rng, config, timer):
+                    yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
+                                    codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started,
+                                    take=number)
+                tick = time.perf_counter()
+                audio = self.codec.decode(tokens)
+                timer.add("codec_decode", tick)
+                return tokens, audio
 
-            tick = time.perf_counter()
-            chunk_audio.append(self.codec.decode(tokens))
-            timer.add("codec_decode", tick)
-            yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=chunk_audio[-1],
+            tokens, audio = yield from (guard.chunk(index, chunk_text, frames, rng, take) if guard else take(rng))
+            chunk_codes.append(tokens)
+            chunk_audio.append(audio)
+            yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
                              elapsed=time.perf_counter() - started,
-                             playback=playback_piece(chunk_audio[-1], index, len(plan.chunks),
-                                                     voice.rms if voice else None))
+                             playback=playback_piece(audio, index, len(plan.chunks), voice.rms if voice else None),
+                             check=guard.checks[-1] if guard else None)
 
         tick = time.perf_counter()
         joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
         final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=config.postprocess,
                                             pad_duration=config.pad_duration, fade_duration=config.fade_duration,
                                             sample_rate=SAMPLE_RATE)
+        if config.loudness is not None:  # delivery loudness, off by default (the exact output)
+            final = normalise_loudness(final[0], SAMPLE_RATE, config.loudness)[0][np.newaxis]
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
         self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt), timings)
         yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
-                               settings=plan.settings, config=config)
+                               settings=plan.settings, config=config, checks=guard.checks if guard else [])
 
     def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
               plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:

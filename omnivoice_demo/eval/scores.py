@@ -7,35 +7,24 @@
 * the log-mel distance (``audio_metrics.log_mel_distance``) over the common length,
   and the duration ratio (candidate seconds / exact seconds).
 * ``error_rates``: word and character error rates of a transcript against the text
-  that was spoken, counted by ``jiwer`` after ``normalise_text``.
+  that was spoken, counted by ``jiwer`` after ``normalise_text`` (both in
+  ``omnivoice_demo.asr.scoring``, which the engine's sentence check shares).
 
-Text normalisation (the one rule for every language): Unicode NFKC, case folded,
-apostrophes removed (``don't`` -> ``dont``), every other punctuation mark or symbol
-replaced by a space, whitespace collapsed.  Numbers stay as written: "5" and "five"
-differ, so the built-in sentences spell their numbers out.  Words are split at
-spaces; characters are counted with the spaces removed, so the character error
-rate means the same for Chinese or Japanese (written without spaces, where the
-word error rate is not meaningful) as for English.
+Numbers stay as written by the normalisation: "5" and "five" differ, so the built-in
+sentences spell their numbers out.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import unicodedata
 from typing import Sequence
 
 import numpy as np
 
-from ..errors import OmniVoiceError
+from ..asr.scoring import (JIWER_INSTALL, UNSPACED_LANGUAGES, ErrorRates, MissingEvalDependency, error_rates,
+                           normalise_text, require_jiwer)
 
-APOSTROPHES = "'\u2019\u02bc"
-JIWER_INSTALL = "pip install 'omnivoice-onnx-studio[eval]' (or: pip install jiwer)"
-#: languages written without spaces between words: read their character error rate
-UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue", "th", "lo", "km", "my", "bo"})
-
-
-class MissingEvalDependency(OmniVoiceError):
-    """A package the evaluation needs is not installed; the message names the install."""
+__all__ = ["JIWER_INSTALL", "UNSPACED_LANGUAGES", "ErrorRates", "MissingEvalDependency", "codes_agreement", "corpus_rates",
+           "cosine", "error_rates", "normalise_text", "require_jiwer"]
 
 
 def codes_agreement(exact: np.ndarray, candidate: np.ndarray) -> tuple[float, list[float]]:
@@ -48,62 +37,6 @@ def codes_agreement(exact: np.ndarray, candidate: np.ndarray) -> tuple[float, li
     equal = exact[:, :common] == candidate[:, :common]
     per_codebook = (equal.sum(axis=-1) / frames).astype(float).tolist()
     return float(equal.sum() / (frames * exact.shape[0])), per_codebook
-
-
-def normalise_text(text: str) -> str:
-    """The one normalisation applied to both the spoken text and the transcript (see the module)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    for mark in APOSTROPHES:
-        text = text.replace(mark, "")
-    text = "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text)
-    return " ".join(text.split())
-
-
-@dataclasses.dataclass(frozen=True)
-class ErrorRates:
-    """Edits of the transcript against the reference text: words and characters."""
-
-    word_errors: int
-    words: int
-    char_errors: int
-    chars: int
-
-    @property
-    def wer(self) -> float:
-        return self.word_errors / self.words if self.words else 0.0
-
-    @property
-    def cer(self) -> float:
-        return self.char_errors / self.chars if self.chars else 0.0
-
-    def to_dict(self) -> dict:
-        return dict(dataclasses.asdict(self), wer=self.wer, cer=self.cer)
-
-
-def require_jiwer():
-    try:
-        import jiwer
-    except ImportError:
-        raise MissingEvalDependency(f"Word error rates need jiwer, which is not installed: {JIWER_INSTALL}.") from None
-    return jiwer
-
-
-def error_rates(reference: str, transcript: str) -> ErrorRates:
-    """Word and character edits (substitutions + deletions + insertions) counted by ``jiwer``."""
-    jiwer = require_jiwer()
-    ref, hyp = normalise_text(reference), normalise_text(transcript)
-    ref_chars, hyp_chars = ref.replace(" ", ""), hyp.replace(" ", "")
-    return ErrorRates(_edits(jiwer.process_words, ref, hyp, len(ref.split()), len(hyp.split())), len(ref.split()),
-                      _edits(jiwer.process_characters, ref_chars, hyp_chars, len(ref_chars), len(hyp_chars)),
-                      len(ref_chars))
-
-
-def _edits(process, reference: str, hypothesis: str, reference_units: int, hypothesis_units: int) -> int:
-    """Substitutions + deletions + insertions; jiwer refuses empty strings, whose counts are plain."""
-    if not reference or not hypothesis:  # all inserted, or all deleted
-        return hypothesis_units if not reference else reference_units
-    out = process(reference, hypothesis)
-    return int(out.substitutions + out.deletions + out.insertions)
 
 
 def corpus_rates(rates: Sequence[ErrorRates]) -> ErrorRates:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 
@@ -18,4 +19,18 @@ def details(result, model_label: str) -> dict:
     return {"seed": int(result.seed), "model": model_label, "duration_s": round(result.duration, 3),
             "frames": result.frames, "chunks": len(result.chunks), "rtf": round(result.rtf, 4),
             "timings": {k: round(v, 4) for k, v in result.timings.items()},
-            "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes)}
+            "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes),
+            **({"checks": checks_of(result)} if result.checks else {})}
+
+
+def checks_of(result) -> list[dict]:
+    """The sentence check of each chunk (guard on): its CER, its takes and the kept one; [] with the check off."""
+    return [check.to_dict() for check in result.checks]
+
+
+def checks_header(checks: list[dict]) -> str:
+    """The checks as one HTTP header value: per chunk its CER, the kept take, whether it passed and each take's
+    score (no transcripts, so the header stays short); compact JSON, non-ASCII escaped (headers are latin-1)."""
+    short = [{"chunk": c["chunk"], "cer": c["cer"], "kept": c["kept"], "passed": c["passed"],
+              "takes": [t["score"] for t in c["takes"]]} for c in checks]
+    return json.dumps(short, ensure_ascii=True, separators=(",", ":"))

@@ -34,6 +34,8 @@ NO_VOICE = "(none)"
 #: a setting applied when the voice is cloned, not when speaking: the Clone tab's "Clean the reference"
 #: checkbox (the API's ``preprocess``) is its widget
 CLONE_SETTINGS = ("preprocess_prompt",)
+#: the loudness choices of the result and its downloads (LUFS; 0 = as generated, the exact output)
+LOUDNESS_CHOICES = [("As generated", 0), ("-16 LUFS (podcasts)", -16), ("-23 LUFS (broadcast)", -23)]
 #: /speak's and /clone's settings parameters in the order they had before GenerationConfig (positional callers
 #: keep working); the other fields follow in the class's order
 _API_FIRST = ("speed", "duration", "num_step", "guidance_scale", "t_shift", "position_temperature",
@@ -114,6 +116,11 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         c["randomize"] = gr.Checkbox(value=True, label="Random seed each run (the seed used is written back)",
                                      elem_id=f"{prefix}-randomize")
         c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
+    with gr.Row(equal_height=True):
+        c["guard"] = setting_widget("guard", prefix)
+        loudness = GenerationConfig.setting("loudness")
+        c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=loudness.label, info=loudness.help,
+                                    elem_id=f"{prefix}-loudness")
     c["autoplay"] = gr.Checkbox(value=True, label="Autoplay the result (when it was not already played chunk by chunk)",
                                 elem_id=f"{prefix}-autoplay")
     c["dice"].click(lambda: (int(np.random.default_rng().integers(0, 2**31)), False),
@@ -178,9 +185,9 @@ def generation_request(values: dict, limits: Optional[Limits] = None) -> Generat
     if str(values.get("preset") or "").strip():  # the API's preset: a setting the caller changed still wins
         settings.update({name: value for name, value in preset_values(values["preset"]).items()
                          if settings.get(name, _api_default(name)) == _api_default(name)})
-    duration = settings.get("duration")
-    if duration in (0, 0.0, "", "0"):
-        settings["duration"] = None
+    for automatic in ("duration", "loudness"):  # 0 or empty: automatic length, the loudness as generated
+        if settings.get(automatic) in (0, 0.0, "", "0"):
+            settings[automatic] = None
     seed = settings.get("seed")
     if values.get("randomize", True) or seed in (None, "") or (isinstance(seed, (int, float)) and seed < 0):
         settings["seed"] = secrets.randbelow(2**31)
@@ -194,8 +201,8 @@ def generation_request(values: dict, limits: Optional[Limits] = None) -> Generat
 
 def _api_default(name: str) -> Any:
     default = GenerationConfig.default(name)
-    if name == "duration":
-        return 0.0 if default is None else default   # 0 = automatic
+    if name in ("duration", "loudness"):
+        return 0.0 if default is None else default   # 0 = automatic / as generated
     if name == "seed":
         return -1 if default is None else default    # negative = a new seed each call
     return default

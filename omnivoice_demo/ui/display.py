@@ -9,6 +9,7 @@ import numpy as np
 
 
 HISTORY_HEADERS = ["time", "tab", "text", "seed", "audio (s)", "RTF"]
+CHECK_HEADERS = ["chunk", "text", "CER", "takes", "kept", "passed", "heard"]
 
 
 def fmt_seconds(seconds: Optional[float]) -> str:
@@ -71,3 +72,9 @@ def result_info(result, model_label: str) -> str:
 
 def history_rows(history: list[dict]) -> list[list]:
     return [[h["when"], h["tab"], h["text"], h["seed"], h["duration"], h["rtf"]] for h in reversed(history)]
+
+
+def check_rows(checks) -> list[list]:
+    """The sentence check's table: per chunk its CER (and problems), its takes, the kept one, what was heard."""
+    return [[c.chunk + 1, c.text, f"{c.cer:.3f}" + "".join(f" + {p}" for p in c.best.problems), len(c.takes), c.kept,
+             "yes" if c.passed else "no (best kept)", c.best.transcript] for c in checks]

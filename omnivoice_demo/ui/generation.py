@@ -27,7 +27,7 @@ from ..errors import InvalidInput
 from ..engine.voice import Voice
 from . import pictures
 from .controls import generation_request
-from .display import chunk_player_html, fmt_seconds, history_rows, progress_html, result_info
+from .display import check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
 from ..studio import Studio
@@ -141,7 +141,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(0.0, "Starting…", f"{first} · {plan.target_frames / FRAME_RATE:.1f} s of speech"
                                      f"{f' in {num_chunks} chunks' if num_chunks > 1 else ''}"),
            "grid": pictures.code_grid(empty_grid), "chunks": "", "seed": plan.config.seed, "audio": None,
-           "files": None, "info": ""}
+           "files": None, "info": "", "checks": _checks_table([])}
 
     # the service runs it on its worker; closing ``stream`` (Stop, a cancelled event) cancels the job
     job = studio.service.submit(lambda: engine.run(plan), estimate=estimate, lock=loaded.lock, label=tab)
@@ -166,7 +166,9 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                 done = (event.chunk + event.step / event.num_steps) / event.num_chunks
                 left = (time_left(timeline, event.chunk, event.step, event.elapsed) if timeline is not None else
                         f"about {fmt_seconds(event.elapsed * (1 - done) / done)} left")
-                detail = f"chunk {event.chunk + 1} of {event.num_chunks} · {fmt_seconds(event.elapsed)} elapsed · {left}"
+                take = f" · take {event.take}" if event.take > 1 else ""  # the sentence check generates it again
+                detail = (f"chunk {event.chunk + 1} of {event.num_chunks}{take} · {fmt_seconds(event.elapsed)} elapsed"
+                          f" · {left}")
                 yield {"progress": progress_html(done, f"Step {event.step} of {event.num_steps}", detail),
                        "grid": pictures.code_grid(finished + [event.codes], event.decided)}
             elif isinstance(event, ChunkEvent):
@@ -195,4 +197,12 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and num_chunks == 1,
            "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
            "info": result_info(result, loaded.label), "seed": result.seed, "history": history,
-           "history_table": history_rows(history)}
+           "history_table": history_rows(history),
+           "checks": _checks_table(result.checks)}
+
+
+def _checks_table(checks) -> dict:
+    """The sentence check's table under the player: shown with the check's rows, hidden without the check."""
+    import gradio as gr
+
+    return gr.update(value=check_rows(checks), visible=bool(checks))

@@ -15,7 +15,7 @@ from ..engine.voice import Voice
 from .assets import chunk_player_js
 from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
-from .display import HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
+from .display import CHECK_HEADERS, HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
 from .generation import text_info
 from .owners import owner_of
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
@@ -71,6 +71,9 @@ def output_panel(prefix: str) -> dict:
         "chunks": gr.HTML("", elem_id=f"{prefix}-chunks", js_on_load=chunk_player_js()),
         "audio": gr.Audio(label="Result", type="filepath", interactive=False, elem_id=f"{prefix}-audio",
                           buttons=["download"]),
+        # with "Check each sentence": each chunk's CER, its takes and the kept one
+        "checks": gr.Dataframe(headers=CHECK_HEADERS, interactive=False, visible=False, label="Sentence check",
+                               elem_id=f"{prefix}-checks"),
         "files": gr.File(label="Downloads: WAV, FLAC, codes (.npz)", file_count="multiple", interactive=False,
                          elem_id=f"{prefix}-files"),
         "info": gr.Markdown("", elem_id=f"{prefix}-info"),
@@ -103,7 +106,8 @@ class SessionHistory:
 
 def failed_outputs() -> dict:
     """What the output panel shows after a failed run: no progress, audio, files or info of an earlier run."""
-    return {"progress": failed_progress(), "chunks": "", "audio": None, "files": None, "info": ""}
+    return {"progress": failed_progress(), "chunks": "", "audio": None, "files": None, "info": "",
+            "checks": gr.update(value=[], visible=False)}
 
 
 @dataclasses.dataclass

@@ -52,7 +52,8 @@ DESCRIPTIONS = {
     "audio": "Required. Audio to send through the codec.",
     "codes": "Required. A codes file (.npz) saved by /codec or the Speak tab.",
 }
-_API_DEFAULT_NOTES = {"duration": " (0 = estimated from the text)", "seed": " (-1 = a new seed, returned)"}
+_API_DEFAULT_NOTES = {"duration": " (0 = estimated from the text)", "seed": " (-1 = a new seed, returned)",
+                      "loudness": " (0 = as generated)"}
 
 
 def description(name: str) -> Optional[str]:

@@ -77,6 +77,7 @@ class WyomingContext:
     service: object                         # studio.EngineService
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
+    guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -304,7 +305,8 @@ class SpeechHandler(AsyncEventHandler):
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
-                                  normalize_text=typed_default(piece.text, engine.limits))
+                                  normalize_text=typed_default(piece.text, engine.limits),
+                                  guard=self.context.guard)
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config)
 

@@ -38,9 +38,15 @@ WYOMING_SESSION = "wyoming"
 ZEROCONF_INSTALL = "pip install 'omnivoice-onnx-studio[zeroconf]'"
 
 
-def make_context(models, voices, service, redact: Callable[[str], str] = str) -> WyomingContext:
+def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False) -> WyomingContext:
     return WyomingContext(models=models, voices=voices, service=service, redact=redact,
-                          session=WYOMING_SESSION if getattr(voices, "private", False) else None)
+                          session=WYOMING_SESSION if getattr(voices, "private", False) else None, guard=guard)
+
+
+def _guard_argument(group, flag: str) -> None:
+    group.add_argument(flag, dest="wyoming_guard", action="store_true",
+                       help="check each sentence: transcribe it and generate it again when it fails (the speech "
+                            "recogniser must be cached or downloadable; each sentence is sent once checked)")
 
 
 def check_uri(uri: str) -> str:
@@ -157,6 +163,7 @@ def wyoming_arguments(parser: argparse.ArgumentParser) -> None:
                        help="also serve the Wyoming protocol at URI (e.g. tcp://0.0.0.0:10200), with the same model "
                             "and queue (default: off)")
     _zeroconf_argument(group)
+    _guard_argument(group, "--wyoming-guard")
 
 
 def start_beside(args: argparse.Namespace, models, voices, service, redact: Callable[[str], str] = str
@@ -166,7 +173,8 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
         if getattr(args, "zeroconf", None) is not None:
             raise SystemExit("error: --zeroconf announces the Wyoming server: give --wyoming-uri too")
         return None
-    server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact), args.zeroconf)
+    server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact,
+                                                          getattr(args, "wyoming_guard", False)), args.zeroconf)
     return server.start_in_thread()
 
 
@@ -189,8 +197,8 @@ def run_wyoming(args: argparse.Namespace) -> int:
     def redact(text: str) -> str:
         return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text
 
-    server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact),
-                           args.zeroconf)
+    server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
+                                                  args.wyoming_guard), args.zeroconf)
     try:
         asyncio.run(server.serve_forever())
     except KeyboardInterrupt:
@@ -207,6 +215,7 @@ def add_wyoming_command(commands, add_model_arguments) -> None:
                        help=f"where to listen: tcp://HOST:PORT or unix:///PATH (default {DEFAULT_URI}: this machine "
                             "only; tcp://0.0.0.0:10200 for Home Assistant on another machine)")
     _zeroconf_argument(group)
+    _guard_argument(group, "--guard")
     group.add_argument("--shared", action="store_true",
                        help="a server for strangers: no server paths in messages, saved voices not offered")
     add_queue_arguments(group)

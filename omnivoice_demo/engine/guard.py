@@ -1,0 +1,184 @@
+"""The sentence check (``guard``): each chunk transcribed, scored, and generated again when it fails.
+
+A sampler can drop words, garble a short text or mumble on a bad seed.  With
+``GenerationConfig.guard`` on, every chunk the engine generates (a sentence of
+sentence streaming, or a chunk of a long text) is decoded, transcribed by the
+engine's speech recogniser and scored against its own text:
+
+* the character error rate of the transcript, with the one normalisation that
+  ``omnivoice eval`` uses (``asr.scoring``);
+* plus ``PROBLEM_PENALTY`` for each thing a recogniser cannot see
+  (``audio_problems``): speech that fills much less than the planned time,
+  a long silence inside the speech, clipping.  OmniVoice generates exactly the
+  planned number of frames, so speech can only come out shorter than planned,
+  never longer; a mumble that fills the time is the transcript's to catch.
+
+A take whose score is over ``guard_cer`` is generated again with the next seed
+(take 1 draws from the request's own random stream, exactly as without the
+check; take ``n`` from ``seed + n - 1``), up to ``guard_tries`` takes; the take
+with the lowest score is kept (the first of equal ones).  The kept take is
+what the chunk's event carries and what later chunks use as their reference,
+so streaming sends a chunk once it passed or ran out of takes.  With the check
+off nothing is transcribed and the output is the reference's, token for token.
+
+Every take's steps are ordinary step events (with their ``take`` number), so a
+cancel stops the retries within a step as it stops any generation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+
+from ..asr.scoring import error_rates, require_jiwer
+from ..constants import FRAME_RATE, SAMPLE_RATE
+from ..errors import ModelNotAvailable
+
+#: added to a take's score per problem the audio shows (so any problem fails a threshold below 1)
+PROBLEM_PENALTY = 1.0
+#: the audio is judged in frames of this length
+FRAME_SECONDS = 0.02
+#: a frame is speech when its RMS is within this many dB of the loudest frame's
+SPEECH_DB = 40.0
+#: speech (first to last speech frame) filling less than this share of the planned time is "short"
+SHORT_SHARE = 0.4
+#: a pause inside the speech longer than this is a "silence"
+LONGEST_PAUSE_SECONDS = 1.0
+#: samples at or above this magnitude are clipped; more than CLIPPED_SHARE of them is "clipped"
+CLIP_LEVEL = 0.999
+CLIPPED_SHARE = 0.001
+
+
+@dataclasses.dataclass(frozen=True)
+class Take:
+    """One generation of a chunk and its score (``cer`` + the penalty of its ``problems``)."""
+
+    number: int                  # 1-based
+    seed: Optional[int]          # None: the request's own random stream (take 1)
+    cer: float
+    transcript: str
+    problems: tuple[str, ...]    # "short", "silence", "clipped"
+
+    @property
+    def score(self) -> float:
+        return self.cer + PROBLEM_PENALTY * len(self.problems)
+
+    def to_dict(self) -> dict:
+        return dict(number=self.number, seed=self.seed, cer=round(self.cer, 4), score=round(self.score, 4),
+                    transcript=self.transcript, problems=list(self.problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkCheck:
+    """The check of one chunk: its takes, which one was kept, and whether it passed the threshold."""
+
+    chunk: int                   # 0-based chunk index
+    text: str
+    takes: tuple[Take, ...]
+    kept: int                    # 1-based number of the kept take
+    passed: bool
+
+    @property
+    def best(self) -> Take:
+        return self.takes[self.kept - 1]
+
+    @property
+    def cer(self) -> float:
+        return self.best.cer
+
+    @property
+    def retried(self) -> bool:
+        return len(self.takes) > 1
+
+    def line(self) -> str:
+        """One line for people: 'chunk 2: CER 0.040, take 2 of 3 kept'."""
+        problems = "".join(f" + {p}" for p in self.best.problems)
+        return (f"chunk {self.chunk + 1}: CER {self.cer:.3f}{problems}, take {self.kept} of {len(self.takes)} kept"
+                + ("" if self.passed else " (none passed the threshold)"))
+
+    def to_dict(self) -> dict:
+        return dict(chunk=self.chunk, text=self.text, cer=round(self.cer, 4), score=round(self.best.score, 4),
+                    kept=self.kept, passed=self.passed, takes=[t.to_dict() for t in self.takes])
+
+
+def audio_problems(audio: np.ndarray, planned_frames: int, sample_rate: int = SAMPLE_RATE) -> tuple[str, ...]:
+    """What a recogniser cannot see in a chunk's decoded audio: "short", "silence", "clipped" (see the module)."""
+    wav = np.asarray(audio, dtype=np.float64).reshape(-1)
+    problems = []
+    hop = max(1, int(FRAME_SECONDS * sample_rate))
+    frames = wav[: wav.size // hop * hop].reshape(-1, hop)
+    rms = np.sqrt((frames ** 2).mean(axis=1)) if frames.size else np.zeros(0)
+    loudest = float(rms.max()) if rms.size else 0.0
+    speech = rms > loudest * 10 ** (-SPEECH_DB / 20) if loudest > 1e-5 else np.zeros(rms.shape, dtype=bool)
+    planned_seconds = planned_frames / FRAME_RATE
+    where = np.flatnonzero(speech)
+    span = (where[-1] - where[0] + 1) * FRAME_SECONDS if where.size else 0.0
+    if span < SHORT_SHARE * planned_seconds:
+        problems.append("short")
+    if where.size:
+        inside = speech[where[0]: where[-1] + 1]
+        if _longest_run(~inside) * FRAME_SECONDS > LONGEST_PAUSE_SECONDS:
+            problems.append("silence")
+    if wav.size and np.mean(np.abs(wav) >= CLIP_LEVEL) > CLIPPED_SHARE:
+        problems.append("clipped")
+    return tuple(problems)
+
+
+def _longest_run(flags: np.ndarray) -> int:
+    """Length of the longest run of True in a 1-D bool array."""
+    if not flags.any():
+        return 0
+    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    return int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max())
+
+
+def require_recognizer(recognizer) -> None:
+    """Refuse the check before any work when it cannot run: no ``jiwer``, or no recogniser to be had.
+
+    A recogniser made on first use (``asr.LazyRecognizer``) is loaded now (downloaded when online),
+    so an offline machine with nothing cached is told what to download instead of running unchecked.
+    """
+    require_jiwer()
+    load = getattr(recognizer, "get", None)
+    if load is None:
+        return
+    try:
+        load()
+    except ModelNotAvailable as exc:
+        raise ModelNotAvailable(f"The sentence check (guard) needs a speech recogniser and none can be loaded. {exc} "
+                                "Or turn the check off (guard off, the default).") from None
+
+
+class Guard:
+    """Runs a chunk's takes until one passes; keeps ``checks``, one ``ChunkCheck`` per chunk in order."""
+
+    def __init__(self, recognizer, threshold: float, tries: int, seed: int):
+        self.recognizer, self.threshold, self.tries, self.seed = recognizer, float(threshold), int(tries), int(seed)
+        self.checks: list[ChunkCheck] = []
+
+    def score(self, number: int, seed: Optional[int], audio: np.ndarray, text: str, planned_frames: int) -> Take:
+        transcript = self.recognizer.transcribe(np.asarray(audio, dtype=np.float32), SAMPLE_RATE).text
+        return Take(number=number, seed=seed, cer=error_rates(text, transcript).cer, transcript=transcript,
+                    problems=audio_problems(audio, planned_frames))
+
+    def chunk(self, index: int, text: str, planned_frames: int, rng: np.random.Generator,
+              take: Callable[[np.random.Generator, int], Iterator]) -> Iterator:
+        """Yields the takes' events; returns the kept take's ``(tokens, audio)``.
+
+        ``take(rng, number)`` generates the chunk once (yielding its step events) and returns
+        ``(tokens, audio)``; take 1 gets ``rng``, the request's own stream, take n a fresh ``seed + n - 1``.
+        """
+        takes, kept = [], None
+        for number in range(1, self.tries + 1):
+            seed = None if number == 1 else (self.seed + number - 1) % 2**63
+            output = yield from take(rng if seed is None else np.random.default_rng(seed), number)
+            takes.append(self.score(number, seed, output[1], text, planned_frames))
+            if kept is None or takes[-1].score < takes[kept[0] - 1].score:
+                kept = (number, output)
+            if takes[-1].score <= self.threshold:
+                break
+        self.checks.append(ChunkCheck(chunk=index, text=text, takes=tuple(takes), kept=kept[0],
+                                      passed=takes[kept[0] - 1].score <= self.threshold))
+        return kept[1]

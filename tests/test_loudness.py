@@ -1,0 +1,98 @@
+"""Loudness for delivery, measured: the integrated loudness lands on the target, the true peak stays under the ceiling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from omnivoice_demo.audio.loudness import TRUE_PEAK_CEILING, integrated_loudness, normalise_loudness, true_peak
+from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.errors import InvalidInput
+from tests.support.signals import speech_like
+
+RATE = 24000
+
+
+@pytest.mark.parametrize("target", [-16.0, -23.0, -30.0])
+@pytest.mark.parametrize("level", [0.02, 0.3])
+def test_speech_lands_on_the_target_under_the_ceiling(target, level):
+    speech = speech_like(8.0, RATE, seed=2, level=level)[0]
+    out, report = normalise_loudness(speech, RATE, target)
+    measured = integrated_loudness(out, RATE)       # measured again, on the output itself
+    assert abs(measured - target) <= 0.5
+    assert true_peak(out, RATE) <= TRUE_PEAK_CEILING
+    assert report.after == pytest.approx(measured) and report.before == pytest.approx(integrated_loudness(speech, RATE))
+
+
+def test_the_true_peak_ceiling_wins_over_a_loud_target():
+    """A peaky clip asked to be very loud: its true peak is held at the ceiling, so it comes out quieter."""
+    speech = speech_like(8.0, RATE, seed=4)[0]
+    out, report = normalise_loudness(speech, RATE, -6.0)
+    assert TRUE_PEAK_CEILING - 0.01 <= true_peak(out, RATE) <= TRUE_PEAK_CEILING
+    assert integrated_loudness(out, RATE) < -6.5
+
+
+def test_the_true_peak_sees_between_the_samples():
+    """A sine at a quarter of the rate sampled at its zero crossings +-45 degrees: every sample is 0.707 of the
+    peak, the oversampled signal finds the peak (about +3 dB over the sample peak)."""
+    n = np.arange(RATE)
+    wave = np.sin(2 * np.pi * (RATE / 4) * n / RATE + np.pi / 4).astype(np.float32)
+    sample_peak = 20 * np.log10(np.abs(wave).max())
+    assert true_peak(wave, RATE) - sample_peak == pytest.approx(3.01, abs=0.2)
+
+
+def test_silence_is_left_as_it_is():
+    out, report = normalise_loudness(np.zeros(RATE, np.float32), RATE, -16.0)
+    assert not out.any() and report.gain_db == 0.0
+
+
+@pytest.mark.parametrize("value", [-41.0, -4.0, float("nan")])
+def test_a_loudness_outside_its_range_is_named(value):
+    with pytest.raises(InvalidInput, match="loudness"):
+        GenerationConfig(loudness=value).validate()
+
+
+def test_the_engine_delivers_at_the_loudness_asked(engine):
+    plain = engine.generate("A sentence for the loudness check, long enough to be measured.", seed=1, num_step=4)
+    loud = engine.generate("A sentence for the loudness check, long enough to be measured.", seed=1, num_step=4,
+                           loudness=-20.0)
+    for a, b in zip(plain.codes, loud.codes):
+        np.testing.assert_array_equal(a, b)           # the same generation, only the delivery differs
+    assert abs(integrated_loudness(loud.audio, RATE) - -20.0) <= 0.5 or true_peak(loud.audio, RATE) >= -1.01
+    assert true_peak(loud.audio, RATE) <= TRUE_PEAK_CEILING
+    assert loud.config.loudness == -20.0 and plain.config.loudness is None
+
+
+def test_the_command_lines_and_the_http_api_take_the_loudness(engine, tmp_path):
+    import argparse
+    import io
+
+    import soundfile
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from omnivoice_demo.api.routes import ApiContext, build_router
+    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    assert config_from_arguments(parser.parse_args(["--loudness", "-16"])).loudness == -16.0   # synth and batch
+    assert config_from_arguments(parser.parse_args([])).loudness is None
+
+    models = ModelManager()
+    models.add(engine, label="tiny")
+    app = FastAPI()
+    app.include_router(build_router(ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"),
+                                               service=EngineService())))
+    client = TestClient(app, raise_server_exceptions=False)
+    body = {"input": "A sentence for the loudness check, long enough to be measured.", "seed": 1, "num_step": 4,
+            "loudness": -20, "stream": False, "response_format": "wav"}
+    response = client.post("/v1/audio/speech", json=body)
+    assert response.status_code == 200, response.text
+    audio, rate = soundfile.read(io.BytesIO(response.content), dtype="float32")
+    assert true_peak(audio, rate) <= TRUE_PEAK_CEILING + 0.05          # 16-bit rounding of the file
+    streamed = client.post("/v1/audio/speech", json=dict(body, stream=True))
+    assert streamed.status_code == 400 and "loudness" in streamed.json()["error"]["message"]
+    bad = client.post("/v1/audio/speech", json=dict(body, loudness=3))
+    assert bad.status_code == 400 and "loudness" in bad.json()["error"]["message"]
