@@ -202,3 +202,24 @@ def test_a_full_size_split_forward_is_exact(folder):
     model = OmniVoiceEngine(folder, threads=2, verify="none", calibrate=False, backbone="int4").model
     split, whole, _ = split_and_whole(model, length=405, prefix=280)
     assert relative_gap(split, whole) < 1e-4
+
+
+def test_a_presets_refresh_is_kept_within_the_steps_given_and_a_given_one_is_checked():
+    """Fast refreshes every 4th step: with fewer steps given (flag, HTTP ``steps``) its refresh follows them
+    instead of failing the request; a ``prompt_refresh`` given over the steps is still refused by name."""
+    import argparse
+
+    from omnivoice_demo.api import speech
+    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    config = config_from_arguments(parser.parse_args(["--preset", "fast", "--num-step", "2"]))
+    assert (config.num_step, config.prompt_refresh, config.guidance_every) == (2, 2, 2)
+    assert config_from_arguments(parser.parse_args(["--preset", "fast"])).prompt_refresh == 4
+    with pytest.raises(InvalidInput, match="prompt_refresh") as caught:
+        config_from_arguments(parser.parse_args(["--preset", "fast", "--num-step", "2", "--prompt-refresh", "4"]))
+    assert caught.value.param == "prompt_refresh"
+    settings = speech.parse({"input": "Hi.", "preset": "fast", "steps": 3}).settings
+    assert (settings["num_step"], settings["prompt_refresh"]) == (3, 3)
+    assert speech.parse({"input": "Hi.", "preset": "balanced"}).settings["prompt_refresh"] == 4

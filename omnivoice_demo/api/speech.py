@@ -42,7 +42,7 @@ from ..engine.config import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..engine.lexicon import Lexicon, from_mapping
 from ..engine.normalize import typed_default
-from ..engine.presets import preset_values
+from ..engine.presets import under_preset
 from ..studio.descriptions import Description, read_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
@@ -98,11 +98,11 @@ def parse(body) -> SpeechRequest:
     speed_note = None
     if body.get("speed") is not None:
         settings["speed"], speed_note = _openai_speed(body["speed"])
-    preset = body.get("preset")
-    if preset is not None:
-        settings = dict(preset_values(preset), **settings)
     if body.get("steps") is not None:
         settings["num_step"] = body["steps"]
+    preset = body.get("preset")
+    if preset is not None:
+        settings = under_preset(preset, settings)
     strict = body.get("strict", False)
     if not isinstance(strict, bool):
         raise InvalidInput(f"strict must be true or false, got {strict!r}.", param="strict")

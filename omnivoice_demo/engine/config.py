@@ -285,8 +285,10 @@ def config_from_arguments(args: argparse.Namespace) -> GenerationConfig:
     preset = getattr(args, "preset", None)
     if not preset:
         return GenerationConfig(**values).validate()
+    from .presets import under_preset
+
     given = getattr(args, _GIVEN, set())
-    return GenerationConfig.preset(preset).replace(**{n: v for n, v in values.items() if n in given}).validate()
+    return GenerationConfig().replace(**under_preset(preset, {n: v for n, v in values.items() if n in given})).validate()
 
 
 _GIVEN = "_config_flags_given"

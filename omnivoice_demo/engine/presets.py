@@ -22,7 +22,9 @@ in this repository can judge it, because the tests run random-weight models.
 
 from __future__ import annotations
 
+import contextlib
 from types import MappingProxyType
+from typing import Any, Mapping
 
 from ..errors import InvalidInput, excerpt
 
@@ -65,6 +67,17 @@ def canonical_preset(name: str) -> str:
 def preset_values(name: str) -> dict:
     """The settings of preset ``name`` (or an alias's)."""
     return dict(PRESETS[canonical_preset(name)])
+
+
+def under_preset(name: str, given: Mapping[str, Any]) -> dict:
+    """Preset ``name``'s settings under the ones ``given``.  The preset's ``prompt_refresh`` is kept within the
+    steps given (``--preset fast --num-step 2`` refreshes every 2nd step, not an error); a ``prompt_refresh``
+    given with the steps is checked as it is."""
+    values = dict(preset_values(name), **given)
+    if "num_step" in given and "prompt_refresh" not in given:
+        with contextlib.suppress(TypeError, ValueError):  # a num_step that is no number: its own check names it
+            values["prompt_refresh"] = max(1, min(int(values["prompt_refresh"]), int(values["num_step"])))
+    return values
 
 
 def matching_preset(config) -> str | None:

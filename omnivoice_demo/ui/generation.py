@@ -27,7 +27,7 @@ from ..errors import InvalidInput
 from ..engine.voice import Voice
 from . import pictures
 from .controls import generation_request
-from .display import check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, wav_bytes
+from .display import check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
 from ..studio import Studio
