@@ -140,5 +140,5 @@ def test_server_lexicon_sits_under_the_requests_own(engine, tmp_path):
         parser.parse_args(["--lexicon", str(path)])
     parsed = speech.parse({"input": "Nginx and the bass.", "pronunciations": {"BASS": "[B EY1 S]"},
                            "normalize_text": False})
-    plan = routes._plan(context, types.SimpleNamespace(engine=engine), parsed, [])
+    plan, _ = routes._plan(context, types.SimpleNamespace(engine=engine), parsed, [])   # (plan, description)
     assert plan.text == "engine x and the [B EY1 S]."
