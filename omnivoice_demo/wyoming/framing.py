@@ -22,7 +22,7 @@ from typing import Optional
 
 from wyoming.event import Event
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 #: the most an event's data or payload may declare: a text-to-speech client sends JSON of a text (the
 #: local limit's 50,000 characters fit) and no audio; the header line itself is bounded by the reader (64 KiB)
@@ -37,17 +37,11 @@ class MalformedEvent(InvalidInput):
         self.fatal = fatal
 
 
-def shown(value, chars: int = 40) -> str:
-    """A short excerpt of what a client sent, for a message."""
-    text = repr(value)
-    return text if len(text) <= chars else text[:chars] + "..."
-
-
 def _json(raw: bytes, what: str, fatal: bool):
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):   # not UTF-8 or not JSON; nested past the parser's depth
-        raise MalformedEvent(f"The event's {what} is not JSON: {shown(raw)}.", fatal) from None
+        raise MalformedEvent(f"The event's {what} is not JSON: {excerpt(raw)}.", fatal) from None
 
 
 def _length(header: dict, key: str, limit: int) -> int:
@@ -56,7 +50,7 @@ def _length(header: dict, key: str, limit: int) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
         raise MalformedEvent(f"The event's {key} must be a whole number of bytes from 0 to {limit}, got "
-                             f"{shown(value)}; the connection is closed.", fatal=True)
+                             f"{excerpt(value)}; the connection is closed.", fatal=True)
     return value
 
 
@@ -71,7 +65,7 @@ async def read_event(reader: asyncio.StreamReader, limit: int = MAX_EVENT_PART_B
         return None
     header = _json(line, "header line", fatal=True)
     if not isinstance(header, dict):
-        raise MalformedEvent(f"The event's header must be a JSON object, got {shown(header)}.", fatal=True)
+        raise MalformedEvent(f"The event's header must be a JSON object, got {excerpt(header)}.", fatal=True)
     data_length, payload_length = _length(header, "data_length", limit), _length(header, "payload_length", limit)
     try:
         data_bytes = await reader.readexactly(data_length) if data_length else b""
@@ -81,10 +75,10 @@ async def read_event(reader: asyncio.StreamReader, limit: int = MAX_EVENT_PART_B
                              "payload_length).", fatal=True) from None
     kind = header.get("type")
     if not isinstance(kind, str) or not kind.strip():
-        raise MalformedEvent(f"The event's type must be a name such as \"synthesize\", got {shown(kind)}.")
+        raise MalformedEvent(f"The event's type must be a name such as \"synthesize\", got {excerpt(kind)}.")
     data = {} if header.get("data") is None else header["data"]
     extra = _json(data_bytes, "data", fatal=False) if data_bytes else {}
     for part in (data, extra):
         if not isinstance(part, dict):
-            raise MalformedEvent(f"The data of a {shown(kind)} event must be a JSON object, got {shown(part)}.")
+            raise MalformedEvent(f"The data of a {excerpt(kind)} event must be a JSON object, got {excerpt(part)}.")
     return Event(type=kind, data={**data, **extra}, payload=payload)

@@ -46,13 +46,13 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, Synthesize
 from ..engine.config import GenerationConfig
 from ..engine.normalize import typed_default
 from ..constants import SAMPLE_RATE
-from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded
+from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
 from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
 from ..studio.descriptions import read_description
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
-from .framing import MalformedEvent, read_event, shown
+from .framing import MalformedEvent, read_event
 from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
 from .text_stream import TextStream
@@ -320,7 +320,7 @@ def text_of(event: Event) -> str:
     """The ``text`` of a ``synthesize`` or ``synthesize-chunk`` event (``InvalidInput`` when it is not a string)."""
     text = event.data.get("text")
     if not isinstance(text, str):
-        got = "no text" if text is None else f"{type(text).__name__} {shown(text)}"
+        got = "no text" if text is None else f"{type(text).__name__} {excerpt(text)}"
         raise InvalidInput(f"The text of a {event.type} event must be a string, got {got}.", param="text")
     return text
 

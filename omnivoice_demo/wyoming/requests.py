@@ -19,9 +19,8 @@ import dataclasses
 import re
 from typing import Optional
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 from ..engine.languages import resolve_language
-from .framing import shown
 
 MAX_SEED = 2**31 - 1
 #: a speaker that is a seed: ASCII digits only ("²" and "٣" are digits to str.isdigit, not to int), at most 12
@@ -48,12 +47,13 @@ def parse_request(data: dict) -> SpeechRequest:
     speaker = _text(voice, "speaker", "voice.speaker")
     if seed is None and speaker is not None:
         if not SEED_DIGITS.fullmatch(speaker.strip()):
-            raise InvalidInput(f"voice.speaker {shown(speaker)} is not a seed: OmniVoice's speaker is the seed, a "
-                               "whole number (e.g. \"42\") that fixes the voice; leave it out for a new voice each time.",
+            raise InvalidInput(f"voice.speaker {excerpt(speaker)} is not a seed: OmniVoice's speaker is the seed, "
+                               "a whole number (e.g. \"42\") that fixes the voice; leave it out for a new voice "
+                               "each time.",
                                param="speaker")
         seed = int(speaker.strip())
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-        raise InvalidInput(f"seed must be a whole number from 0 to {MAX_SEED}, got {shown(seed)}.", param="seed")
+        raise InvalidInput(f"seed must be a whole number from 0 to {MAX_SEED}, got {excerpt(seed)}.", param="seed")
     return SpeechRequest(voice=name, language=wyoming_language(language), seed=seed,
                          instructions=_text(data, "instructions", "instructions"))
 
