@@ -6,7 +6,7 @@ Loads the engine, runs a short warm-up request, then one long request (``--sente
 sentences, local limits) and a short one again, and prints the process's RSS after each.
 ``--arena keep`` is ONNX Runtime's default (the CPU arena keeps the largest request's
 buffers for the session's lifetime: the plateau); ``shrink``, the engine's default, hands
-the arena's unused memory back after every run (``onnx_model.run_options``).  Run each
+the arena's unused memory back after every run (``runtime.sessions.run_options``).  Run each
 mode in its own process: an arena's state is the process's.
 """
 

@@ -3,7 +3,7 @@
     python -m benchmarks.spinning --model /work/models/full-int4 --backbone int4 --threads 2 --steps 8 --repeats 2
 
 Each run is a fresh process that loads the engine with the sessions spinning (ONNX Runtime's own
-default) or blocking when idle (``onnx_model.SESSION_CONFIG``, this project's default), warms up with
+default) or blocking when idle (``runtime.sessions.SESSION_CONFIG``, this project's default), warms up with
 one step, then times one generation of ``TEXT`` (seed 1); the two modes alternate.  Prints one JSON
 line per run (mode, wall and CPU seconds, the stage timings, the codes' sha256 as the API reports it,
 the load average before the run): the codes are the same either way, only the time moves.
@@ -24,11 +24,11 @@ SPINNING = {"session.intra_op.allow_spinning": "1", "session.inter_op.allow_spin
 def one_run(mode: str, model: str, backbone: str, threads: int, steps: int) -> dict:
     import time
 
-    from omnivoice_demo.engine import onnx_model
+    from omnivoice_demo.runtime import sessions
     from omnivoice_demo.studio.results import codes_digest
 
     if mode == "spinning":
-        onnx_model.SESSION_CONFIG.update(SPINNING)
+        sessions.SESSION_CONFIG.update(SPINNING)
     from omnivoice_demo.engine.config import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 

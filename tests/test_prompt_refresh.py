@@ -184,7 +184,8 @@ def test_the_warm_up_measures_the_split_forward_and_the_estimate_counts_it(engin
     assert splits == 6
     saved = estimator.pair_share * (estimator.forward_seconds(chunk.length)
                                     - estimator.split_seconds(chunk.prefix, chunk.frames))
-    assert kept.stages["backbone"] == pytest.approx(exact.stages["backbone"] - splits * saved)
+    # both estimates are scaled by the pace of this engine's earlier runs (estimate.py), the saving too
+    assert kept.stages["backbone"] == pytest.approx(exact.stages["backbone"] - splits * saved * estimator.pace)
     assert kept.stages["embeddings"] < exact.stages["embeddings"]
 
 

@@ -203,7 +203,7 @@ def test_streamed_chunks_are_token_exact_with_the_reference_chunk_loop(engine, r
 # --- guidance reuse ----------------------------------------------------------------------
 
 def test_no_session_spins_between_runs(engine):
-    """ONNX Runtime's workers block when idle (``onnx_model.SESSION_CONFIG``) in every session of the engine,
+    """ONNX Runtime's workers block when idle (``runtime.sessions.SESSION_CONFIG``) in every session of the engine,
     whose options are copied to hand over the weights in memory: spinning workers of the sessions not
     running took the 2 cores from numpy's sampling (issue 20: 3x the CPU seconds of a generation)."""
     for session in [engine.model.embeddings, engine.model.backbone, engine.model.heads,
@@ -557,13 +557,13 @@ def test_auto_probes_only_the_choices_that_pass_the_fidelity_gate(tiny_int4_fold
 def test_a_remembered_choice_is_keyed_on_the_session_settings(tiny_int4_folder, monkeypatch):
     """Spinning or not changes the probe's timings: a choice timed with other session settings is not reused."""
     from omnivoice_demo.backbones import choice as backbone_choice
-    from omnivoice_demo.engine import onnx_model
+    from omnivoice_demo.runtime import sessions
 
     path = tiny_int4_folder / "llm_decoder.onnx"
     key = backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2)
     assert key == backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2)
-    monkeypatch.setattr(onnx_model, "SESSION_CONFIG", dict(onnx_model.SESSION_CONFIG,
-                                                           **{"session.intra_op.allow_spinning": "1"}))
+    monkeypatch.setattr(sessions, "SESSION_CONFIG", dict(sessions.SESSION_CONFIG,
+                                                         **{"session.intra_op.allow_spinning": "1"}))
     assert backbone_choice.choice_key(path, ["CPUExecutionProvider"], 2) != key
 
 

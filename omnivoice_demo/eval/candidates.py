@@ -20,6 +20,7 @@ import re
 from typing import Callable, Optional
 
 from ..engine.config import GenerationConfig, Limits
+from ..engine.presets import under_preset
 from ..errors import InvalidInput
 
 EXACT_NAME = "exact"
@@ -119,8 +120,7 @@ def parse_candidate(spec: str) -> Candidate:
     name = values.pop("name", None) or _name_of(spec)
     spec_fields = {k: values.pop(k) for k in ("model", "precision", "backbone", "backbone_weights") if k in values}
     try:
-        base = GenerationConfig.preset(values.pop("preset", "reference"))
-        config = GenerationConfig.from_mapping(values, base=base).validate()
+        config = GenerationConfig.from_mapping(under_preset(values.pop("preset", "reference"), values)).validate()
     except InvalidInput as exc:
         raise InvalidInput(f"--candidate {spec!r}: {exc}", param="candidate") from exc
     if config.seed is not None:

@@ -35,7 +35,7 @@ class ModelNotReady(ModelNotAvailable):
 class ModelFileWatch:
     """The size and modification time of a model folder's graph and weights files when it was loaded.
 
-    The sessions hold the weights in memory (``onnx_model.with_weights_in_memory``), so a file
+    The sessions hold the weights in memory (``runtime.sessions.with_weights_in_memory``), so a file
     changed in place cannot crash the server; ``check()`` says in the log that the files on disk
     are no longer what is served, once per change."""
 
