@@ -129,7 +129,7 @@ def test_openais_documented_streaming_example_gets_audio_before_the_generation_e
     three = "The first sentence is here. The second sentence follows it. The third sentence ends it."
     with client.audio.speech.with_streaming_response.create(
             model="tts-1", voice="alloy", input=three, response_format="pcm",
-            extra_body={"steps": 8, "seed": 2}) as response:
+            extra_body={"steps": 32, "seed": 2}) as response:   # long enough that the rest is still running
         planned_chunks = int(response.headers["x-omnivoice-chunks"])
         pieces = response.iter_bytes()
         first = next(pieces)
