@@ -33,21 +33,11 @@ def test_stop_cancels_the_timing_and_the_quality_run_and_frees_the_model(page, a
     page.locator("#bench-length").get_by_text("long", exact=True).click()
     _set_slider(page, "bench-steps", 64)
     _set_slider(page, "bench-repeats", 10)
-    page.locator("#bench-go").click()
-    _until(page, "document.body.innerText.match(/step \\d+ of 64/)", timeout=60)
-    page.locator("#bench-stop").click()
-    _until(page, "!document.body.innerText.match(/step \\d+ of 64/)", timeout=20)
-    page.wait_for_timeout(1000)
-    assert running_jobs(app) == 0  # cancelled at the next step: the model's lock is free again
+    _stop_while_running(page, app, "bench", "document.body.innerText.match(/step \\d+ of 64/)")
     assert "Machine:" not in page.locator("#bench-machine").inner_text()  # it did not run to its end
     # the quality run: four sentences, three candidates, stopped while it generates
     _set_slider(page, "quality-sentences", 5)
-    page.locator("#quality-go").click()
-    _until(page, "document.body.innerText.includes('Generating')", timeout=60)
-    page.locator("#quality-stop").click()
-    _until(page, "!document.body.innerText.includes('Generating')", timeout=20)
-    page.wait_for_timeout(1000)
-    assert running_jobs(app) == 0
+    _stop_while_running(page, app, "quality", "document.body.innerText.includes('Generating')")
     assert "exact" not in page.locator("#quality-table").inner_text()  # no report: it was stopped
     # the model serves the next request at once
     _tab(page, "Speak", "#speak-text")
@@ -55,6 +45,16 @@ def test_stop_cancels_the_timing_and_the_quality_run_and_frees_the_model(page, a
     page.locator("#speak-go").click()
     _until(page, "document.querySelector('#speak-progress').innerText.includes('Done')", timeout=60)
 
+
+def _stop_while_running(page, app, run: str, running_js: str) -> None:
+    """Start ``#<run>-go``, press ``#<run>-stop`` once ``running_js`` holds, and see the run gone from the page
+    and the queue: cancelled at the next step, the model's lock free again."""
+    page.locator(f"#{run}-go").click()
+    _until(page, running_js, timeout=60)
+    page.locator(f"#{run}-stop").click()
+    _until(page, f"!({running_js})", timeout=20)
+    page.wait_for_timeout(1000)
+    assert running_jobs(app) == 0
 
 def _open_tab(page, name: str, ready: str) -> None:
     """A tab by its button, or through Gradio's overflow menu when the tabs do not fit the width."""
