@@ -277,25 +277,6 @@ def test_the_model_tab_button_appears_once_after_clicks(page):
     assert page.evaluate(count, "Model") == page.evaluate(count, "Clone") == 2
 
 
-def test_a_phone_shows_the_result_before_the_settings(page, artifacts_dir):
-    """On a 390 px screen: the text, then the result (in sight after a tap on Speak), then the language, voice
-    and preset controls (tests/test_app_browser_rough_edges.py checks the tap and the other tabs)."""
-    from tests.support.browser import VIEWPORT
-
-    _tab(page, "Speak", "#speak-text")
-    page.set_viewport_size({"width": 390, "height": 844})
-    try:
-        page.wait_for_timeout(500)
-        top = {name: page.locator(f"#{name}").bounding_box()["y"]
-               for name in ("speak-text", "speak-language", "speak-voice", "speak-preset", "speak-audio",
-                            "speak-files")}
-        _screenshot(page, artifacts_dir / "browser-phone.png")
-    finally:
-        page.set_viewport_size(VIEWPORT)
-    assert top["speak-text"] < top["speak-audio"] < top["speak-files"] < top["speak-language"], top
-    assert top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
-
-
 def test_a_tag_button_inserts_the_tag_as_a_word(page):
     """Issue 19: the tag buttons inserted without a space ("funny[laughter]")."""
     _tab(page, "Speak", "#speak-text")

@@ -7,12 +7,9 @@ import httpx
 import pytest
 
 from tests.support.browser import VIEWPORT, missing
-from tests.test_app_browser import SECONDS, _tab, _until, app, page  # noqa: F401 - the fixtures
+from tests.test_app_browser import SECONDS, _screenshot, _tab, _until, app, page  # noqa: F401 - the fixtures
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
-
-RUNNING = "document.querySelector('#{0}-table').closest('.gradio-container').innerText.match(/step \\d+ of \\d+/)"
-
 
 def running_jobs(app) -> int:
     return httpx.get(app.url + "health", timeout=10).json()["queue"]["running"]
@@ -68,17 +65,21 @@ def _open_tab(page, name: str, ready: str) -> None:
     page.locator(ready).wait_for(state="visible", timeout=10 * SECONDS)
 
 
-def test_on_a_phone_the_result_follows_the_speak_button_and_every_tab_is_reachable(page):
+def test_on_a_phone_the_result_follows_the_speak_button_and_every_tab_is_reachable(page, artifacts_dir):
+    """On a 390 px screen: the text, Speak, progress and result with its files, then the language, voice and
+    preset controls; the progress in sight after a tap on Speak; every tab reachable."""
     _tab(page, "Speak", "#speak-text")
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         page.wait_for_timeout(500)
         top = {name: page.locator(f"#{name}").bounding_box()["y"]
-               for name in ("speak-text", "speak-go", "speak-progress", "speak-audio", "speak-language",
-                            "speak-voice", "speak-preset")}
+               for name in ("speak-text", "speak-go", "speak-progress", "speak-audio", "speak-files",
+                            "speak-language", "speak-voice", "speak-preset")}
+        _screenshot(page, artifacts_dir / "browser-phone.png")
         # text, Speak, then progress and result, then the settings
         assert top["speak-text"] < top["speak-go"] < top["speak-progress"] < top["speak-audio"], top
-        assert top["speak-audio"] < top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
+        assert top["speak-audio"] < top["speak-files"] < top["speak-language"], top
+        assert top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
         # after a tap on Speak the progress is on the screen without scrolling
         page.locator("#speak-text textarea").fill("On a phone.")
         page.locator("#speak-go").click()
