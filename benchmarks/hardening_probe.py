@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import io
 import json
@@ -1406,27 +1407,31 @@ class Probe:
     # 18 --------------------------------------------------------------------------------------------------
 
     def family18(self) -> None:
-        patch = self.work / "failing-check"
-        patch.mkdir(parents=True, exist_ok=True)
-        (patch / "sitecustomize.py").write_text(FAILING_LOCALHOST_CHECK)
-        args = [part for part in self.shared_args if part not in ("--shared",)]
-        server = Server(self.repo, self.python, self.work / "failing-check", args, "failing-check",
-                        env={"PYTHONPATH": f"{patch}{os.pathsep}{self.repo}"})
+        for name, fault, what in (
+                ("failing-check", FAILING_LOCALHOST_CHECK, "gradio.networking.url_ok failing"),
+                ("slow-start", SLOW_SERVER_START, "its server taking 8 s to start")):
+            patch = self.work / name
+            patch.mkdir(parents=True, exist_ok=True)
+            (patch / "sitecustomize.py").write_text(fault)
+            args = [part for part in self.shared_args if part not in ("--shared",)]
+            server = Server(self.repo, self.python, self.work / name, args, name,
+                            env={"PYTHONPATH": f"{patch}{os.pathsep}{self.repo}"})
+            self.guarded(None, 18, f"app.py with {what} (a busy machine)", "the app starts and serves",
+                         functools.partial(self.starts_and_serves, server))
 
-        def check() -> tuple[str, str]:
-            try:
-                seconds = server.start()
-            except (RuntimeError, TimeoutError) as exc:
-                return "broke", tail(str(exc))
-            try:
-                with server.http() as client:
-                    spoken = speak(client)
-                return ("held" if spoken.status_code == 200 else "broke"), \
-                    f"serving after {seconds:.1f} s; /v1/audio/speech {short(spoken)}"
-            finally:
-                server.stop()
-        self.guarded(None, 18, "app.py with gradio.networking.url_ok failing (a busy machine)",
-                     "the app starts and serves", check)
+    @staticmethod
+    def starts_and_serves(server: "Server") -> tuple[str, str]:
+        try:
+            seconds = server.start()
+        except (RuntimeError, TimeoutError) as exc:
+            return "broke", tail(str(exc))
+        try:
+            with server.http() as client:
+                spoken = speak(client)
+            return ("held" if spoken.status_code == 200 else "broke"), \
+                f"serving after {seconds:.1f} s; /v1/audio/speech {short(spoken)}"
+        finally:
+            server.stop()
 
 
 # --- helpers of the cases ----------------------------------------------------------------------------
@@ -1539,6 +1544,14 @@ KEYED_ROUTES = [("POST", "gradio_api/cancel", {"session_hash": "x", "fn_index": 
 FAILING_LOCALHOST_CHECK = ("import gradio.networking\n"
                            "gradio.networking.url_ok = lambda url: False\n"
                            "print('probe: gradio.networking.url_ok fails', flush=True)\n")
+#: a sitecustomize that makes every uvicorn server start 8 s late (a busy machine; Gradio waited 5 s)
+SLOW_SERVER_START = ("import asyncio, uvicorn\n"
+                     "_startup = uvicorn.Server.startup\n"
+                     "async def _late(self, sockets=None):\n"
+                     "    await asyncio.sleep(8)\n"
+                     "    await _startup(self, sockets=sockets)\n"
+                     "uvicorn.Server.startup = _late\n"
+                     "print('probe: uvicorn starts 8 s late', flush=True)\n")
 
 
 def other_weights(graph: pathlib.Path) -> None:

@@ -122,7 +122,9 @@ def main(argv=None) -> None:
 
         middleware.insert(0, Middleware(KeyGate))
     from omnivoice_demo.api.cors import ApiCors, front_lifespan
+    from omnivoice_demo.ui.server_start import patient_server_start
 
+    patient_server_start()  # a busy machine's slow start is waited for, not taken for a taken port
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)], auth=auth,
