@@ -13,7 +13,7 @@ wall seconds, the engine's estimate made before it, and the load:
 * ``fast clone refresh K``: the same with ``prompt_refresh=K`` for each K of ``--fast-refresh`` (default 4,8);
 * ``balanced design``: the Balanced preset without a voice;
 * ``balanced clone refresh K``: the Balanced preset's steps with the voice, for each K of
-  ``--balanced-refresh`` (default 2,4).
+  ``--balanced-refresh`` (default 4,8).
 
 With ``--forwards N`` it times only the backbone: N alternating rounds of the clone's conditional row
 whole (about 420 positions) and of its 125 target frames on the kept prompt, and prints their ratio:
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of all the runs (alternating)")
     parser.add_argument("--fast-refresh", default="4,8")
-    parser.add_argument("--balanced-refresh", default="2,4")
+    parser.add_argument("--balanced-refresh", default="4,8")
     parser.add_argument("--forwards", type=int, default=0, help="time only N rounds of the two forwards")
     args = parser.parse_args(argv)
 

@@ -223,4 +223,4 @@ def test_a_presets_refresh_is_kept_within_the_steps_given_and_a_given_one_is_che
     assert caught.value.param == "prompt_refresh"
     settings = speech.parse({"input": "Hi.", "preset": "fast", "steps": 3}).settings
     assert (settings["num_step"], settings["prompt_refresh"]) == (3, 3)
-    assert speech.parse({"input": "Hi.", "preset": "balanced"}).settings["prompt_refresh"] == 4
+    assert speech.parse({"input": "Hi.", "preset": "balanced"}).settings["prompt_refresh"] == 8

@@ -582,7 +582,7 @@ def test_speed_controls_presets_streaming_default_and_estimates(engine):
 
     assert [value for _, value in sc.preset_choices()] == list(PRESETS) + [sc.CUSTOM]
     assert sc.preset_controls("fast") == {"num_step": 8, "guidance_every": 2, "prompt_refresh": 4}
-    assert sc.preset_of({"num_step": 16, "guidance_every": 1, "prompt_refresh": 4}) == "balanced"
+    assert sc.preset_of({"num_step": 16, "guidance_every": 1, "prompt_refresh": 8}) == "balanced"
     assert sc.preset_of({"num_step": 16, "guidance_every": 1, "prompt_refresh": 1}) == sc.CUSTOM
     assert sc.preset_of({"num_step": 12, "guidance_every": 1, "prompt_refresh": 4}) == sc.CUSTOM
     assert sc.more_than_one_sentence("Hi there. How are you?")

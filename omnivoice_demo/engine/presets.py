@@ -3,16 +3,18 @@
 * ``reference``: the reference's own settings (32 steps, guidance on every step): exact.
 * ``balanced``: 16 steps, which the model's README offers "for faster inference", and the
   conditional row's prompt (the instruct, the text and a cloned voice's reference) run whole on
-  every 4th step only, its keys and values kept in between (``prompt_refresh=4``).
+  every 8th step only (steps 1 and 9), its keys and values kept in between (``prompt_refresh=8``).
 * ``fast``: 8 steps with the unconditional (guidance) forward on every second
   step only (``guidance_every=2``), as other OmniVoice front ends ship for CPUs, and
   ``prompt_refresh=4`` (the row whole on steps 1 and 5).
 
-``prompt_refresh=4`` is what the MLX port of OmniVoice ships (refreshing the kept prompt every few
-steps, with CER, speaker similarity and UTMOS unchanged on the real weights); what it moves on the
-planted-outlier random weights, per step: docs/speed.md ("Cloning: the reference kept between
-steps", ``benchmarks/prompt_refresh_fidelity.py``).  It pays most when cloning (a 10 s reference
-is ~250 of a step's ~420 positions), and the Reference preset keeps the exact loop.
+The MLX port of OmniVoice refreshes the kept prompt every few steps, with CER, speaker similarity
+and UTMOS unchanged on the real weights.  Each preset's ``k`` is the smallest that meets its speed
+target on the full-size folder (``benchmarks/clone_speed.py``, idle, 2 threads: Fast at k=4 is 0.59x
+the Fast clone without it; Balanced at k=4 is still 1.46x the Balanced design, at k=8 1.30x); what
+each k moves on the planted-outlier random weights, per step: docs/speed.md ("Cloning: the reference
+kept between steps", ``benchmarks/prompt_refresh_fidelity.py``).  It pays most when cloning (a 10 s
+reference is ~250 of a step's ~420 positions), and the Reference preset keeps the exact loop.
 
 A preset only sets the fields listed here; every other setting keeps its value,
 and any field given explicitly (CLI flag, advanced control) overrides the preset.
@@ -31,7 +33,7 @@ from ..errors import InvalidInput, excerpt
 #: preset name -> the GenerationConfig values it sets
 PRESETS = MappingProxyType({
     "reference": MappingProxyType({"num_step": 32, "guidance_every": 1, "prompt_refresh": 1}),
-    "balanced": MappingProxyType({"num_step": 16, "guidance_every": 1, "prompt_refresh": 4}),
+    "balanced": MappingProxyType({"num_step": 16, "guidance_every": 1, "prompt_refresh": 8}),
     "fast": MappingProxyType({"num_step": 8, "guidance_every": 2, "prompt_refresh": 4}),
 })
 
@@ -39,7 +41,7 @@ PRESETS = MappingProxyType({
 DESCRIPTIONS = MappingProxyType({
     "reference": "Reference: 32 steps, guidance every step (the model's defaults; exact)",
     "balanced": "Balanced: 16 steps (the model's README: 'or 16 for faster inference'), the prompt and a cloned "
-                "voice's reference run whole every 4th step (prompt_refresh=4)",
+                "voice's reference run whole every 8th step (prompt_refresh=8)",
     "fast": "Fast: 8 steps, guidance every 2nd step, the prompt and reference whole every 4th step (about 5x faster; "
             "quality not published)",
 })

@@ -100,7 +100,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
                            info="Sets the steps, guidance and prompt refresh under Advanced (change them there to "
                                 "override). Balanced and Fast reuse the prompt (and a cloned voice's reference) "
-                                "between refreshes every 4th step: an approximation; Reference is exact. The "
+                                "between refreshes (every 8th step, Fast every 4th): an approximation; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
                            elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
