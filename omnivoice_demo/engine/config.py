@@ -264,8 +264,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("generation settings (defaults are the reference's)")
     group.add_argument("--preset", choices=[*PRESETS, *ALIASES], default=None, type=str.lower,
-                       help="a speed preset (default reference: 32 steps; quality and hd are aliases of reference); "
-                            "the flags below override its values")
+                       help="a speed preset (default reference: 32 steps, exact; quality and hd are aliases of "
+                            "reference; " + "; ".join(f"{name}: {values['num_step']} steps, prompt_refresh="
+                                                       f"{values['prompt_refresh']}" for name, values in PRESETS.items()
+                                                       if values["prompt_refresh"] > 1)
+                            + "); the flags below override its values")
     for name in GenerationConfig.names():
         setting, kind = GenerationConfig.setting(name), GenerationConfig.kind(name)
         flags = ["--" + name.replace("_", "-"), *setting.flags]
