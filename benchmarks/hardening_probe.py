@@ -83,7 +83,7 @@ FAMILIES = {
     11: "the rebuilt 8-bit backbone in our cache: changed files, a remembered choice outside the gate, two first starts",
     16: "Wyoming: malformed events, odd speakers, a client that half-closes after synthesize",
     17: "--api-key-scope all: routes without the key, login brute force, CORS of /v1",
-    18: "launch while Gradio's 'is localhost accessible' check fails",
+    18: "launch on a busy machine: Gradio's 'is localhost accessible' check failing, its server slow to start",
     21: "voice names that differ only in case, or look alike",
     22: "a voice file that cannot be read: deep meta, a lone surrogate in its transcript",
     25: "an outputs folder that cannot be written",
