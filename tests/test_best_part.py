@@ -48,6 +48,15 @@ def test_a_shorter_limit_keeps_the_best_that_fits():
     assert not speech[part.start] and not speech[part.end - 1]
 
 
+def test_among_equal_speech_the_least_silence_is_kept():
+    """Starting at the clip's start would also keep both bursts, with 1.9 s more of the leading pause."""
+    audio, _ = planted([("p", 2.0), ("s", 3.0), ("p", 0.4), ("s", 3.0), ("p", 12.0)])
+    part = best_part(audio, RATE, max_seconds=10.0)
+    kept_pause = int(PAUSE_KEPT_SECONDS * RATE)
+    assert (part.start, part.end) == (2 * RATE - kept_pause, int(8.4 * RATE) + kept_pause)
+    assert part.speech_seconds == pytest.approx(6.0, abs=0.05)
+
+
 def test_a_clip_without_pauses_falls_back_to_its_first_ten_seconds():
     audio, speech = planted([("s", 25.0)])
     part = best_part(audio, RATE, max_seconds=10.0)
