@@ -1,6 +1,7 @@
 """The Clone tab and /clone: a reference clip and its transcript (with consent) + text -> speech in that voice;
 the voice can be saved for the Speak tab.  The transcript is recognised as soon as a clip arrives (and at
-cloning time when it is still empty), and stays editable."""
+cloning time when it is still empty), and stays editable.  A clip over 20 s is cut as the reference cuts it, only
+when its transcript is not typed; a clip over 10 s is offered "Keep the best 10 s"."""
 
 from __future__ import annotations
 
