@@ -293,14 +293,6 @@ def test_data_dir_follows_the_environment(monkeypatch, tmp_path):
     assert data_dir() == tmp_path / "x" / "omnivoice-onnx-studio"
 
 
-def test_long_reference_is_trimmed_with_a_note(studio, tmp_path):
-    path = tmp_path / "long.flac"
-    sf.write(path, speech_like(25.0, 16000, seed=4)[0], 16000)
-    wav, rate, note = clone_tab.read_reference(studio, str(path))
-    assert wav.shape[-1] / rate <= clone_tab.TRIM_TO_SECONDS + 0.01
-    assert "only the first" in note and "transcript" in note
-
-
 @pytest.mark.parametrize("case, expected", [
     ("no consent", "I have the right to use this voice"),
     ("no transcript", "transcript"),

@@ -1,6 +1,7 @@
 """The Clone tab and /clone: a reference clip and its transcript (with consent) + text -> speech in that voice;
 the voice can be saved for the Speak tab.  The transcript is recognised as soon as a clip arrives (and at
-cloning time when it is still empty), and stays editable."""
+cloning time when it is still empty), and stays editable.  A clip over 20 s is cut as the reference cuts it, only
+when its transcript is not typed; a clip over 10 s is offered "Keep the best 10 s"."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...audio import processing as audio_ops
+from ...audio.best_part import best_part
 from ...engine.config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
@@ -33,9 +35,12 @@ from ...studio.sharing import unique_name
 from ...studio.voices import clean_name, export_voice
 from .speak import voice_names
 
-#: references longer than this are cut at a pause to about TRIM_TO seconds
-TRIM_ABOVE_SECONDS = 20.0
-TRIM_TO_SECONDS = 15.0
+#: the reference's own cut (``preprocess_prompt``): a clip longer than this, cloned with a transcript that is not
+#: typed (recognised), is cut at a pause before REFERENCE_TRIM_TO seconds
+REFERENCE_TRIM_ABOVE = 20.0
+REFERENCE_TRIM_TO = 15.0
+#: a clip longer than this is offered "Keep the best 10 s" (the model's README: 3-10 s works best)
+BEST_PART_SECONDS = 10.0
 #: references shorter than this get a warning (the reference works best with 3-10 s)
 SHORT_REFERENCE_SECONDS = 3.0
 RECOGNISING = "recognising..."
@@ -44,7 +49,8 @@ PREPROCESS_DEFAULT = GenerationConfig.default("preprocess_prompt")
 
 
 def read_reference(studio: Studio, path: Optional[str]) -> tuple[np.ndarray, int, str]:
-    """(audio [C, N], sample rate, note) of an uploaded or recorded reference, cut when it is long."""
+    """(audio [C, N], sample rate, note) of an uploaded or recorded reference, whole (the engine cuts a long clip
+    as the reference does: only when its transcript is not typed)."""
     if not path:
         raise InvalidInput("Record or upload a reference clip first (3-10 s of one speaker, with its transcript).")
     path = str(path)
@@ -52,17 +58,38 @@ def read_reference(studio: Studio, path: Optional[str]) -> tuple[np.ndarray, int
     # checked from the file's header (rate, length, channels) and read only up to the limit
     wav, sr = audio_ops.load_audio_file(path, max_seconds=studio.limits.max_reference_seconds,
                                         max_bytes=studio.max_upload_bytes, what="reference audio")
-    seconds = wav.shape[-1] / sr
     channels = "mono" if wav.shape[0] == 1 else f"{wav.shape[0]} channels (mixed to mono)"
-    note = f"Reference: {seconds:.1f} s, {sr} Hz, {channels}."
-    if seconds > TRIM_ABOVE_SECONDS:
-        mono = audio_ops.to_mono(wav)
-        trimmed = audio_ops.trim_long_audio(mono, sr, max_duration=TRIM_TO_SECONDS, trim_threshold=TRIM_ABOVE_SECONDS)
-        if trimmed.shape[-1] < mono.shape[-1]:
-            wav = trimmed
-            note += (f" It is long, so only the first {wav.shape[-1] / sr:.1f} s are used (cut at a pause): "
-                     "the transcript must be what is said in that part.")
-    return wav, sr, note
+    return wav, sr, f"Reference: {wav.shape[-1] / sr:.1f} s, {sr} Hz, {channels}."
+
+
+def long_clip_note(seconds: float) -> str:
+    """What a long clip means: the reference's cut (recognised transcript only) and the offer to keep 10 s."""
+    note = ""
+    if seconds > REFERENCE_TRIM_ABOVE:
+        note += (f" Over {REFERENCE_TRIM_ABOVE:.0f} s: with the recognised transcript only its first part is used "
+                 f"(cut at a pause before {REFERENCE_TRIM_TO:.0f} s, as the reference does; the recogniser hears just "
+                 "that part). A transcript you type or edit keeps the whole clip, so it must say all of it.")
+    if seconds > BEST_PART_SECONDS:
+        note += (f" 3-10 s clone best and cost less time: **Keep the best {BEST_PART_SECONDS:.0f} s** cuts it at "
+                 "pauses and recognises the kept part again.")
+    return note
+
+
+#: what cloning adds to the note when it cut the clip
+CUT_NOTE = "Only its first part is used, cut at a pause as the reference cuts a clip with a recognised transcript"
+
+_HEARD: dict = {}  # (studio id, path) -> the recogniser's Transcript of that clip, to tell it from a typed one
+
+
+def heard_in(studio: Studio, path: Optional[str], transcript: str):
+    """The recogniser's ``Transcript`` of the clip when ``transcript`` is what it heard there, else None (typed)."""
+    heard = _HEARD.get((id(studio), str(path)))
+    return heard if heard is not None and heard.text == (transcript or "").strip() else None
+
+
+def cut_by_reference(wav: np.ndarray, sr: int, typed: bool, preprocess: bool) -> bool:
+    """Whether cloning cuts this clip (``prepare_reference``): longer than 20 s, preprocessed, transcript not typed."""
+    return not typed and bool(preprocess) and wav.shape[-1] / sr > REFERENCE_TRIM_ABOVE
 
 
 def reference_for_estimate(studio: Studio, path: Optional[str], transcript: str, preprocess: bool) -> Optional[Voice]:
@@ -74,25 +101,30 @@ def reference_for_estimate(studio: Studio, path: Optional[str], transcript: str,
     if not path or not (transcript or "").strip():
         return None
     try:
-        frames, rms = _reference_length(studio, str(path), bool(preprocess))
+        frames, rms = _reference_length(studio, str(path), bool(preprocess), heard_in(studio, path, transcript) is None)
     except InvalidInput:
         return None
     return Voice(codes=np.zeros((NUM_CODEBOOKS, frames), dtype=np.int64), transcript=add_punctuation(transcript),
                  rms=rms)
 
 
-_LENGTHS: dict = {}  # (studio id, path, preprocess) -> (frames, rms): the info line is redrawn on every keystroke
+_LENGTHS: dict = {}  # (studio id, path, preprocess, typed) -> (frames, rms): the info line is redrawn on every key
 
 
-def _reference_length(studio: Studio, path: str, preprocess: bool) -> tuple[int, float]:
-    key = (id(studio), path, preprocess)
+def _reference_length(studio: Studio, path: str, preprocess: bool, typed: bool) -> tuple[int, float]:
+    key = (id(studio), path, preprocess, typed)
     if key not in _LENGTHS:
         wav, sr, _ = read_reference(studio, path)
-        prepared, rms = audio_ops.prepare_reference(wav, sr, transcript_given=True, preprocess=preprocess)
-        if len(_LENGTHS) >= 16:
-            _LENGTHS.clear()
-        _LENGTHS[key] = (max(1, prepared.shape[-1] // HOP_LENGTH), rms)
+        prepared, rms = audio_ops.prepare_reference(wav, sr, transcript_given=typed, preprocess=preprocess)
+        _remember(_LENGTHS, key, (max(1, prepared.shape[-1] // HOP_LENGTH), rms))
     return _LENGTHS[key]
+
+
+def _remember(cache: dict, key, value) -> None:
+    """``cache[key] = value`` in a cache of at most 16 entries (emptied when full)."""
+    if len(cache) >= 16:
+        cache.clear()
+    cache[key] = value
 
 
 def reference_note(studio: Studio, path: Optional[str]) -> str:
@@ -108,15 +140,18 @@ def reference_note(studio: Studio, path: Optional[str]) -> str:
     if wav.shape[-1] / sr < SHORT_REFERENCE_SECONDS:
         note += (f" ⚠ Under {SHORT_REFERENCE_SECONDS:.0f} s: the clone will sound less like the speaker; "
                  "3-10 s of speech works best.")
-    return note
+    return note + long_clip_note(wav.shape[-1] / sr)
 
 
 def recognise_reference(studio: Studio, path: Optional[str], preprocess: bool = PREPROCESS_DEFAULT):
     """What the speech recogniser hears in the reference (a ``Transcript``), prepared as cloning prepares
-    it (cut at a pause when long, silences shortened).  Uses the recogniser only, never the engine's lock."""
+    it (cut at a pause when long, silences shortened), and remembered: cloning with that transcript is cloning
+    without a typed one.  Uses the recogniser only, never the engine's lock."""
     wav, sr, _ = read_reference(studio, path)
     prepared, _ = audio_ops.prepare_reference(wav, sr, transcript_given=False, preprocess=bool(preprocess))
-    return studio.models.get().engine.recognizer.transcribe(prepared[0], SAMPLE_RATE)
+    heard = studio.models.get().engine.recognizer.transcribe(prepared[0], SAMPLE_RATE)
+    _remember(_HEARD, (id(studio), str(path)), heard)
+    return heard
 
 
 def transcript_updates(studio: Studio, path: Optional[str], preprocess: bool = PREPROCESS_DEFAULT) -> Iterator[tuple]:
@@ -135,15 +170,54 @@ def transcript_updates(studio: Studio, path: Optional[str], preprocess: bool = P
     yield note, gr.update(value=text, placeholder=TRANSCRIPT_PLACEHOLDER, interactive=True)
 
 
+def trim_offer(studio: Studio, path: Optional[str]):
+    """The "Keep the best 10 s" button: shown for a readable clip over 10 s."""
+    try:
+        wav, sr, _ = read_reference(studio, path)
+    except InvalidInput:
+        return gr.update(visible=False)
+    return gr.update(visible=wav.shape[-1] / sr > BEST_PART_SECONDS)
+
+
+def keep_best_part(studio: Studio, path: Optional[str]) -> tuple[str, str]:
+    """(path of a new clip with the reference's best part, message): at most 10 s with the most speech, cut at
+    pauses (``audio.best_part``), mono, beside the clip.  The tab puts it in place of the clip, which has it
+    checked and recognised again like any new clip, so clip and transcript still match."""
+    wav, sr, _ = read_reference(studio, path)
+    seconds = wav.shape[-1] / sr
+    if seconds <= BEST_PART_SECONDS:
+        raise InvalidInput(f"The clip is {seconds:.1f} s long: already {BEST_PART_SECONDS:g} s or shorter, so there "
+                           "is nothing to cut.")
+    part = best_part(wav, sr, BEST_PART_SECONDS)
+    source = pathlib.Path(path)
+    kept = source.with_name(f"{source.stem}-best-{part.start}-{part.end}.wav")
+    audio_ops.save_audio(kept, audio_ops.to_mono(wav)[0, part.start:part.end], sr)
+    where = "cut at pauses" if part.at_pauses else "no pause to cut at, so its first part"
+    return str(kept), (f"Kept {(part.end - part.start) / sr:.1f} s of the {seconds:.1f} s clip "
+                       f"({part.start / sr:.1f}-{part.end / sr:.1f} s, {where}); the transcript is recognised again.")
+
+
+@ui_errors
+def trim_clip(studio: Studio, path: Optional[str]) -> str:
+    """The Keep button: the kept clip in place of the clip (whose change redraws the note and the transcript)."""
+    kept, message = keep_best_part(studio, path)
+    gr.Info(user_message(message))
+    return kept
+
+
 def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: bool,
                 preprocess: bool = PREPROCESS_DEFAULT, name: str = "") -> tuple[Voice, str]:
     """The voice of a reference clip (cached by file content, transcript and model).  Checked in the order
-    the user fills the form: clip, transcript (recognised when empty), consent."""
+    the user fills the form: clip, transcript (recognised when empty), consent.
+
+    As in the reference, a clip over 20 s is cut (at a pause before 15 s) only when its transcript is not typed:
+    empty, or what the recogniser heard in it; the engine then recognises the cut clip itself, as the
+    reference does.  A typed transcript keeps the whole clip."""
     wav, sr, note = read_reference(studio, path)
     transcript = (transcript or "").strip()
     if transcript == RECOGNISING:
         raise InvalidInput("The transcript is still being recognised; wait a moment, then try again.")
-    heard = None
+    heard = heard_in(studio, path, transcript)
     if not transcript:
         heard = recognise_reference(studio, path, preprocess)
         transcript = heard.text
@@ -154,15 +228,19 @@ def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: b
                            "you have permission to use.")
     loaded = studio.models.get()
     digest = hashlib.sha1(np.ascontiguousarray(wav).tobytes()).hexdigest()
-    key = (loaded.label, digest, sr, transcript, bool(preprocess))
+    cut = cut_by_reference(wav, sr, heard is None, preprocess)
+    key = (loaded.label, digest, sr, transcript, bool(preprocess), cut)
 
     def make() -> Voice:
         with loaded.lock:
-            return loaded.engine.clone_voice(wav, sr, transcript, preprocess=bool(preprocess), name=name)
+            return loaded.engine.clone_voice(wav, sr, None if cut else transcript, preprocess=bool(preprocess),
+                                             name=name)
 
     voice = studio.voice_cache.get_or_make(key, make)
     if heard is not None:
         voice = dataclasses.replace(voice, transcript_source="recognised", language=heard.language)
+    if cut:
+        note += f" {CUT_NOTE} ({voice.seconds:.1f} s kept)."
     return dataclasses.replace(voice, name=name or voice.name), note
 
 
@@ -172,7 +250,7 @@ def clone(studio: Studio, reference: Optional[str], transcript: str, consent: bo
           owner: Optional[str] = None) -> Iterator[dict]:
     """Reference + transcript + consent + text -> speech in that voice (the files are ``owner``'s)."""
     voice, note = clone_voice(studio, reference, transcript, consent, preprocess)
-    if "only the first" in note:
+    if CUT_NOTE in note:
         gr.Warning(user_message(note))
     yield from run_generation(studio, text, dict(values, voice=None), voice, history, "Clone", owner)
 
@@ -211,6 +289,8 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                 ref = gr.Audio(sources=["upload", "microphone"], type="filepath", elem_id="clone-ref",
                                label="Reference voice (3-10 s of one speaker; wav, flac, mp3, ogg)")
                 note = gr.Markdown(reference_note(studio, None), elem_id="clone-note")
+                trim = gr.Button(f"Keep the best {BEST_PART_SECONDS:.0f} s", visible=False, size="sm",
+                                 elem_id="clone-trim")
                 transcript = gr.Textbox(label="Transcript of the reference", lines=2, elem_id="clone-transcript",
                                         placeholder=TRANSCRIPT_PLACEHOLDER)
                 with gr.Row():
@@ -244,6 +324,10 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
     # its own queue: recognising a clip never waits for, nor holds up, speech generation
     ref.change(on_reference, inputs=[ref, pre], outputs=[note, transcript], api_visibility="private",
                show_progress="hidden", concurrency_id="recogniser", concurrency_limit=1)
+    ref.change(lambda path: trim_offer(studio, path), inputs=ref, outputs=trim, api_visibility="private",
+               show_progress="hidden", queue=False)
+    trim.click(lambda path: trim_clip(studio, path), inputs=ref, outputs=ref, api_visibility="private",
+               concurrency_id="recogniser", concurrency_limit=1)
 
     stored = [browser_voices] if browser_voices is not None else []
 
