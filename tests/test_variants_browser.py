@@ -11,23 +11,13 @@ import httpx
 import pytest
 import soundfile as sf
 
-from tests.support.app_server import shared_app, wait_model_ready
 from tests.support.browser import chromium_page, missing
 from tests.support.signals import speech_like
-from tests.test_app_browser import SECONDS, _screenshot, _tab, _until
+from tests.test_app_browser import SECONDS, _screenshot, _tab, _until, app  # noqa: F401 - app: the shared server
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 
 VOICE = "Style voice"
-
-
-@pytest.fixture(scope="module")
-def app(tiny_fp32_folder, tmp_path_factory, request):
-    from gradio_client import Client
-
-    app = shared_app(tiny_fp32_folder, tmp_path_factory.mktemp("app"), request.config)
-    wait_model_ready(Client(app.url, verbose=False))
-    return app
 
 
 @pytest.fixture(scope="module")
