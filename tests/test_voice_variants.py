@@ -15,7 +15,7 @@ from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.studio import VoiceLibrary
 from omnivoice_demo.studio.sharing import BrowserVoices
 from omnivoice_demo.studio.variants import (add_variant, clean_tag, read_voice_description, remove_variant,
-                                            split_variant_name, variant_of)
+                                            split_variant_name)
 from omnivoice_demo.studio.vocabulary import choose_voice, resolve_voice
 from tests.test_vocabulary import a_voice
 

@@ -27,7 +27,7 @@ from ..engine.config import Limits
 from ..engine.voice import MAX_TAG_CHARS, Voice
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from .descriptions import Description, check_description, read_description
-from .voice_names import find_name, name_key
+from .voice_names import MAX_NAME_LENGTH, find_name, name_key
 
 __all__ = ["add_variant", "check_room", "check_variants", "clean_tag", "listed_variants", "read_voice_description",
            "remove_variant", "split_variant_name", "variant_listing", "variant_name", "variant_of"]
@@ -55,7 +55,10 @@ def variant_name(voice: str, tag: str) -> str:
 
 
 def split_variant_name(value: str) -> Optional[tuple[str, str]]:
-    """(voice, tag) of ``Anna (cheerful)``; None for a name without a tag in brackets (voice names hold none)."""
+    """(voice, tag) of ``Anna (cheerful)``; None for a name without a tag in brackets (voice names hold none),
+    or one longer than a voice name and a tag can be."""
+    if len(value or "") > MAX_NAME_LENGTH + MAX_TAG_CHARS + 4:
+        return None
     found = _VARIANT_NAME.match(value or "")
     return (found["voice"].strip(), found["tag"].strip()) if found else None
 
