@@ -1,6 +1,6 @@
 """A real headless browser on ``python app.py`` (as ``test_app_browser``): a style variant is added to a saved
 voice in the Clone tab (refused without consent, then added, listed and played), and the Speak tab speaks
-with it when the description names its tag.  Screenshot: test-artifacts/browser-styles.png.
+with it when the description names its tag (the note under the box and the result say so).  Screenshot: test-artifacts/browser-styles.png.
 
 Needs ``playwright`` and chromium; skipped, saying so, where one is missing.  Slow: ``-m "not slow"`` leaves it.
 """
@@ -74,6 +74,8 @@ def test_a_style_is_added_in_the_clone_tab_and_speaks_when_named(page, clips, ar
     page.wait_for_timeout(500)
     _choose(page, "speak-voice", VOICE)
     page.locator("#speak-instruct textarea").fill("cheerful")
+    # the note under the box says the word picks the voice's clip (not "ignored")
+    _until(page, "document.querySelector('#speak-instruct-check').innerText.includes('Style: cheerful')", timeout=20)
     page.locator("#speak-text textarea").fill("Hello in the cheerful style.")
     page.locator("#speak-go").click()
     _until(page, "document.querySelector('#speak-info').innerText.includes('RTF')", timeout=90)

@@ -187,3 +187,12 @@ def test_a_browser_keeps_variants_and_changes_them_under_the_voice_name():
     broken = {"Anna": dict(stored["Anna"], variants=["calm"])}
     with pytest.raises(InvalidInput, match="variants of type list"):
         browser.load(broken, "Anna")
+
+
+def test_the_apps_description_note_names_the_style_clip_of_the_chosen_voice():
+    from omnivoice_demo.ui.design import check_instruct
+
+    note = check_instruct({"instruct": "cheerful, deep"}, voice=anna("cheerful"))
+    assert "Style: **cheerful**" in note and "low pitch" in note and "Ignored" not in note
+    plain = check_instruct({"instruct": "cheerful, deep"})
+    assert "Style" not in plain and "Ignored: 'cheerful'" in plain
