@@ -73,7 +73,7 @@ def make_studio(args: argparse.Namespace):
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                            offline=args.offline, limits=limits, locked=shared, **backbone_settings(args))
     # shared: saved voices live in each visitor's browser (the server folder is not used)
-    voices = VoiceLibrary(private=shared)
+    voices = VoiceLibrary(private=shared, max_variants=limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
                   service=service_from_arguments(args))

@@ -3,8 +3,11 @@
     POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
+    GET  /v1/audio/voices/{id}    one saved voice, with its style variants' lengths and transcripts
     PATCH /v1/audio/voices/{id}   rename a saved voice ({"name": "new name"})
     DELETE /v1/audio/voices/{id}  delete a saved voice
+    POST /v1/audio/voices/{id}/variants        a style variant from a clip (multipart: tag, file, transcript, consent)
+    DELETE /v1/audio/voices/{id}/variants/{tag}  delete a style variant
     GET  /v1/models           the models that answer
     GET  /health              model state and queue (no auth)
 
@@ -35,6 +38,7 @@ from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, O
                       excerpt, one_line)
 from ..studio.results import checks_header, details
 from ..studio.service import EngineService
+from ..studio.variants import add_variant, check_room, listed_variants, remove_variant, variant_listing
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from ..studio.voice_names import check_free, clean_name, find_name
 from . import encoding, speech
@@ -148,8 +152,31 @@ async def read_form(request: Request, limit: int):
     except Exception as exc:  # noqa: BLE001 - starlette and python-multipart raise several kinds
         detail = getattr(exc, "detail", None) or getattr(exc, "message", None) or type(exc).__name__
         raise InvalidInput(f"The upload is not a well-formed multipart form ({str(detail)[:120]}); send "
-                           "multipart/form-data with the fields 'file', 'name', 'transcript' and 'consent'.",
-                           param="file") from None
+                           "multipart/form-data with the fields 'file', 'name' (or 'tag'), 'transcript' and "
+                           "'consent'.", param="file") from None
+
+
+async def read_clip_form(request: Request, limit: int, label: str) -> tuple:
+    """(the clip's bytes, its file ending, its transcript or None, the value of the form field ``label``) of a
+    voice or variant upload, in the order a client fills it: the clip, ``label``, consent."""
+    form = await read_form(request, limit)
+    upload = form.get("file") or form.get("audio_sample")
+    value = str(form.get(label) or "").strip()
+    transcript = str(form.get("transcript") or "").strip() or None
+    consent = str(form.get("consent") or "").strip().lower() in ("true", "1", "yes", "on")
+    if upload is None or not hasattr(upload, "read"):
+        raise InvalidInput("Send the reference clip as the multipart file field 'file'.", param="file")
+    if not value:
+        what = "the voice a name" if label == "name" else "the style a tag (such as cheerful)"
+        raise InvalidInput(f"Give {what}: form field '{label}'.", param=label)
+    if not consent:
+        raise InvalidInput("Set consent=true to confirm you have the right to use this voice (your own, or one "
+                           "you have permission to use).", param="consent")
+    data = await upload.read(limit + 1)
+    if len(data) > limit:
+        raise ApiError(413, f"The upload is over this server's limit of {limit / 2**20:.0f} MB (max_upload_bytes).",
+                       param="file", code="limit_exceeded")
+    return data, pathlib.Path(upload.filename or "x").suffix, transcript, value
 
 
 def build_router(context: ApiContext):
@@ -222,7 +249,8 @@ def build_router(context: ApiContext):
     @answer
     async def voices(request: Request):
         session = context.session()
-        items = voice_list(saved_names(), lambda name: context.voices.created_at(name, session))
+        items = voice_list(saved_names(), lambda name: context.voices.created_at(name, session),
+                           lambda name: listed_variants(name, context.voices.tags(name, session)))
         return JSONResponse({"object": "list", "data": items, "voices": items})
 
     @router.post("/v1/audio/voices")
@@ -230,27 +258,50 @@ def build_router(context: ApiContext):
     async def create_voice(request: Request):
         check_may_change_voices()
         loaded = context.models.get()
-        limit = loaded.engine.limits.max_upload_bytes
-        form = await read_form(request, limit)
-        upload = form.get("file") or form.get("audio_sample")
-        name = str(form.get("name") or "").strip()
-        transcript = str(form.get("transcript") or "").strip() or None
-        consent = str(form.get("consent") or "").strip().lower() in ("true", "1", "yes", "on")
-        if upload is None or not hasattr(upload, "read"):
-            raise InvalidInput("Send the reference clip as the multipart file field 'file'.", param="file")
-        if not name:
-            raise InvalidInput("Give the voice a name (form field 'name').", param="name")
-        if not consent:
-            raise InvalidInput("Set consent=true to confirm you have the right to use this voice (your own, or one "
-                               "you have permission to use).", param="consent")
-        data = await upload.read(limit + 1)
-        if len(data) > limit:
-            raise ApiError(413, f"The upload is over this server's limit of {limit / 2**20:.0f} MB (max_upload_bytes).",
-                           param="file", code="limit_exceeded")
-        voice = await asyncio.to_thread(_clone, context, loaded, data, pathlib.Path(upload.filename or "x").suffix,
-                                        transcript, name)
+        data, suffix, transcript, name = await read_clip_form(request, loaded.engine.limits.max_upload_bytes, "name")
+        name = check_free(clean_name(name), saved_names())  # before the work; save checks again
+        voice = await asyncio.to_thread(_clone, context, loaded, data, suffix, transcript, name)
+        context.voices.save(voice, name, context.session())
         return JSONResponse(voice_object(voice.name, "saved", time.time(), seconds=round(voice.seconds, 2),
                                          transcript=voice.transcript), status_code=201)
+
+    @router.get("/v1/audio/voices/{voice_id}")
+    @answer
+    async def one_voice(request: Request):
+        voice_id = saved_voice_id(request)
+        voice = context.voices.load(voice_id, context.session())
+        voice.name = voice_id   # as listed: the file's name
+        return JSONResponse(saved_voice_object(voice))
+
+    @router.post("/v1/audio/voices/{voice_id}/variants")
+    @answer
+    async def create_variant(request: Request):
+        check_may_change_voices()
+        voice_id = saved_voice_id(request)
+        loaded = context.models.get()
+        data, suffix, transcript, tag = await read_clip_form(request, loaded.engine.limits.max_upload_bytes, "tag")
+        most = context.voices.max_variants
+        check_room(context.voices.load(voice_id, context.session()), tag, most)  # before the work; added checks again
+        clip = await asyncio.to_thread(_clone, context, loaded, data, suffix, transcript, tag)
+        voice = context.voices.change(voice_id, lambda saved: add_variant(saved, tag, clip, most), context.session())
+        return JSONResponse(saved_voice_object(voice), status_code=201)
+
+    @router.delete("/v1/audio/voices/{voice_id}/variants/{tag}")
+    @answer
+    async def delete_variant(request: Request):
+        check_may_change_voices()
+        voice_id, tag = saved_voice_id(request), request.path_params["tag"]
+        if find_name(tag, context.voices.tags(voice_id, context.session())) is None:
+            raise ApiError(404, f"The voice {excerpt(voice_id)} has no style {excerpt(tag)}; GET "
+                                f"/v1/audio/voices/{voice_id} lists its variants.", param="tag",
+                           code="variant_not_found")
+        voice = context.voices.change(voice_id, lambda saved: remove_variant(saved, tag), context.session())
+        return JSONResponse(saved_voice_object(voice))
+
+    def saved_voice_object(voice) -> dict:
+        return voice_object(voice.name, "saved", context.voices.created_at(voice.name, context.session()),
+                            seconds=round(voice.seconds, 2), transcript=voice.transcript,
+                            variants=variant_listing(voice, details=True))
 
     def check_may_change_voices() -> None:
         if context.shared and not context.api_key:
@@ -322,13 +373,13 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
                                   lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
     if context.lexicon:
         parsed = dataclasses.replace(parsed, pronunciations=context.lexicon.merged(parsed.pronunciations))
-    instruct, description = speech.instruct_for(loaded.engine, parsed, design)
+    voice, instruct, description = speech.instruct_for(loaded.engine, parsed, voice, design)
     return speech.plan_for(loaded.engine, parsed, voice, instruct), description
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
+    """The voice of an uploaded clip (not saved: the route saves it, as a voice or a variant)."""
     from ..audio import processing as audio_ops
-    name = check_free(clean_name(name), context.voices.names(context.session()))  # before the work; save checks again
     with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
         path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
         path.write_bytes(data)
@@ -345,9 +396,7 @@ def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Op
             raise InvalidInput(f"No transcript was sent and the speech recogniser could not run ({one_line(exc)}); "
                                "send what is said in the clip as 'transcript'.", param="transcript") from None
     with loaded.lock:
-        voice = loaded.engine.clone_voice(audio, rate, transcript, name=name)
-    context.voices.save(voice, name, context.session())
-    return voice
+        return loaded.engine.clone_voice(audio, rate, transcript, name=name)
 
 
 async def _until_done_or_gone(job, request):

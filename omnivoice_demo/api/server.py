@@ -96,7 +96,7 @@ def serve(args: argparse.Namespace) -> int:
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared,
                           **backbone_settings(args))
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
-    voices = VoiceLibrary(private=shared)
+    voices = VoiceLibrary(private=shared, max_variants=models.limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
 
     def redact(text: str) -> str:

@@ -8,8 +8,10 @@ The request's fields (OpenAI's, then ours):
   ``speed`` (OpenAI's 0.25-4.0, clamped to the model's 0.5-2.0; the ``X-OmniVoice-Speed``
   header says what was used), ``instructions`` (a voice described in words, read by
   ``studio.descriptions``: its items replace the voice's own design; with no item the voice stays as it
-  is; the ``X-OmniVoice-Instruct`` and ``X-OmniVoice-Ignored`` headers say what was applied and what was
-  not understood), ``strict`` (true: refuse instructions with any word not understood),
+  is; a word that is one of a saved voice's style tags speaks with that clip, ``studio.variants``;
+  the ``X-OmniVoice-Instruct``, ``X-OmniVoice-Ignored`` and ``X-OmniVoice-Style`` headers say what was
+  applied, what was not understood and which style clip spoke), ``strict`` (true: refuse instructions
+  with any word not understood),
   ``stream_format`` (as OpenAI: ``audio`` by default, the file's bytes as each chunk is
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
@@ -43,7 +45,8 @@ from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..engine.lexicon import Lexicon, from_mapping
 from ..engine.normalize import typed_default
 from ..engine.presets import under_preset
-from ..studio.descriptions import Description, read_description
+from ..studio.descriptions import Description
+from ..studio.variants import read_voice_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
 
@@ -147,20 +150,23 @@ def config_for(request: SpeechRequest) -> GenerationConfig:
     return GenerationConfig.from_mapping(request.settings)
 
 
-def instruct_for(engine, request: SpeechRequest, design: Optional[str]) -> tuple[Optional[str], Description]:
-    """The instruct of a request: its ``instructions`` read as a description (strict if asked), whose items
-    replace the voice's ``design``; the description, for the headers."""
-    description = read_description(request.instructions, strict=request.strict, limits=engine.limits,
-                                   param="instructions")
-    return description.instruct or design, description
+def instruct_for(engine, request: SpeechRequest, voice, design: Optional[str]):
+    """(the voice, the instruct, the description) of a request: its ``instructions`` read as a description
+    (strict if asked; a word that is a style of the saved ``voice`` picks that clip, ``studio.variants``), whose
+    items replace the voice's ``design``; the description, for the headers."""
+    voice, description = read_voice_description(voice, request.instructions, strict=request.strict,
+                                                limits=engine.limits, param="instructions")
+    return voice, description.instruct or design, description
 
 
 def description_headers(plan, description: Description) -> dict:
-    """``X-OmniVoice-Instruct`` (the items the model was given) and ``X-OmniVoice-Ignored`` (the words left
-    out), empty when none; latin-1 safe: characters outside printable ASCII (Chinese items) and ``%`` are
-    percent-encoded as UTF-8 (``urllib.parse.unquote`` reads them back)."""
+    """``X-OmniVoice-Instruct`` (the items the model was given), ``X-OmniVoice-Ignored`` (the words left out)
+    and ``X-OmniVoice-Style`` (the saved voice's style variant spoken with), empty when none; latin-1 safe:
+    characters outside printable ASCII (Chinese items) and ``%`` are percent-encoded as UTF-8
+    (``urllib.parse.unquote`` reads them back)."""
     return {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
-            "X-OmniVoice-Ignored": header_text(", ".join(description.ignored))}
+            "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
+            "X-OmniVoice-Style": header_text(description.style or "")}
 
 
 #: printable ASCII but ``%``: what a header value keeps as it is

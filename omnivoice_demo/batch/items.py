@@ -224,6 +224,9 @@ def _voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Optio
         return None, None
     chosen = choose_voice(voice, voices.names(), listed_by=f"omnivoice voices list --folder {voices.root}",
                           path_base=folder)
+    if chosen.kind == "saved" and chosen.variant:
+        raise InvalidInput(f"voice {voice!r} is a style variant; a batch row speaks with a saved voice's own clip "
+                           f"(give {chosen.name!r}), or save the style's clip as a voice of its own")
     if chosen.kind == "saved":
         return str(voices.path(chosen.name).resolve()), None
     if chosen.kind == "path":

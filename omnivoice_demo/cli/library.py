@@ -1,14 +1,18 @@
-"""``omnivoice voices list|delete|rename|export|import`` and ``omnivoice languages``: the app's saved voices
-(``studio.VoiceLibrary``, the folder the app and ``serve`` use) and the model's languages, from the command line."""
+"""``omnivoice voices list|delete|rename|export|import|variant`` and ``omnivoice languages``: the app's saved
+voices (``studio.VoiceLibrary``, the folder the app and ``serve`` use), their style variants
+(``studio.variants``) and the model's languages, from the command line."""
 
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 from ..errors import InvalidInput
 
 
-def add_library_commands(commands) -> None:
+def add_library_commands(commands, add_model_arguments, open_engine) -> None:
+    """The ``voices`` and ``languages`` commands; ``variant add`` takes the model's flags and opens the engine
+    with ``open_engine(args)`` (the command line's) to clone a clip."""
     voices = commands.add_parser("voices", help="the app's saved voices: list, delete, rename, export, import",
                                  description="The voices saved in the app (the folder $OMNIVOICE_DATA/voices, else "
                                              "~/.local/share/omnivoice-onnx-studio/voices; --folder: another).")
@@ -26,6 +30,24 @@ def add_library_commands(commands) -> None:
     imported = actions.add_parser("import", help="save a voice file (.npz) in the app's voices")
     imported.add_argument("file")
     imported.add_argument("--name", default=None, help="the name to save it under (default: the voice's own)")
+    variant = actions.add_parser("variant", help="a saved voice's style variants (clips tagged cheerful, sad, ...): "
+                                                 "add, list, delete")
+    styles = variant.add_subparsers(dest="variant_action", required=True, parser_class=type(voices))
+    add = styles.add_parser("add", help="add a clip of the voice's speaker in a style, tagged with a word")
+    add.add_argument("name", help="the saved voice")
+    add.add_argument("tag", help="one word: cheerful, sad, angry, calm, excited, serious, whisper or your own")
+    add.add_argument("clip", help="an audio clip of the speaker in that style (cloned with the model: needs "
+                                  "--consent), or a voice file (.npz) whose clip it takes")
+    add.add_argument("--transcript", default=None, help="what the clip says (default: recognised)")
+    add.add_argument("--consent", action="store_true",
+                     help="you have the right to use this voice (your own, or one you have permission to use)")
+    add_model_arguments(add)
+    add.set_defaults(open_engine=open_engine)
+    styles.add_parser("list", help="the voice's style variants, one a line: tag, seconds, transcript"
+                      ).add_argument("name")
+    remove = styles.add_parser("delete", help="remove one of the voice's style variants")
+    remove.add_argument("name")
+    remove.add_argument("tag")
     voices.set_defaults(run=run_voices)
 
     languages = commands.add_parser("languages", help="the languages the model speaks: code and name, one a line")
@@ -47,7 +69,10 @@ def run_voices(args: argparse.Namespace) -> int:
             except InvalidInput as exc:
                 print(f"{name}\t(unreadable: {exc})")
                 continue
-            print(f"{name}\t{voice.seconds:.1f} s\t{voice.transcript}")
+            styles = f"\tstyles: {', '.join(voice.variants)}" if voice.variants else ""
+            print(f"{name}\t{voice.seconds:.1f} s\t{voice.transcript}{styles}")
+    elif args.action == "variant":
+        return run_variant(args, library)
     elif args.action == "delete":
         library.delete(args.name)
         print(f"deleted the voice {args.name!r}")
@@ -65,6 +90,50 @@ def run_voices(args: argparse.Namespace) -> int:
                                param="name") from exc
         print(f"saved the voice as {name!r} in {library.root}")
     return 0
+
+
+def run_variant(args: argparse.Namespace, library) -> int:
+    """``omnivoice voices variant add|list|delete``."""
+    from ..studio.variants import add_variant, check_room, remove_variant, variant_listing, variant_name
+
+    if args.variant_action == "list":
+        voice = library.load(args.name)
+        if not voice.variants:
+            print(f"the voice {voice.name!r} has no style variants (add one: omnivoice voices variant add "
+                  f"{voice.name!r} TAG CLIP)")
+        for item in variant_listing(voice, details=True):
+            print(f"{item['tag']}\t{item['seconds']:.1f} s\t{item['transcript']}")
+    elif args.variant_action == "delete":
+        voice = library.change(args.name, lambda saved: remove_variant(saved, args.tag))
+        print(f"deleted the style {args.tag!r} of the voice {voice.name!r}")
+    else:
+        from ..engine.config import limits_from_arguments
+
+        limits = limits_from_arguments(args)
+        library.max_variants = limits.max_voice_variants
+        tag = check_room(library.load(args.name), args.tag, library.max_variants)  # before the clip is cloned
+        clip = variant_clip(args, tag, limits)
+        voice = library.change(args.name, lambda saved: add_variant(saved, tag, clip, library.max_variants))
+        print(f"added the style {tag!r} ({clip.seconds:.1f} s) to the voice {voice.name!r}: speak with it as "
+              f"--voice {variant_name(voice.name, tag)!r}, or --voice {voice.name!r} --instruct {tag!r}")
+    return 0
+
+
+def variant_clip(args: argparse.Namespace, tag: str, limits):
+    """The clip of ``variant add``: a voice file's own, or an audio clip cloned (consent first, then the clip is
+    checked, then the model loaded)."""
+    from ..engine.voice import Voice
+
+    if pathlib.Path(args.clip).suffix.lower() == ".npz":
+        return Voice.load(args.clip, max_frames=limits.max_reference_frames, max_bytes=limits.max_upload_bytes)
+    if not args.consent:
+        raise InvalidInput("Add --consent to confirm you have the right to use this voice (your own, or one you have "
+                           "permission to use).", param="consent")
+    from ..audio.processing import load_audio_file
+
+    audio, rate = load_audio_file(args.clip, max_seconds=limits.max_reference_seconds,
+                                  max_bytes=limits.max_upload_bytes, what="clip")
+    return args.open_engine(args).clone_voice(audio, rate, transcript=args.transcript, name=tag)
 
 
 def run_languages(args: argparse.Namespace) -> int:

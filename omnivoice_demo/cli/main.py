@@ -10,10 +10,12 @@
     omnivoice eval --model DIR --output out/ --candidate preset=fast [--candidate backbone=int4 ...]
         (quality of the fast paths against the exact model: omnivoice_demo.eval)
     omnivoice voices list|delete NAME|rename NAME NEW|export NAME DIR|import FILE.npz   (the app's saved voices)
+    omnivoice voices variant add NAME TAG CLIP|list NAME|delete NAME TAG   (a saved voice's style variants)
     omnivoice languages
 
 ``--voice`` (synth) and a batch row's ``voice`` are read as everywhere (``studio.vocabulary``): a
-voice saved in the app, then a named design (``alloy``, ``whisper``, ...), then a ``.npz`` path;
+voice saved in the app (or one of its style variants, ``"Anna (cheerful)"``; a word of ``--instruct`` that
+is one of its tags picks that clip too), then a named design (``alloy``, ``whisper``, ...), then a ``.npz`` path;
 ``--text -`` reads the text from standard input.
 
 Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
@@ -37,7 +39,7 @@ from ..engine.config import add_config_arguments, add_limit_arguments, config_fr
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument, backbone_settings
 from ..errors import InvalidInput, OmniVoiceError, one_line
-from ..studio.descriptions import read_description
+from ..studio.variants import read_voice_description
 
 MAX_THREADS = 1024
 
@@ -144,8 +146,8 @@ def synth(args) -> int:
     config = config_from_arguments(args)
     text, reference = checked_inputs(args)  # before the model is loaded
     voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
-    description = read_description(args.instruct, strict=args.strict_instruct, limits=limits_from_arguments(args),
-                                   param="--instruct")
+    voice, description = read_voice_description(voice, args.instruct, strict=args.strict_instruct,
+                                                limits=limits_from_arguments(args), param="--instruct")
     if description.text is not None:
         print(description.note(), file=sys.stderr)
     engine = open_engine(args)
@@ -307,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_wyoming_command(commands, add_model_arguments)
     from .library import add_library_commands
 
-    add_library_commands(commands)
+    add_library_commands(commands, add_model_arguments, open_engine)
     return parser
 
 

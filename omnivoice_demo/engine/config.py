@@ -345,6 +345,7 @@ class Limits:
     max_codec_input_seconds: float = 60.0   # audio given to the codec round trip
     max_decode_frames: int = 180 * FRAME_RATE  # frames of codes given to decode (180 s)
     max_upload_bytes: int = 25 * 1024 * 1024  # any uploaded file (audio, codes, voice)
+    max_voice_variants: int = 8             # style variants (clips tagged cheerful, sad, ...) one saved voice keeps
 
     @classmethod
     def local(cls) -> "Limits":
@@ -353,7 +354,7 @@ class Limits:
                    max_chunks=400, max_steps=256,
                    max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
                    max_decode_frames=3600 * FRAME_RATE,
-                   max_upload_bytes=500 * 1024 * 1024)
+                   max_upload_bytes=500 * 1024 * 1024, max_voice_variants=32)
 
     def check(self, what: str, value: float, limit_name: str, unit: str = "") -> None:
         """Raise ``ResourceLimitExceeded`` naming the limit when ``value`` is over ``self.<limit_name>``."""

@@ -7,6 +7,7 @@ it and none imports another front end.
 * ``models``: ``ModelManager`` (resolve and load models in the background, the active one)
 * ``voices``: ``VoiceLibrary`` (saved voices on disk: list, save, load, rename, delete, export, import)
 * ``voice_names``: how voices' names are written and compared (one rule for the disk, browsers and every front end)
+* ``variants``: style variants of a saved voice (clips tagged cheerful, sad, ...; chosen by a description's word)
 * ``sharing``: shared mode (who may change models, voices kept in browsers, no server paths in messages)
 * ``service``: ``EngineService``, the one queue every generation waits in (bounds, cancellation)
 * ``state``: ``Studio``, all of the above for one server, plus output files and limits

@@ -183,12 +183,13 @@ _WORD_COUNT = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 class Description:
     """What a description gave: ``items`` applied (the model's items, English except dialects), in order;
     ``ignored``: the words left out, as written; ``why``: one line per reason (ignored words, conflicts,
-    negations)."""
+    negations); ``style``: the tag of the saved voice's clip a word chose (``studio.variants``), if any."""
 
     text: Optional[str]
     items: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
     why: tuple[str, ...] = ()
+    style: Optional[str] = None      # the saved voice's style variant a word picked (``studio.variants``)
 
     @property
     def instruct(self) -> Optional[str]:
@@ -198,6 +199,8 @@ class Description:
     def note(self) -> str:
         """One line: what was applied and what was ignored, and why (for the CLI's stderr and logs)."""
         applied = f"applied '{self.instruct}'" if self.items else "no item applied (the model chooses the voice)"
+        if self.style:
+            applied = f"spoke with the voice's {self.style!r} clip; " + (applied if self.items else "no item applied")
         return f"voice description: {applied}" + ("; " + "; ".join(self.why) if self.why else "")
 
 

@@ -23,10 +23,12 @@ import os
 import pathlib
 import re
 import tempfile
-from typing import Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
+from ..engine.config import Limits
 from ..errors import InvalidInput, excerpt
 from ..engine.voice import Voice
+from .variants import check_variants
 from .voice_names import check_free, clean_name, find_name, unique_name
 
 __all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
@@ -73,8 +75,9 @@ class BrowserVoices:
     back is checked as a file would be (``Voice.from_dict``).
     """
 
-    def __init__(self, max_frames: int, max_voices: int = MAX_BROWSER_VOICES):
-        self.max_frames, self.max_voices = max_frames, max_voices
+    def __init__(self, max_frames: int, max_voices: int = MAX_BROWSER_VOICES,
+                 max_variants: int = Limits().max_voice_variants):
+        self.max_frames, self.max_voices, self.max_variants = max_frames, max_voices, max_variants
 
     @staticmethod
     def _entries(stored) -> dict:
@@ -104,8 +107,17 @@ class BrowserVoices:
         name = same or unique_name(clean_name(name), entries)
         if same is None and len(entries) >= self.max_voices:
             raise InvalidInput(f"This browser holds {len(entries)} voices, the most it can keep; delete one first.")
+        check_variants(voice, self.max_variants)
         voice.name = name
         return dict(entries, **{name: voice.to_dict()}), name
+
+    def change(self, stored, name: str, update: Callable[[Voice], Voice]) -> tuple[dict, Voice]:
+        """(the new stored value, the voice ``name`` after ``update``), kept under its name."""
+        entries = self._entries(stored)
+        found = self._found(entries, name)
+        voice = update(self.load(entries, found))
+        voice.name = found
+        return dict(entries, **{found: voice.to_dict()}), voice
 
     def delete(self, stored, name: str) -> dict:
         entries = self._entries(stored)

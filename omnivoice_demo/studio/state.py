@@ -76,7 +76,8 @@ class Studio:
         self.out_dir = pathlib.Path(self.out_dir) if self.out_dir is not None else data_dir() / "outputs"
         self.outputs = OutputFolder(self.out_dir, max_bytes=self.max_output_bytes,
                                     max_age_seconds=self.keep_outputs_seconds)
-        self.browser_voices = BrowserVoices(max_frames=self.limits.max_reference_frames)
+        self.browser_voices = BrowserVoices(max_frames=self.limits.max_reference_frames,
+                                            max_variants=self.limits.max_voice_variants)
         if self.shared:
             from .messages import set_message_filter
 

@@ -2,10 +2,11 @@
 
 * Presets: ``reference``, ``balanced``, ``fast`` (``presets.PRESETS``); ``quality`` and ``hd`` are
   aliases of ``reference`` (``presets.ALIASES``), accepted wherever a preset is.
-* Voices (``choose_voice``): a name finds a saved voice (exactly, then ignoring case), then a named
-  design (OpenAI's names, mapped below, and our own), then a design written out (``"female, low
-  pitch"``), then -- where the front end reads local files (the command line, batch) -- a path to a
-  ``.npz``; ``"auto"`` or empty: the model chooses.  Servers never take a path.
+* Voices (``choose_voice``): a name finds a saved voice (exactly, then ignoring case), or one of its
+  style variants (``Anna (cheerful)``, ``studio.variants``), then a named design (OpenAI's names,
+  mapped below, and our own), then a design written out (``"female, low pitch"``), then -- where the
+  front end reads local files (the command line, batch) -- a path to a ``.npz``; ``"auto"`` or empty:
+  the model chooses.  Servers never take a path.
 * Languages: ``languages.language_choices`` (a name or a code, ``"Auto"``).
 * Voice descriptions (``read_description``, in ``studio.descriptions``): a voice in one's own words, English or
   Chinese ("a deep, calm British man", "温柔的年轻女声") -> the model's design items, with the words left out
@@ -30,6 +31,7 @@ from ..engine.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_prese
 from ..engine.voice import Voice
 from ..engine.voice_design import resolve_instruct
 from .descriptions import Description, read_description  # noqa: F401 - the vocabulary's descriptions
+from .variants import split_variant_name, variant_of
 from .voice_names import find_name
 
 #: a voice design written out is a few items (its error quotes it whole): a longer voice is no design
@@ -61,13 +63,15 @@ AUTO_NAMES = ("auto", "default", "")
 
 @dataclass
 class ChosenVoice:
-    """What a ``voice`` value means: ``kind`` is ``saved`` (``name`` in the library), ``design``
-    (``instruct``), ``path`` (a voice file, ``path``) or ``auto`` (the model chooses)."""
+    """What a ``voice`` value means: ``kind`` is ``saved`` (``name`` in the library; ``variant``: the tag of
+    its style variant asked for, ``Anna (cheerful)``), ``design`` (``instruct``), ``path`` (a voice file,
+    ``path``) or ``auto`` (the model chooses)."""
 
     name: str
     kind: str = "auto"
     instruct: Optional[str] = None
     path: Optional[pathlib.Path] = None
+    variant: Optional[str] = None
 
 
 #: the ``object`` of a voice, as OpenAI's API names its voices
@@ -82,9 +86,12 @@ def voice_object(name: str, kind: str, created_at: Optional[int] = None, **extra
             "created_at": _BUILT_IN_SINCE if created_at is None else int(created_at), **extra}
 
 
-def voice_list(saved_names: list[str], created_at: Optional[Callable[[str], int]] = None) -> list[dict]:
-    """``GET /v1/audio/voices``: saved voices first (``created_at(name)``: when each was saved), then the designs."""
-    items = [voice_object(name, "saved", created_at(name) if created_at else None) for name in saved_names]
+def voice_list(saved_names: list[str], created_at: Optional[Callable[[str], int]] = None,
+               variants: Optional[Callable[[str], list[dict]]] = None) -> list[dict]:
+    """``GET /v1/audio/voices``: saved voices first (``created_at(name)``: when each was saved; ``variants(name)``:
+    its style variants), then the designs."""
+    items = [voice_object(name, "saved", created_at(name) if created_at else None,
+                          **({"variants": variants(name)} if variants else {})) for name in saved_names]
     items += [voice_object(name, "design", instructions=design) for name, design in DESIGNS.items()]
     items.append(voice_object("auto", "auto", instructions="none: the model picks a voice (fixed by the seed)"))
     return items
@@ -107,6 +114,9 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
     saved = find_name(name, saved_names)
     if saved is not None:
         return ChosenVoice(name=saved, kind="saved")
+    styled = split_variant_name(name)
+    if styled and find_name(styled[0], saved_names) is not None:
+        return ChosenVoice(name=find_name(styled[0], saved_names), kind="saved", variant=styled[1])
     if name.lower() in DESIGNS:
         return ChosenVoice(name=name.lower(), kind="design", instruct=DESIGNS[name.lower()])
     if len(name) <= MAX_DESIGN_CHARS and ("," in name or name.lower() in _single_items()):
@@ -131,10 +141,12 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
 def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voice],
                   listed_by: str = "GET /v1/audio/voices", path_base: Optional[pathlib.Path] = None, max_frames: Optional[int] = None,
                   auto_name: str = "auto") -> tuple[Optional[Voice], Optional[str]]:
-    """``choose_voice``, then the voice itself: (a saved or file voice, None) or (None, its design or None)."""
+    """``choose_voice``, then the voice itself: (a saved or file voice, None) or (None, its design or None).  A
+    style variant (``Anna (cheerful)``) is that clip (``variants.variant_of``)."""
     chosen = choose_voice(value, saved_names, listed_by, path_base, auto_name)
     if chosen.kind == "saved":
-        return load_saved(chosen.name), None
+        voice = load_saved(chosen.name)
+        return (variant_of(voice, chosen.variant) if chosen.variant else voice), None
     if chosen.kind == "path":
         return (Voice.load(chosen.path) if max_frames is None else Voice.load(chosen.path, max_frames=max_frames)), None
     return None, chosen.instruct

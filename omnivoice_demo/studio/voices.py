@@ -1,7 +1,8 @@
 """Saved voices: one ``.npz`` file per voice (``Voice.save``) in the user data folder.
 
 List, save, load, rename, delete, export (the ``.npz`` and a ``.json`` describing it) and import;
-every file is written under a temporary name and then renamed into place.
+every file is written under a temporary name and then renamed into place.  A voice's style variants
+(``studio.variants``) live in its own file, so each of these carries them.
 
 The folder is ``$OMNIVOICE_DATA/voices``, else
 ``${XDG_DATA_HOME:-~/.local/share}/omnivoice-onnx-studio/voices``.  On a shared
@@ -20,12 +21,13 @@ import re
 import shutil
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
 from ..engine.config import Limits
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from ..engine.voice import Voice
+from ..engine.voice import Voice, stored_tags
+from .variants import check_variants, variant_listing
 from .voice_names import check_free, clean_name, find_name
 
 __all__ = ["VoiceLibrary", "clean_name", "data_dir", "export_voice", "write_voice"]
@@ -52,10 +54,11 @@ class VoiceLibrary:
     """List, save and load voices in a folder."""
 
     def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False,
-                 max_voices: int = MAX_VOICES_PER_OWNER):
+                 max_voices: int = MAX_VOICES_PER_OWNER, max_variants: int = Limits().max_voice_variants):
         self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
         self.private = private
         self.max_voices = max_voices   # per folder: the one library, or each session's
+        self.max_variants = max_variants   # style variants one voice keeps (``Limits.max_voice_variants``)
         self._lock = threading.RLock()  # a name's check and its write are one step for this process's threads
 
     def folder(self, session: Optional[str] = None) -> pathlib.Path:
@@ -112,8 +115,26 @@ class VoiceLibrary:
             if same is None and len(names) >= self.max_voices:
                 raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
                                             "one owner; delete one before saving another.", param="max_voices")
+            check_variants(voice, self.max_variants)
             voice.name = same or name
             return write_voice(voice, self.folder(session) / f"{voice.name}.npz")
+
+    def change(self, name: str, update: Callable[[Voice], Voice], session: Optional[str] = None) -> Voice:
+        """The saved voice ``name`` after ``update`` (a voice -> the changed voice: a style variant added or
+        removed, ``studio.variants``), written back under its name (atomically, one step for this process)."""
+        with self._lock:
+            path = self._existing(name, session)
+            voice = update(Voice.load(path))
+            voice.name = path.stem
+            write_voice(voice, path)
+        return voice
+
+    def tags(self, name: str, session: Optional[str] = None) -> list[str]:
+        """The style tags of the voice ``name`` (its file's meta only; none when it cannot be read)."""
+        try:
+            return stored_tags(self._existing(name, session))
+        except InvalidInput:
+            return []
 
     def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
         """The voice ``name``, checked by ``Voice.load`` (``max_frames``: the longest reference allowed)."""
@@ -194,7 +215,8 @@ def _same_file(a: pathlib.Path, b: pathlib.Path) -> bool:
 def export_voice(voice: Voice, target: pathlib.Path) -> list[pathlib.Path]:
     """``voice`` as ``target`` (an ``.npz``) and, beside it, a ``.json`` saying what it is: both or neither."""
     info = {"name": voice.name, "transcript": voice.transcript, "seconds": round(voice.seconds, 2),
-            "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name}
+            "language": voice.language, "transcript_source": voice.transcript_source, "file": target.name,
+            "variants": variant_listing(voice, details=True)}
     about = target.with_suffix(".json")
     try:  # made before either file is written: a voice that cannot be described is not half exported
         text = json.dumps(info, ensure_ascii=False, indent=2).encode("utf-8")

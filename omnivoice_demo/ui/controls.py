@@ -24,6 +24,7 @@ import numpy as np
 from ..engine.config import GenerationConfig, Limits
 from ..engine.languages import language_choices
 from ..studio.descriptions import Description, read_description
+from ..studio.variants import read_voice_description
 from ..engine.presets import preset_values
 from ..engine.normalize import unavailable_note
 from .owners import owner_of
@@ -173,6 +174,16 @@ class GenerationRequest:
 
     def engine_arguments(self) -> dict:
         return dict(language=self.language, instruct=self.instruct, config=self.config)
+
+
+def styled_request(values: dict, limits: Limits, voice) -> tuple[Any, GenerationRequest]:
+    """(the voice to speak with, ``generation_request``): a word of the description that is one of a saved
+    voice's style tags speaks with that clip (``studio.variants``), and is not read as a design word."""
+    request = generation_request(values, limits)
+    if voice is None or not voice.variants:
+        return voice, request
+    voice, description = read_voice_description(voice, request.description.text, limits=limits)
+    return voice, dataclasses.replace(request, description=description)
 
 
 def generation_request(values: dict, limits: Optional[Limits] = None) -> GenerationRequest:

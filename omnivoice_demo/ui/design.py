@@ -8,7 +8,7 @@ from typing import Optional
 import gradio as gr
 
 from ..engine.voice_design import has_chinese, instruct_categories, resolve_instruct
-from ..studio.descriptions import read_description
+from ..studio.variants import read_voice_description
 
 AUTO = "Auto"
 DESIGN_CATEGORIES = ("gender", "age", "pitch", "style", "accent", "dialect")
@@ -28,11 +28,11 @@ def compose_instruct(values: dict) -> Optional[str]:
     return joiner.join(items)
 
 
-def check_instruct(values: dict, text: str = "") -> str:
-    """Markdown: what the model will be told, and the words of the description it ignores and why (or why
-    the description cannot be read)."""
+def check_instruct(values: dict, text: str = "", voice=None) -> str:
+    """Markdown: what the model will be told, the saved ``voice``'s style clip a word picks (``studio.variants``),
+    and the words of the description it ignores and why (or why the description cannot be read)."""
     try:
-        description = read_description(compose_instruct(values))
+        _, description = read_voice_description(voice, compose_instruct(values))
         resolved = resolve_instruct(description.instruct, use_zh=has_chinese(text))
     except ValueError as exc:
         first = str(exc).split("\n\n")[0]
@@ -40,7 +40,8 @@ def check_instruct(values: dict, text: str = "") -> str:
     if description.text is None:
         return "Voice design: *none* (the model picks a voice)."
     shown = f"Voice design: `{resolved}`" if resolved else "Voice design: *no item understood* (the model picks a voice)."
-    return "<br>".join([shown] + ["Ignored: " + html.escape(line, quote=False) for line in description.why])
+    style = [f"Style: **{html.escape(description.style)}** (the saved voice's own clip)"] if description.style else []
+    return "<br>".join([shown] + style + ["Ignored: " + html.escape(line, quote=False) for line in description.why])
 
 
 def design_choices() -> dict[str, list[str]]:

@@ -70,6 +70,13 @@ def result_info(result, model_label: str) -> str:
             f"{result.settings['num_step']} steps · {model_label}\n\nTimings: {stages}.")
 
 
+def style_note(description) -> str:
+    """A line under the result when a word of the description picked a saved voice's style clip (else empty)."""
+    if not description.style:
+        return ""
+    return f"\n\nStyle: **{html.escape(description.style)}** (the saved voice's own clip in that style)."
+
+
 def history_rows(history: list[dict]) -> list[list]:
     return [[h["when"], h["tab"], h["text"], h["seed"], h["duration"], h["rtf"]] for h in reversed(history)]
 

@@ -26,8 +26,9 @@ from ..studio.service import QueueEvent
 from ..errors import InvalidInput
 from ..engine.voice import Voice
 from . import pictures
-from .controls import generation_request
-from .display import check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info
+from .controls import generation_request, styled_request
+from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info,
+                      style_note)
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
 from ..studio import Studio
@@ -129,7 +130,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     ``owner``'s (``Studio.output_path``)."""
     loaded = studio.models.get()
     engine = loaded.engine
-    arguments = generation_request(values, studio.limits).engine_arguments()  # the seed is fixed here, so both calls agree
+    voice, request = styled_request(values, studio.limits, voice)
+    arguments = request.engine_arguments()  # the seed is fixed here, so both calls agree
     plan = engine.prepare(text, voice=voice, **arguments)  # every check, before any work
     timeline = engine.estimate(plan)  # the whole pipeline's predicted time line, for the time left
     estimate = timeline.total if timeline is not None else None
@@ -196,7 +198,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            # autoplay (the panel applies it to the player) unless the chunks were already played as they came
            "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and num_chunks == 1,
            "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
-           "info": result_info(result, loaded.label), "seed": result.seed, "history": history,
+           "info": result_info(result, loaded.label) + style_note(request.description), "seed": result.seed,
+           "history": history,
            "history_table": history_rows(history),
            "checks": _checks_table(result.checks)}
 

@@ -146,15 +146,15 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     info_extra = list(info_inputs)
     info_inputs = value_inputs(controls) | {text_box} | set(info_extra)
 
+    def voice_now(values: dict, data, request) -> Optional[Voice]:
+        try:
+            return voice_of(values, session_of(request), data) if voice_of is not None else None
+        except InvalidInput:
+            return None
+
     def info(data, request: gr.Request):
         values = values_of(controls, data)
-        voice = None
-        if voice_of is not None:
-            try:
-                voice = voice_of(values, session_of(request), data)
-            except InvalidInput:
-                voice = None
-        return text_info(studio, data[text_box], values, voice)
+        return text_info(studio, data[text_box], values, voice_now(values, data, request))
 
     watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
                controls["guidance_every"], controls["prompt_refresh"], controls["sentence_streaming"],
@@ -162,10 +162,13 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
     for comp in watched + ([controls["voice"]] if "voice" in controls else []) + info_extra:
         comp.change(info, inputs=info_inputs, outputs=panel.text["text_info"], queue=False, show_progress="hidden",
                     api_visibility="private")
+    def design_note(data, request: gr.Request):
+        values = values_of(controls, data)   # with the saved voice: a word that is one of its style tags
+        return check_instruct(values, data[text_box], voice_now(values, data, request))
+
     design = [controls[n] for n in DESIGN_CATEGORIES + ("instruct",)]
-    for comp in design:
-        comp.change(lambda data: check_instruct(values_of(controls, data), data[text_box]),
-                    inputs=set(design) | {text_box}, outputs=controls["instruct_check"], queue=False,
+    for comp in design + ([controls["voice"]] if "voice" in controls else []):
+        comp.change(design_note, inputs=info_inputs, outputs=controls["instruct_check"], queue=False,
                     show_progress="hidden", api_visibility="private")
 
     def generate(data, request: gr.Request):

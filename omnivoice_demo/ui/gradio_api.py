@@ -24,6 +24,7 @@ from ..engine.config import GenerationConfig
 from ..studio.messages import error_text, errors_as
 from ..studio.results import details
 from ..studio.state import session_of
+from ..studio.variants import listed_variants
 from ..studio.vocabulary import voice_list
 
 log = logging.getLogger(__name__)
@@ -107,10 +108,10 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
                   owner: Optional[str] = None) -> tuple[str, int, dict]:
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
     ``owner``'s (``Studio.output_path``)."""
-    from .controls import generation_request
+    from .controls import styled_request
 
     loaded = studio.models.get()
-    request = generation_request(values, studio.limits)
+    voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()
     plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, **arguments)
     job = studio.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
@@ -124,8 +125,9 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
     path = studio.output_path(f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab}-{result.seed}-job{job.id}", ".wav",
                               owner)
     await asyncio.to_thread(save_audio, path, result.audio, result.sample_rate)
-    # the voice design given and the words of the description left out, as the HTTP API's headers say them
-    info = dict(details(result, loaded.label), instruct=plan.instruct, ignored=list(request.description.ignored))
+    # the voice design given, the words of the description left out and the style clip, as the HTTP API's headers
+    info = dict(details(result, loaded.label), instruct=plan.instruct, ignored=list(request.description.ignored),
+                style=request.description.style)
     return str(path), int(result.seed), info
 
 
@@ -134,7 +136,8 @@ def add_listing_endpoints(studio) -> None:
     def voices(request: gr.Request = None):
         """The saved voices (for /speak's voice) and the named voice designs (their instruct text)."""
         session = session_of(request)
-        return voice_list(studio.voices.names(session), lambda name: studio.voices.created_at(name, session))
+        return voice_list(studio.voices.names(session), lambda name: studio.voices.created_at(name, session),
+                          lambda name: listed_variants(name, studio.voices.tags(name, session)))
 
     gr.Button(visible=False).click(voices, inputs=[], outputs=gr.JSON(label="voices"), api_name="voices",
                                    queue=False)

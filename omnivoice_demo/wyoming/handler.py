@@ -49,7 +49,7 @@ from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
 from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
-from ..studio.descriptions import read_description
+from ..studio.variants import read_voice_description
 from ..studio.vocabulary import resolve_voice
 from ..engine.voice import Voice
 from .framing import MalformedEvent, read_event
@@ -87,7 +87,8 @@ class WyomingContext:
             label = self.models.get().label
         except Exception:  # noqa: BLE001 - no model yet: the voices are listed all the same
             label = ""
-        return build_info(self.saved_names(), label).event()
+        names = self.saved_names()
+        return build_info(names, label, tags={name: self.voices.tags(name, self.session) for name in names}).event()
 
 
 @dataclasses.dataclass
@@ -298,7 +299,8 @@ class SpeechHandler(AsyncEventHandler):
                                       lambda name: self.context.voices.load(name, self.context.session,
                                                                             max_frames=max_frames),
                                       listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)
-        description = read_description(piece.request.instructions, limits=engine.limits, param="instructions")
+        voice, description = read_voice_description(voice, piece.request.instructions, limits=engine.limits,
+                                                    param="instructions")
         if description.why:
             log.info("%s", description.note())
         instruct = description.instruct or design

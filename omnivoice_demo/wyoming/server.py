@@ -192,7 +192,7 @@ def run_wyoming(args: argparse.Namespace) -> int:
                           offline=args.offline, limits=limits_from_arguments(args), locked=args.shared,
                           **backbone_settings(args))
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
-    voices = VoiceLibrary(private=args.shared)
+    voices = VoiceLibrary(private=args.shared, max_variants=models.limits.max_voice_variants)
 
     def redact(text: str) -> str:
         return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text

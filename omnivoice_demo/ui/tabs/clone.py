@@ -34,6 +34,7 @@ from ...studio import Studio, session_of
 from ...studio.sharing import unique_name
 from ...studio.voices import clean_name, export_voice
 from .speak import voice_names
+from .styles import styles_section
 
 #: the reference's own cut (``preprocess_prompt``): a clip longer than this, cloned with a transcript that is not
 #: typed (recognised), is cut at a pause before REFERENCE_TRIM_TO seconds
@@ -302,6 +303,10 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                     save = gr.Button("Save voice", scale=1, elem_id="clone-save")
                 saved = gr.Markdown("", elem_id="clone-saved")
                 voices_panel = saved_voices_panel()  # inside the tab: a component made in gr.Tabs becomes a tab
+                styles_section(studio, browser_voices,
+                               lambda session, browser: voice_names(studio, session, browser)[1:],
+                               lambda clip, text, given, tag: clone_voice(studio, clip, text, given, name=tag)[0],
+                               kept_on_error, store_update)
                 text = text_block("clone", "Text to say in this voice")
                 go, stop = go_stop_buttons("clone", "Clone and speak")
                 outputs = output_panel("clone")
