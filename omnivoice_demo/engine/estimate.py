@@ -28,6 +28,12 @@ Costs (``PipelineEstimator``):
   decode and the post-processing), measured by the warm-up and refined after
   each run from that run's stage timings.
 
+With the sentence check on (``GenerationConfig.guard``) a chunk may be generated more than once, and
+every take is transcribed.  A finished run's work counts the takes it ran (``plan_work``'s ``takes``, from
+its checks), so its stage rates stay per take, and the recogniser's seconds per frame of audio are learnt
+as the ``check`` stage.  Before a run, the takes are not known: each chunk counts ``expected_takes`` (see
+there: learnt from the checks of earlier runs, ``guard_tries`` until there are any).
+
 Whatever the model leaves out (a machine that got busier since the warm-up: other processes, another
 front end's run) shows as the last runs' *pace*: each finished run's measured total over what the
 model, refined by that run, predicts for it.  Every estimate is scaled by it (``PACE_WEIGHT``), so
@@ -70,6 +76,10 @@ PACE_WEIGHT = 0.5
 #: the pace is kept within these bounds (one stalled or lucky run must not swing every estimate wildly)
 PACE_BOUNDS = (0.5, 20.0)
 
+#: the sentence check's transcriptions: a rate per frame of each take, learnt from checked runs only (no warm-up:
+#: the recogniser is loaded on first use), counted as 0 until one has run
+CHECK_STAGE = "check"
+
 #: how much one step's pair of forwards moves ``pair_share`` (a run has tens of such steps), and one step
 #: between prompt refreshes ``split_share``
 PAIR_WEIGHT = 0.05
@@ -83,6 +93,8 @@ class ChunkWork:
     uncond: list[bool]          # steps that run the unconditional forward
     whole: Optional[list[bool]] = None  # steps that run the conditional row whole (the others: its target on
                                         # the kept prompt); None: every step
+    takes: Optional[int] = None  # generations of the chunk a finished run made (sentence check); None: not
+                                 # known yet (an estimate counts the expected takes)
 
     def __post_init__(self):
         if self.whole is None:
@@ -101,30 +113,38 @@ class ChunkWork:
 class PlanWork:
     chunks: list[ChunkWork]
     guided: bool
+    guard_tries: int = 0    # the sentence check's most takes per chunk; 0: no check
+    joined: bool = True     # the chunks are joined and post-processed (not when one sentence is made again)
 
     @property
     def frames(self) -> int:
         return sum(c.frames for c in self.chunks)
 
     def units(self) -> dict[str, float]:
-        """Work per rate stage, in that stage's unit."""
-        units = dict.fromkeys(RATE_STAGES, 0.0)
+        """Work per rate stage, in that stage's unit (a chunk's takes as run; one when not known)."""
+        units = dict.fromkeys(RATE_STAGES + ((CHECK_STAGE,) if self.guard_tries else ()), 0.0)
         for chunk in self.chunks:
+            takes = chunk.takes or 1
             units["prompt"] += 1
-            units["codec_decode"] += chunk.frames
+            units["codec_decode"] += chunk.frames * takes
+            if self.guard_tries:
+                units[CHECK_STAGE] += chunk.frames * takes
             for k, uncond, whole in zip(chunk.schedule, chunk.uncond, chunk.whole):
                 if k <= 0:
                     continue
-                units["embeddings"] += chunk.conditional(whole) + (chunk.frames if uncond else 0)
-                units["heads"] += chunk.frames * (2 if uncond else 1)
-                units["sampling"] += chunk.frames * (2 if self.guided else 1)
-        units["postprocess"] = self.frames
+                units["embeddings"] += (chunk.conditional(whole) + (chunk.frames if uncond else 0)) * takes
+                units["heads"] += chunk.frames * (2 if uncond else 1) * takes
+                units["sampling"] += chunk.frames * (2 if self.guided else 1) * takes
+        units["postprocess"] = self.frames if self.joined else 0
         return units
 
 
-def plan_work(plan, tokenizer, num_codebooks: int, keeps_prompt: bool = True) -> PlanWork:
+def plan_work(plan, tokenizer, num_codebooks: int, keeps_prompt: bool = True, sentence: Optional[int] = None,
+              takes: Optional[list[int]] = None) -> PlanWork:
     """The forwards, heads, scoring and decodes the engine will run for ``plan`` (a ``GenerationPlan``);
-    ``keeps_prompt``: whether the backbone takes a past (else every step runs the conditional row whole)."""
+    ``keeps_prompt``: whether the backbone takes a past (else every step runs the conditional row whole);
+    ``sentence``: chunk ``sentence`` alone, made again (``OmniVoiceEngine.run_sentence``); ``takes``: the takes
+    each of those chunks ran (a finished run with the sentence check)."""
     config = plan.config
     voice = plan.voice
     frames = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
@@ -142,7 +162,12 @@ def plan_work(plan, tokenizer, num_codebooks: int, keeps_prompt: bool = True) ->
         whole = guidance_schedule(schedule, config.prompt_refresh if keeps_prompt else 1)
         chunks.append(ChunkWork(prefix=len(ids) + ref_frames, frames=count, schedule=schedule, uncond=uncond,
                                 whole=whole))
-    return PlanWork(chunks=chunks, guided=guided)
+    if sentence is not None:
+        chunks = [chunks[sentence]]
+    for chunk, count in zip(chunks, takes or ()):
+        chunk.takes = count
+    return PlanWork(chunks=chunks, guided=guided, guard_tries=config.guard_tries if config.guard else 0,
+                    joined=sentence is None)
 
 
 @dataclasses.dataclass
@@ -174,6 +199,7 @@ class PipelineEstimator:
         self.pair_share = 1.0   # a step's two forwards side by side, over their sum one after the other
         self.pace = 1.0         # the last runs' measured totals over the model's predictions (module doc)
         self.split_share = 1.0  # a forward on a kept prompt, over its work on the forward curve (split_seconds)
+        self.failing_share: Optional[float] = None  # of the sentence check's takes, those over the threshold
         self._curve: Optional[tuple[float, float, float]] = None
 
     @property
@@ -293,6 +319,30 @@ class PipelineEstimator:
             pace = min(max(seconds["total"] / predicted.total, low), high)
             self.pace = (1 - PACE_WEIGHT) * self.pace + PACE_WEIGHT * pace
 
+    def observe_checks(self, checks) -> None:
+        """Learn from one checked run's ``ChunkCheck``s what share of takes fails the threshold."""
+        takes = sum(len(check.takes) for check in checks)
+        if takes:
+            failed = takes - sum(1 for check in checks if check.passed)  # a passed chunk's last take passed
+            share = failed / takes
+            old = self.failing_share
+            self.failing_share = share if old is None else (1 - RUN_WEIGHT) * old + RUN_WEIGHT * share
+
+    def expected_takes(self, tries: int) -> float:
+        """The takes a chunk is expected to need with the sentence check's ``guard_tries`` = ``tries``.
+
+        Learnt, with ``guard_tries`` as the upper bound: a take fails with the share ``p`` of failing takes
+        in the last checked runs (``observe_checks``), so a chunk needs ``1 + p + ... + p**(tries-1)`` takes
+        on average, between 1 (everything passes) and ``tries`` (nothing does).  The share is learnt per take,
+        not per chunk, so it holds when ``guard_tries`` changes.  Before any checked run nothing is known and
+        the upper bound is used: a queue that promises a wait too short is worse than one too long, and the
+        first checked run corrects it.
+        """
+        if tries <= 1:
+            return 1.0
+        share = 1.0 if self.failing_share is None else self.failing_share
+        return float(sum(share ** k for k in range(tries)))
+
     def _rate(self, stage: str, seconds: float, units: float, weight: float) -> None:
         sample = seconds / max(units, 1e-9)
         old = self.rates.get(stage)
@@ -331,7 +381,7 @@ class PipelineEstimator:
         """The cost model's seconds of ``work`` (no pace); None before any measurement."""
         if not self.ready:
             return None
-        stages = dict.fromkeys(("backbone",) + RATE_STAGES, 0.0)
+        stages = dict.fromkeys(("backbone",) + RATE_STAGES + ((CHECK_STAGE,) if work.guard_tries else ()), 0.0)
         marks: dict[tuple[int, int], float] = {}
         elapsed = 0.0
         rate = self.rates
@@ -340,6 +390,7 @@ class PipelineEstimator:
             stages["prompt"] += cost
             elapsed += cost
             marks[(index, 0)] = elapsed
+            take: dict[str, float] = collections.Counter()  # one take's seconds per stage
             conds = {True: self.forward_seconds(chunk.length), False: self.split_seconds(chunk.prefix, chunk.frames)}
             uncond = self.forward_seconds(chunk.frames)
             for step, (k, runs_uncond, whole) in enumerate(zip(chunk.schedule, chunk.uncond, chunk.whole), start=1):
@@ -350,15 +401,19 @@ class PipelineEstimator:
                                                                  + (chunk.frames if runs_uncond else 0)),
                              "heads": rate["heads"] * chunk.frames * (2 if runs_uncond else 1),
                              "sampling": rate["sampling"] * chunk.frames * (2 if work.guided else 1)}
-                    for stage, seconds in parts.items():
-                        stages[stage] += seconds
-                        elapsed += seconds
+                    take.update(parts)
+                    elapsed += sum(parts.values())
                 marks[(index, step)] = elapsed
-            cost = rate["codec_decode"] * chunk.frames
-            stages["codec_decode"] += cost
-            elapsed += cost
+            take["codec_decode"] += rate["codec_decode"] * chunk.frames
+            if work.guard_tries:
+                take[CHECK_STAGE] += rate.get(CHECK_STAGE, 0.0) * chunk.frames
+            # the further takes of the sentence check come before the chunk is done
+            takes = chunk.takes or self.expected_takes(work.guard_tries)
+            for stage, seconds in take.items():
+                stages[stage] += seconds * takes
+            elapsed = marks[(index, 0)] + sum(take.values()) * takes
             marks[(index, len(chunk.schedule) + 1)] = elapsed
-        stages["postprocess"] = rate["postprocess"] * work.frames
+        stages["postprocess"] = rate["postprocess"] * work.frames if work.joined else 0.0
         elapsed += stages["postprocess"]
         return Estimate(total=elapsed, stages=stages, marks=marks)
 

@@ -28,6 +28,7 @@ cancel stops the retries within a step as it stops any generation.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable, Iterator, Optional
 
 import numpy as np
@@ -154,12 +155,16 @@ def require_recognizer(recognizer) -> None:
 class Guard:
     """Runs a chunk's takes until one passes; keeps ``checks``, one ``ChunkCheck`` per chunk in order."""
 
-    def __init__(self, recognizer, threshold: float, tries: int, seed: int):
+    def __init__(self, recognizer, threshold: float, tries: int, seed: int, timer=None):
         self.recognizer, self.threshold, self.tries, self.seed = recognizer, float(threshold), int(tries), int(seed)
+        self.timer = timer  # an ``events.Timer``: the transcriptions' seconds go to its "check" stage
         self.checks: list[ChunkCheck] = []
 
     def score(self, number: int, seed: Optional[int], audio: np.ndarray, text: str, planned_frames: int) -> Take:
+        tick = time.perf_counter()
         transcript = self.recognizer.transcribe(np.asarray(audio, dtype=np.float32), SAMPLE_RATE).text
+        if self.timer is not None:
+            self.timer.add("check", tick)
         return Take(number=number, seed=seed, cer=error_rates(text, transcript).cer, transcript=transcript,
                     problems=audio_problems(audio, planned_frames))
 

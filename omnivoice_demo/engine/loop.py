@@ -27,6 +27,7 @@ compute the same function without the padding's cost.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import secrets
 import time
@@ -58,6 +59,24 @@ from .text import (add_punctuation, build_condition_ids, check_unicode, collapse
                    validate_text)
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
+
+
+# --- the join ----------------------------------------------------------------------------
+
+def join_chunks(chunk_audio: list[np.ndarray], ref_rms: Optional[float], config: GenerationConfig) -> np.ndarray:
+    """The output of a generation from its chunks' decoded audio (``_decode_and_post_process``): the chunks
+    cross-faded (``cross_fade_chunks``), post-processed at the voice's loudness (``ref_rms``; None without a
+    voice), then brought to the delivery loudness when ``config.loudness`` asks.  float32 ``[N]``.
+
+    What every generation ends with, and what a result with one sentence made again is joined with."""
+    joined = audio_ops.cross_fade_chunks([np.asarray(a, dtype=np.float32)[np.newaxis, :] for a in chunk_audio],
+                                         SAMPLE_RATE)
+    final = audio_ops.postprocess_audio(joined, ref_rms, postprocess=config.postprocess,
+                                        pad_duration=config.pad_duration, fade_duration=config.fade_duration,
+                                        sample_rate=SAMPLE_RATE)
+    if config.loudness is not None:  # delivery loudness, off by default (the exact output)
+        final = normalise_loudness(final[0], SAMPLE_RATE, config.loudness)[0][np.newaxis]
+    return np.ascontiguousarray(final[0], dtype=np.float32)
 
 
 # --- the engine --------------------------------------------------------------------------
@@ -263,15 +282,36 @@ class OmniVoiceEngine:
         chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
-        self.limits.check("The number of chunks", len(chunks), "max_chunks")
         plan = GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config)
-        self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
-                          "max_prompt_tokens", " tokens")
+        self._check_chunks(plan)
         if config.guard:  # refused now, with what to download, rather than run unchecked
             require_recognizer(self.recognizer)
         if config.loudness is not None:
             require_pyloudnorm()
+        return plan
+
+    def _check_chunks(self, plan: GenerationPlan) -> None:
+        self.limits.check("The number of chunks", len(plan.chunks), "max_chunks")
+        self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
+                          "max_prompt_tokens", " tokens")
+
+    def prepare_sentence(self, text: str, sentences: list[str], index: int, **kwargs) -> GenerationPlan:
+        """The plan of making sentence ``index`` of an earlier result again (``run_sentence``).
+
+        ``prepare(text, **kwargs)`` (every check, with the voice and settings given now) with the earlier
+        result's chunks ``sentences``, so the sentence keeps its text, its place and its planned length."""
+        plan = self.prepare(text, **kwargs)
+        if (not isinstance(sentences, (list, tuple)) or not sentences
+                or not all(isinstance(s, str) and s.strip() for s in sentences)):
+            raise InvalidInput("sentences must be the earlier result's chunks: a list of texts", param="sentences")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(sentences):
+            raise InvalidInput(f"There is no sentence {index!r}: the result has {len(sentences)} "
+                               f"(numbered from 0).", param="sentence")
+        if list(sentences) != plan.chunks:
+            self.limits.check("The sentences", sum(len(s) for s in sentences), "max_text_chars", " characters")
+            plan = dataclasses.replace(plan, chunks=list(sentences))
+            self._check_chunks(plan)
         return plan
 
     def prompt_tokens(self, plan: GenerationPlan) -> int:
@@ -295,13 +335,19 @@ class OmniVoiceEngine:
         self.limits.check(what, len(text), "max_text_chars", " characters")
         self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
-    def estimate(self, plan: GenerationPlan):
-        """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""
-        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt))
+    def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):
+        return plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt, sentence=sentence,
+                         takes=[len(check.takes) for check in checks] if checks else None)
 
-    def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
-        """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
-        return getattr(self.estimate(plan), "total", None)
+    def estimate(self, plan: GenerationPlan, sentence: Optional[int] = None):
+        """The predicted time of ``plan`` (of its chunk ``sentence`` alone: ``run_sentence``) on this machine
+        (an ``estimate.Estimate``; None if never measured)."""
+        return self.estimator.estimate(self._work(plan, sentence))
+
+    def estimate_seconds(self, plan: GenerationPlan, sentence: Optional[int] = None) -> Optional[float]:
+        """Seconds the whole generation of ``plan`` (or of its chunk ``sentence``) will take on this machine
+        (None if never measured)."""
+        return getattr(self.estimate(plan, sentence), "total", None)
 
     # --- generation -----------------------------------------------------------------
 
@@ -327,6 +373,67 @@ class OmniVoiceEngine:
         assert isinstance(result, GenerationResult)
         return result
 
+    def run_sentence(self, plan: GenerationPlan, index: int,
+                     codes: list[np.ndarray]) -> Iterator[Union[StepEvent, ChunkEvent]]:
+        """The events of making chunk ``index`` of ``plan`` (``prepare_sentence``) again: its steps, then its
+        ``ChunkEvent``; nothing else changes.  ``codes`` are the result's current chunk codes: without a voice,
+        chunk 0's are the later chunks' reference, as in the whole run.  The chunk draws from the plan's seed
+        (give the next seed for another take); with the sentence check on, it is checked like any chunk."""
+        self._require_codec()
+        if len(codes) != len(plan.chunks) or not all(np.ndim(c) == 2 and np.shape(c)[0] == self.num_codebooks
+                                                     for c in codes):
+            raise InvalidInput(f"codes must be the result's {len(plan.chunks)} chunks' codes, "
+                               f"each [{self.num_codebooks}, frames].", param="codes")
+        return self._sentence(plan, index, codes)
+
+    def _sentence(self, plan: GenerationPlan, index: int, codes: list[np.ndarray]) -> Iterator:
+        timer, started = Timer(), time.perf_counter()
+        guard = self._guard(plan.config, timer)
+        tokens, audio = yield from self._chunk(plan, index, self._layout(plan)[index], codes[0],
+                                               np.random.default_rng(plan.config.seed), guard, timer, started)
+        self.estimator.observe_run(self._work(plan, index, guard.checks if guard else None),
+                                   dict(timer.seconds, total=time.perf_counter() - started))
+        if guard:
+            self.estimator.observe_checks(guard.checks)
+        yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
+                         elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None)
+
+    def _guard(self, config: GenerationConfig, timer: Timer) -> Optional[Guard]:
+        if not config.guard:
+            return None
+        return Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed, timer)
+
+    @staticmethod
+    def _layout(plan: GenerationPlan) -> list[int]:
+        voice = plan.voice
+        return chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
+                                   voice.transcript if voice else None, voice.frames if voice else None)
+
+    def _chunk(self, plan: GenerationPlan, index: int, frames: int, first_codes: Optional[np.ndarray],
+               rng: np.random.Generator, guard: Optional[Guard], timer: Timer, started: float) -> Iterator:
+        """Chunk ``index``: its prompt, then its take (or the sentence check's takes), yielding their step events;
+        returns the kept ``(codes, audio)``.  ``first_codes``: chunk 0's codes, the reference of later chunks
+        when there is no voice (``_generate_chunked``)."""
+        config, voice = plan.config, plan.voice
+        ref_text, ref_codes = chunk_reference(index, (voice.transcript, voice.codes) if voice else None,
+                                              (plan.chunks[0], first_codes))
+        tick = time.perf_counter()
+        cond_ids, cond_audio_mask = self._rows(plan.chunks[index], frames, ref_text, ref_codes, plan)
+        timer.add("prompt", tick)
+
+        def take(take_rng, number=1):  # one generation of this chunk: its steps, then its decoded audio
+            tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
+            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, take_rng, config, timer):
+                yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
+                                codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started,
+                                take=number)
+            tick = time.perf_counter()
+            audio = self.codec.decode(tokens)
+            timer.add("codec_decode", tick)
+            return tokens, audio
+
+        return (yield from (guard.chunk(index, plan.chunks[index], frames, rng, take) if guard else take(rng)))
+
     def _run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
         config = plan.config
         rng = np.random.default_rng(config.seed)
@@ -335,29 +442,10 @@ class OmniVoiceEngine:
         voice = plan.voice
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
-        guard = Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed) if config.guard else None
-        layout = chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
-                                     voice.transcript if voice else None, voice.frames if voice else None)
-        for index, (chunk_text, frames) in enumerate(zip(plan.chunks, layout)):
-            # the reference of this chunk: the voice, or chunk 0's output when there is none (_generate_chunked)
-            ref_text, ref_codes = chunk_reference(index, (voice.transcript, voice.codes) if voice else None,
-                                                  (plan.chunks[0], chunk_codes[0] if chunk_codes else None))
-            tick = time.perf_counter()
-            cond_ids, cond_audio_mask = self._rows(chunk_text, frames, ref_text, ref_codes, plan)
-            timer.add("prompt", tick)
-
-            def take(take_rng, number=1):  # one generation of this chunk: its steps, then its decoded audio
-                tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
-                for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, take_rng, config, timer):
-                    yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
-                                    codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started,
-                                    take=number)
-                tick = time.perf_counter()
-                audio = self.codec.decode(tokens)
-                timer.add("codec_decode", tick)
-                return tokens, audio
-
-            tokens, audio = yield from (guard.chunk(index, chunk_text, frames, rng, take) if guard else take(rng))
+        guard = self._guard(config, timer)
+        for index, frames in enumerate(self._layout(plan)):
+            tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
+                                                   rng, guard, timer, started)
             chunk_codes.append(tokens)
             chunk_audio.append(audio)
             yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
@@ -366,16 +454,13 @@ class OmniVoiceEngine:
                              check=guard.checks[-1] if guard else None)
 
         tick = time.perf_counter()
-        joined = audio_ops.cross_fade_chunks([a[np.newaxis, :] for a in chunk_audio], SAMPLE_RATE)
-        final = audio_ops.postprocess_audio(joined, voice.rms if voice else None, postprocess=config.postprocess,
-                                            pad_duration=config.pad_duration, fade_duration=config.fade_duration,
-                                            sample_rate=SAMPLE_RATE)
-        if config.loudness is not None:  # delivery loudness, off by default (the exact output)
-            final = normalise_loudness(final[0], SAMPLE_RATE, config.loudness)[0][np.newaxis]
+        final = join_chunks(chunk_audio, voice.rms if voice else None, config)
         timer.add("postprocess", tick)
         timings = dict(timer.seconds, total=time.perf_counter() - started)
-        self.estimator.observe_run(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt), timings)
-        yield GenerationResult(audio=np.ascontiguousarray(final[0], dtype=np.float32), sample_rate=SAMPLE_RATE,
+        self.estimator.observe_run(self._work(plan, checks=guard.checks if guard else None), timings)
+        if guard:
+            self.estimator.observe_checks(guard.checks)
+        yield GenerationResult(audio=final, sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
                                settings=plan.settings, config=config, checks=guard.checks if guard else [])
 

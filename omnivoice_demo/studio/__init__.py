@@ -14,6 +14,7 @@ it and none imports another front end.
 * ``messages``: exceptions -> the message a person reads
 * ``vocabulary``: the names every front end accepts (presets and their aliases, voices, languages)
 * ``results``: what a finished generation was (seed, settings, timings, codes digest)
+* ``sentences``: ``SentenceResult``, a finished generation whose sentences can each be made again or restored
 """
 
 from .models import ModelManager, ModelNotReady

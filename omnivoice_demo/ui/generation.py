@@ -1,8 +1,8 @@
 """One generation with live progress, shared by Speak and Clone (plain functions of a ``Studio``).
 
 ``run_generation`` yields ``dict`` updates from output *names* (progress, grid, chunks, audio,
-files, info, seed, history, history_table) to values; the panel (generation_panel.py) maps
-the names to components.  ``text_info`` is the line under the text box.
+files, info, seed, history, history_table, takes: the result's sentences) to values; the panel
+(generation_panel.py) maps the names to components.  ``text_info`` is the line under the text box.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..audio.processing import audio_bytes, save_audio
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
+from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
 from ..errors import InvalidInput
 from ..engine.voice import Voice
@@ -101,11 +102,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str,
-                  owner: Optional[str]) -> dict[str, pathlib.Path]:
+                  owner: Optional[str], **meta) -> dict[str, pathlib.Path]:
+    """The result's WAV, FLAC and codes file (``meta`` joins the codes file's seed, text and settings)."""
     wav = save_audio(studio.output_path(stem, ".wav", owner), result.audio, result.sample_rate)
     flac = save_audio(studio.output_path(stem, ".flac", owner), result.audio, result.sample_rate, format="FLAC")
     npz = studio.output_path(stem, ".codes.npz", owner)
-    save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings})
+    save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings, **meta})
     return {"wav": wav, "flac": flac, "npz": npz}
 
 
@@ -143,12 +145,12 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(0.0, "Starting…", f"{first} · {plan.target_frames / FRAME_RATE:.1f} s of speech"
                                      f"{f' in {num_chunks} chunks' if num_chunks > 1 else ''}"),
            "grid": pictures.code_grid(empty_grid), "chunks": "", "seed": plan.config.seed, "audio": None,
-           "files": None, "info": "", "checks": _checks_table([])}
+           "files": None, "info": "", "checks": _checks_table([]), "takes": None}
 
     # the service runs it on its worker; closing ``stream`` (Stop, a cancelled event) cancels the job
     job = studio.service.submit(lambda: engine.run(plan), estimate=estimate, lock=loaded.lock, label=tab)
     stream = job.events()
-    finished: list[np.ndarray] = []
+    finished: list[ChunkEvent] = []   # each chunk's codes and audio: the result's sentences
     chunk_audio: list[tuple[int, str]] = []
     last_sent = 0.0
     result: Optional[GenerationResult] = None
@@ -172,15 +174,15 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                 detail = (f"chunk {event.chunk + 1} of {event.num_chunks}{take} · {fmt_seconds(event.elapsed)} elapsed"
                           f" · {left}")
                 yield {"progress": progress_html(done, f"Step {event.step} of {event.num_steps}", detail),
-                       "grid": pictures.code_grid(finished + [event.codes], event.decided)}
+                       "grid": pictures.code_grid([c.codes for c in finished] + [event.codes], event.decided)}
             elif isinstance(event, ChunkEvent):
-                finished.append(event.codes)
+                finished.append(event)
                 if event.num_chunks > 1:
                     playable = event.playback if event.playback is not None else event.audio  # cross-faded, levelled
                     uri = "data:audio/wav;base64," + base64.b64encode(audio_bytes(playable)).decode("ascii")
                     chunk_audio.append((event.chunk, uri))
                     yield {"chunks": chunk_player_html(run_id, chunk_audio, event.num_chunks),
-                           "grid": pictures.code_grid(finished)}
+                           "grid": pictures.code_grid([c.codes for c in finished])}
             elif isinstance(event, GenerationResult):
                 result = event
     finally:
@@ -201,7 +203,9 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            "info": result_info(result, loaded.label) + style_note(request.description), "seed": result.seed,
            "history": history,
            "history_table": history_rows(history),
-           "checks": _checks_table(result.checks)}
+           "checks": _checks_table(result.checks),
+           # each sentence can be made again (ui/sentences.py): the session keeps them
+           "takes": SentenceResult(text, plan, finished, model_key(loaded))}
 
 
 def _checks_table(checks) -> dict:

@@ -18,6 +18,7 @@ from .design import DESIGN_CATEGORIES, check_instruct
 from .display import CHECK_HEADERS, HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
 from .generation import text_info
 from .owners import owner_of
+from .sentences import sentences_component, with_sentences
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
 from ..studio import Studio, session_of
 
@@ -74,6 +75,9 @@ def output_panel(prefix: str) -> dict:
         # with "Check each sentence": each chunk's CER, its takes and the kept one
         "checks": gr.Dataframe(headers=CHECK_HEADERS, interactive=False, visible=False, label="Sentence check",
                                elem_id=f"{prefix}-checks"),
+        # each sentence with its player, Again and Restore (sentences.py); the session's result behind them
+        "sentences": sentences_component(prefix),
+        "takes": gr.State(None),
         "files": gr.File(label="Downloads: WAV, FLAC, codes (.npz)", file_count="multiple", interactive=False,
                          elem_id=f"{prefix}-files"),
         "info": gr.Markdown("", elem_id=f"{prefix}-info"),
@@ -107,7 +111,7 @@ class SessionHistory:
 def failed_outputs() -> dict:
     """What the output panel shows after a failed run: no progress, audio, files or info of an earlier run."""
     return {"progress": failed_progress(), "chunks": "", "audio": None, "files": None, "info": "",
-            "checks": gr.update(value=[], visible=False)}
+            "checks": gr.update(value=[], visible=False), "sentences": "", "takes": None}
 
 
 @dataclasses.dataclass
@@ -176,6 +180,7 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
         try:
             for update in run(data[text_box], values, data[history.state], data, session_of(request),
                               owner_of(request)):
+                update = with_sentences(update)
                 if "autoplay" in update and "audio" in update:  # the result player starts by itself, or not
                     update = dict(update, audio=gr.update(value=update["audio"], autoplay=update["autoplay"]))
                 yield {names[name]: value for name, value in update.items() if name in names}

@@ -28,6 +28,7 @@ from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_co
 from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation
 from ..owners import owner_of
+from ..sentences import wire_sentences
 from ..generation_panel import (ENGINE_GROUP, GenerationPanel, SessionHistory, go_stop_buttons, output_panel,
                                 text_block, wire_generation)
 from ...studio import Studio, session_of
@@ -322,6 +323,12 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                     voice_of=lambda values, session, data: reference_for_estimate(studio, data.get(ref),
                                                                                   data.get(transcript), data.get(pre)),
                     info_inputs=(ref, transcript, pre))
+
+    def voice_for(values, data, session):  # a sentence's new take: the clip's voice, as Go clones it now
+        voice, _ = clone_voice(studio, data[ref], data[transcript], data[consent], data[pre])
+        return voice, dict(values, voice=None)
+
+    wire_sentences(studio, panel, history, voice_for, extra_inputs=(ref, transcript, consent, pre))
 
     def on_reference(path, preprocess):
         yield from transcript_updates(studio, path, preprocess)

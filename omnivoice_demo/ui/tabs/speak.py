@@ -18,6 +18,7 @@ from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons
 from ...studio import Studio, session_of
 from ...studio.vocabulary import resolve_voice
 from ..design import compose_instruct
+from ..sentences import wire_sentences
 from ...studio.descriptions import read_description
 
 
@@ -88,6 +89,13 @@ def build(studio: Studio, history: SessionHistory,
 
     wire_generation(studio, panel, history, run, extra_inputs=stored,
                     voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session))
+
+    def voice_for(values, data, session):  # a sentence's new take: the voice as Go reads it now
+        voice, design = chosen_voice(studio, values.get("voice"), session,
+                                     data[browser_voices] if browser_voices is not None else None)
+        return voice, with_design(values, design)
+
+    wire_sentences(studio, panel, history, voice_for, extra_inputs=stored)
 
     def refresh_voices(current, browser=None, request: gr.Request = None):
         names = voice_names(studio, session_of(request), browser)
