@@ -398,3 +398,56 @@ def test_no_disk_left_while_building_is_said_and_nothing_half_built_is_kept_or_u
         assert filecmp.cmp(graph.parent / name, whole.parent / name, shallow=False), name
     assert open_build()[0] == graph and not list((cache / "tmp").glob("*"))
 
+
+# --- the Model tab's "Build from the original weights" ---------------------------------------------
+
+def test_the_model_tab_builds_from_the_original_weights(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
+    """The studio core behind the action: a source that is nothing, or a Hub repo offline and never downloaded,
+    is a clear error in the model bar; a Hub repo is downloaded with progress, and the backbone comes from it;
+    in shared mode the action is refused on the server whatever the page shows."""
+    import types
+
+    import gradio as gr
+    import huggingface_hub.constants
+
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.ui.tabs.model import ModelTab
+    from tests.support.hub_server import HubServer
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    manager = ModelManager(cache_dir=tmp_path / "cache", backbone="int8-row")
+    for source, offline, words in ((str(tmp_path / "nowhere") + "/../x y", True, "neither a folder, a file nor"),
+                                   ("x" * 5000, True, "at most 4096 characters"),
+                                   ("k2-fsa/OmniVoice", True, "Offline, and the weights of k2-fsa/OmniVoice")):
+        assert manager.start_load(str(tiny_int4_folder), offline=offline, backbone_weights=source)
+        manager.wait(120)
+        assert manager.status.state == "error" and words in manager.status.message, manager.status
+        assert len(manager.status.message) < 1000 and not manager.models
+
+    stages = []
+    real_status = manager._set_status
+    monkeypatch.setattr(manager, "_set_status", lambda **fields: stages.append(fields.get("stage"))
+                        or real_status(**fields))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with HubServer() as hub:
+        hub.add_repo("k2-fsa/OmniVoice", tiny_checkpoint)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        tab = ModelTab.__new__(ModelTab)
+        tab.studio = types.SimpleNamespace(models=manager)
+        monkeypatch.setattr(ModelTab, "view", lambda self: "viewed")
+        assert tab._build_from_weights(str(tiny_int4_folder), "auto", "cpu", False, "") == "viewed"  # the default repo
+        manager.wait(300)
+    assert manager.status.state == "ready", manager.status
+    assert "weights" in stages and "download" in stages and stages[-1] == "ready"
+    assert "backbone from k2-fsa/OmniVoice" in manager.status.request
+    assert manager.get().engine.describe()["backbone_compute"]["weights"] == "int8-row from k2-fsa/OmniVoice"
+
+    manager.locked = True  # shared mode: the operator's models only
+    before = manager.status.request
+    with pytest.raises(gr.Error, match="operator chooses"):
+        tab._build_from_weights(str(tiny_int4_folder), "auto", "cpu", False, str(tiny_checkpoint))
+    assert not manager.loading and manager.status.request == before
