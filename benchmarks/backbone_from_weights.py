@@ -7,7 +7,9 @@ and byte equality with the same choice built from an fp32 folder of the same che
 Each build runs in a fresh interpreter where torch (and the other build-only packages) cannot be
 imported, into an empty cache folder of its own, so the time is a first build's and the peak
 resident memory (``ru_maxrss``) is that build's process alone (the model folder's other graphs
-opened by the engine included).
+opened by the engine included; ``peak_rss_before_build_mb``: the peak once the weights file is found and
+the engine's other graphs are open, before the build); ``output_mb`` is the size of the built graph and
+its weights.
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ started = time.perf_counter()
 found = backbone_weights(weights, cache_dir=cache) if weights else None
 digest_s = time.perf_counter() - started
 model = OmniVoiceOnnx(folder, threads=threads)
+peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 graph = choice.cached_backbone(folder / "llm_decoder.onnx", precision, model, providers_for("cpu"),
                                lambda: session_options(threads), cache, weights=found)
 print(json.dumps({{"graph": str(graph), "seconds": round(time.perf_counter() - started, 1),
                   "weights_digest_s": round(digest_s, 1),
+                  "output_mb": round(sum(f.stat().st_size for f in graph.parent.glob(graph.name + "*")) / 2**20),
+                  "peak_rss_before_build_mb": round(peak_before),
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                   "torch_imported": sys.modules.get("torch") is not None}}))
 """

@@ -131,7 +131,7 @@ def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, 
 
     path = planted_folder / BACKBONE_GRAPHS["backbone"]
     model = OmniVoiceOnnx(planted_folder, threads=1)
-    found = backbone_precision.outlier_channels(path, model, providers_for("cpu"), session_options(1))
+    found = backbone_precision.outlier_channels(path, model, providers_for("cpu"), lambda: session_options(1))
     # the inputs of q/k/v and gate/up are RMSNorm outputs: there the planted channels are loud
     normed = [channels for name, channels in found.items() if "layernorm" in name.lower()]
     assert normed and all(set(channels) <= set(PLANTED) and len(channels) >= 2 for channels in normed)

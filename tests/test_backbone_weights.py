@@ -274,3 +274,180 @@ def test_every_front_end_takes_backbone_weights(tmp_path):
         args = parser.parse_args(command + ["--backbone-weights", "k2-fsa/OmniVoice"])
         assert args.backbone_weights == "k2-fsa/OmniVoice", command
     assert parse_args(["--backbone-weights", "DIR"]).backbone_weights == "DIR"
+
+
+# --- one layer at a time: the fp32 weights are never all in memory ----------------------------------
+
+def test_the_calibration_runs_one_layer_at_a_time_and_equals_the_whole_forward(tiny_checkpoint, tiny_int4_folder,
+                                                                                tmp_path, monkeypatch):
+    """Each part of the calibration forward holds the weights of one layer, each layer's in one part, and the
+    activations equal those of the whole graph run at once with all its weights (the form before)."""
+    import re
+
+    import onnx
+
+    from omnivoice_demo.backbones import precision
+    from omnivoice_demo.backbones.checkpoint import checkpoint_embedder, fp32_graph
+    from omnivoice_demo.runtime import sessions
+
+    weights = weights_of(tiny_checkpoint, tmp_path)
+    model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
+    graph, source = fp32_graph(tiny_int4_folder / GRAPH, weights)
+    embeds = precision.calibration_embeds(checkpoint_embedder(tiny_int4_folder, weights, providers_for("cpu"),
+                                                              session_options(1)))
+    feeds = precision.calibration_feeds(model, embeds)
+    names = sorted({p.activation for p in precision.weight_products(graph.graph)})
+    whole = onnx.ModelProto()
+    whole.CopyFrom(graph)
+    whole.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names)
+    options = session_options(1)
+    options.add_session_config_entry("session.disable_prepacking", "1")
+    expected = sessions.in_memory_session(whole, {n: load() for n, load in source.items()}, providers_for("cpu"),
+                                          options).run(names, feeds)
+
+    held, real = [], sessions.in_memory_session
+    monkeypatch.setattr(sessions, "in_memory_session", lambda m, constants, *a: held.append(set(constants))
+                        or real(m, constants, *a))
+    found = precision.forward_by_layer(graph, source, names, feeds, providers_for("cpu"), lambda: session_options(1))
+    layer_of = {name: re.search(r"layers\.(\d+)\.", name).group(1) for name in source}
+    assert len(set(layer_of.values())) >= 2 and len(held) == len(set(layer_of.values()))
+    assert all(len({layer_of[name] for name in part}) == 1 for part in held)
+    assert sorted(name for part in held for name in part) == sorted(source)  # every weight in exactly one part
+    for name, value in zip(names, expected):
+        np.testing.assert_array_equal(found[name], value, err_msg=name)
+
+
+def test_the_rebuild_writes_each_products_weights_out_before_reading_the_next(tiny_checkpoint, tiny_int4_folder,
+                                                                             tmp_path):
+    """``rebuild`` with a ``store`` reads one product's fp32 weights, quantizes them and hands the codes to the
+    writer (their data dropped from memory) before the next product's weights are read; the files are those
+    ``onnx.save_model`` writes of the same graph with every constant held in memory, byte for byte."""
+    import onnx
+    from onnx import numpy_helper
+
+    from omnivoice_demo.backbones import precision
+    from omnivoice_demo.backbones.checkpoint import fp32_graph
+
+    weights = weights_of(tiny_checkpoint, tmp_path)
+    graph, source = fp32_graph(tiny_int4_folder / GRAPH, weights)
+    outliers = {p.activation: [0, 3] for p in precision.weight_products(graph.graph)}
+    held = onnx.ModelProto()
+    held.CopyFrom(graph)
+    constants = precision.rebuild(held, "int8-row", outliers, source)
+    held.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
+    (tmp_path / "held").mkdir()
+    onnx.save_model(held, str(tmp_path / "held" / GRAPH), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=GRAPH + ".data", size_threshold=1024)
+
+    events = []
+    loaders = {name: (lambda name=name, load=load: events.append(("read", name)) or load())
+               for name, load in source.items()}
+    (tmp_path / "streamed").mkdir()
+    write = backbone_choice.external_writer(tmp_path / "streamed", GRAPH + ".data")
+
+    def store(tensor):
+        write(tensor)
+        events.append(("wrote", tensor.name, tensor.HasField("raw_data")))
+
+    assert precision.rebuild(graph, "int8-row", outliers, loaders, store=store) == {}
+    onnx.save_model(graph, str(tmp_path / "streamed" / GRAPH))
+    reads = [i for i, event in enumerate(events) if event[0] == "read"]
+    assert len(reads) == len(source)
+    codes = [event for event in events if event[0] == "wrote" and event[1].endswith("_w_i8")]
+    assert len(codes) == len(source) and not any(event[2] for event in codes)  # written out, not held
+    for before, after in zip(reads, reads[1:]):
+        assert any(event[0] == "wrote" and event[1].endswith("_w_i8") for event in events[before:after])
+    for name in (GRAPH, GRAPH + ".data"):
+        assert filecmp.cmp(tmp_path / "held" / name, tmp_path / "streamed" / name, shallow=False), name
+
+
+def test_no_disk_left_while_building_is_said_and_nothing_half_built_is_kept_or_used(tiny_checkpoint, tiny_int4_folder,
+                                                                                     tmp_path, monkeypatch):
+    import errno
+
+    from onnx import external_data_helper
+
+    weights = weights_of(tiny_checkpoint, tmp_path)
+    real, written = external_data_helper.save_external_data, []
+
+    def full_disk(tensor, base_path):  # the disk fills after three tensors of the graph's weights
+        if len(written) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        written.append(tensor.name)
+        real(tensor, base_path)
+
+    monkeypatch.setattr(external_data_helper, "save_external_data", full_disk)
+    cache = tmp_path / "cache"
+    model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
+
+    def open_build():
+        return backbone_choice.open_cached_backbone(tiny_int4_folder / GRAPH, "int8-row", model, providers_for("cpu"),
+                                                    lambda: session_options(1), cache, weights)
+
+    with pytest.raises(ModelNotAvailable) as caught:
+        open_build()
+    message = str(caught.value)
+    assert "int8-row backbone could not be built" in message and "is full (ENOSPC)" in message
+    assert "OMNIVOICE_CACHE" in message and "Traceback" not in message and len(written) == 3
+    assert not list((cache / "backbones").glob("*/*")) and not list((cache / "tmp").glob("*"))
+
+    monkeypatch.setattr(external_data_helper, "save_external_data", real)  # room again: built whole, then used
+    graph, session = open_build()
+    whole = build(tiny_int4_folder, "int8-row", tmp_path / "whole", weights)
+    for name in (GRAPH, GRAPH + ".data"):
+        assert filecmp.cmp(graph.parent / name, whole.parent / name, shallow=False), name
+    assert open_build()[0] == graph and not list((cache / "tmp").glob("*"))
+
+
+# --- the Model tab's "Build from the original weights" ---------------------------------------------
+
+def test_the_model_tab_builds_from_the_original_weights(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
+    """The studio core behind the action: a source that is nothing, or a Hub repo offline and never downloaded,
+    is a clear error in the model bar; a Hub repo is downloaded with progress, and the backbone comes from it;
+    in shared mode the action is refused on the server whatever the page shows."""
+    import types
+
+    import gradio as gr
+    import huggingface_hub.constants
+
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.ui.tabs.model import ModelTab
+    from tests.support.hub_server import HubServer
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    manager = ModelManager(cache_dir=tmp_path / "cache", backbone="int8-row")
+    for source, offline, words in ((str(tmp_path / "nowhere") + "/../x y", True, "neither a folder, a file nor"),
+                                   ("x" * 5000, True, "at most 4096 characters"),
+                                   ("k2-fsa/OmniVoice", True, "Offline, and the weights of k2-fsa/OmniVoice")):
+        assert manager.start_load(str(tiny_int4_folder), offline=offline, backbone_weights=source)
+        manager.wait(120)
+        assert manager.status.state == "error" and words in manager.status.message, manager.status
+        assert len(manager.status.message) < 1000 and not manager.models
+
+    stages = []
+    real_status = manager._set_status
+    monkeypatch.setattr(manager, "_set_status", lambda **fields: stages.append(fields.get("stage"))
+                        or real_status(**fields))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with HubServer() as hub:
+        hub.add_repo("k2-fsa/OmniVoice", tiny_checkpoint)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        tab = ModelTab.__new__(ModelTab)
+        tab.studio = types.SimpleNamespace(models=manager)
+        monkeypatch.setattr(ModelTab, "view", lambda self: "viewed")
+        assert tab._build_from_weights(str(tiny_int4_folder), "auto", "cpu", False, "") == "viewed"  # the default repo
+        manager.wait(300)
+    assert manager.status.state == "ready", manager.status
+    assert "weights" in stages and "download" in stages and stages[-1] == "ready"
+    assert "backbone from k2-fsa/OmniVoice" in manager.status.request
+    assert manager.get().engine.describe()["backbone_compute"]["weights"] == "int8-row from k2-fsa/OmniVoice"
+
+    manager.locked = True  # shared mode: the operator's models only
+    before = manager.status.request
+    with pytest.raises(gr.Error, match="operator chooses"):
+        tab._build_from_weights(str(tiny_int4_folder), "auto", "cpu", False, str(tiny_checkpoint))
+    assert not manager.loading and manager.status.request == before

@@ -118,6 +118,8 @@ class CheckpointWeights:
 
     def __post_init__(self):
         self.header = read_header(self.path)
+        with open(self.path, "rb") as handle:
+            self.data_start = 8 + struct.unpack("<Q", handle.read(8))[0]
 
     def tensor(self, name: str) -> np.ndarray:
         """The checkpoint tensor ``name`` as fp32, copied out of the memory-mapped file.  The map is opened
@@ -127,6 +129,17 @@ class CheckpointWeights:
 
         with safe_open(str(self.path), framework="numpy") as handle:
             return handle.get_tensor(name).astype(np.float32, copy=False)
+
+    def mapped(self, name: str) -> np.ndarray:
+        """The checkpoint tensor ``name`` as fp32 without reading it: a copy-on-write map of its bytes in the
+        file (F32 at an aligned place; another is read and converted, ``tensor``), so only what a computation
+        touches comes into memory: a few rows gathered from a 600 MB embedding table."""
+        entry = self.header[name]
+        if entry["dtype"] != "F32" or not all(entry["shape"]):
+            return self.tensor(name)
+        mapped = np.memmap(self.path, dtype="<f4", mode="c", offset=self.data_start + entry["data_offsets"][0],
+                           shape=tuple(entry["shape"]))
+        return mapped if mapped.flags.aligned else self.tensor(name)
 
     def check(self, name: str, shape: tuple) -> None:
         """Raise unless the checkpoint has ``name`` in a float dtype and ``shape`` (None: any number there)."""
@@ -236,10 +249,12 @@ def checkpoint_embedder(folder: pathlib.Path, weights: CheckpointWeights, provid
     """``embed(input_ids, audio_mask)`` of the folder's embedding graph on the checkpoint's fp32 tables: each
     table (``GatherBlockQuantized`` in an int4 folder, ``Gather`` in an fp32 one) read from ``weights``
     (``model.llm.embed_tokens.weight`` from ``llm.embed_tokens.weight``, ...), so the calibration forward of
-    the 8-bit choices sees what an fp32 folder's embeddings give."""
+    the 8-bit choices sees what an fp32 folder's embeddings give.  The tables are mapped, not read
+    (``CheckpointWeights.mapped``), and fed as inputs of the graph, which ONNX Runtime reads in place
+    (initializers it copies whole): a calibration forward brings a few rows of the 600 MB into memory."""
     import onnx
+    import onnxruntime as ort
 
-    from ..runtime.sessions import in_memory_session
     from ..storage.manifest import BACKBONE_GRAPHS
 
     path = folder / BACKBONE_GRAPHS["audio_embeddings"]
@@ -253,7 +268,7 @@ def checkpoint_embedder(folder: pathlib.Path, weights: CheckpointWeights, provid
             nodes.append(node)
             continue
         weights.check(name, (None, None))
-        tables[table] = weights.tensor(name)
+        tables[table] = weights.mapped(name)
         dropped.update(node.input[0:1] + node.input[2:3])
         axis = next((a.i for a in node.attribute if a.name in ("gather_axis", "axis")), 0)
         nodes.append(onnx.helper.make_node("Gather", [table, node.input[1]], list(node.output), name=node.name,
@@ -266,9 +281,11 @@ def checkpoint_embedder(folder: pathlib.Path, weights: CheckpointWeights, provid
     kept = [inline(init, folder) for init in graph.initializer if init.name not in dropped]
     del graph.initializer[:]
     graph.initializer.extend(kept)
-    session = in_memory_session(model, tables, providers, options)
+    graph.input.extend(onnx.helper.make_tensor_value_info(table, onnx.TensorProto.FLOAT, list(value.shape))
+                       for table, value in tables.items())
+    session = ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
     return lambda ids, mask: session.run(None, {"input_ids": ids.astype(np.int64, copy=False),
-                                                "audio_mask": mask.astype(np.bool_, copy=False)})[0]
+                                                "audio_mask": mask.astype(np.bool_, copy=False), **tables})[0]
 
 
 def placeholder(name: str, k: int, n: int):

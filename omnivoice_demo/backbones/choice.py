@@ -29,7 +29,7 @@ import numpy as np
 
 from .precision import PRECISIONS, graph_precision, outlier_channels, rebuild
 from .dequantize import alternated_best, resident_mb
-from ..errors import InvalidInput, ModelFolderError
+from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
 from ..storage.cache import CACHE_ENV, folder_lock
 from .fidelity import fidelity_of, passes_gate, published_table
 
@@ -256,6 +256,7 @@ def cached_backbone(path: pathlib.Path, precision: str, model, providers, option
     record is still that one, the build is moved away and made again (another start may have
     replaced it already).
     """
+    from ..storage.atomic import storage_problem
     from ..storage.cache import default_cache_dir, staging_dir
 
     cache = pathlib.Path(cache_dir or default_cache_dir())
@@ -270,10 +271,19 @@ def cached_backbone(path: pathlib.Path, precision: str, model, providers, option
                 os.replace(target, aside)
         if graph.is_file():
             return graph
-        with staging_dir(cache) as stage:
-            stage.mkdir(parents=True)
-            write_rebuilt(path, precision, model, providers, options_factory, stage, weights)
-            os.replace(stage, target)
+        try:
+            with staging_dir(cache) as stage:
+                stage.mkdir(parents=True)
+                write_rebuilt(path, precision, model, providers, options_factory, stage, weights)
+                os.replace(stage, target)
+        except OSError as exc:  # the stage is gone with what was written of it: nothing half-built is kept
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            raise ModelNotAvailable(f"The {precision} backbone could not be built: our cache ({cache}) {problem}. "
+                                    "Free some space (the 8-bit backbone takes about a quarter of the fp32 "
+                                    f"weights' size: 450 MB at full size), or set {CACHE_ENV} to a folder with room, "
+                                    "then start again.") from None
     return graph
 
 
@@ -322,29 +332,30 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
     """Write the backbone at ``path`` rebuilt in ``precision`` into the folder ``destination`` (graph,
     ``.data`` beside it, and ``build.json``: what was built, from which weights, the outlier channels
     kept apart, how long, and each file's sha256).  With the original ``weights`` the graph is first
-    made the fp32 graph of those weights (``checkpoint.fp32_graph``), calibrated and rebuilt from it."""
+    made the fp32 graph of those weights (``checkpoint.fp32_graph``), calibrated one layer at a time and
+    rebuilt from it, each product's weights read, quantized and written out in turn: the fp32 weights
+    are never all in memory, nor the 8-bit ones.  The files are those ``onnx.save_model`` writes
+    (external data in one file, tensors of 1 KB and more), byte for byte."""
     import onnx
-    from onnx import numpy_helper
 
+    from ..runtime.memory import bound_heap
     from ..storage.manifest import sha256_of
 
+    bound_heap()  # each layer's buffers go back to the system when freed, not kept by malloc for the next
     started = time.perf_counter()
-    onnx_model, source, embed = None, None, None
+    onnx_model, source, embeds = None, None, None
     if weights is not None:
         from .checkpoint import checkpoint_embedder, fp32_graph
+        from .precision import calibration_embeds
 
         onnx_model, source = fp32_graph(path, weights)
-        if precision in ("int8", "int8-row"):
-            embed = checkpoint_embedder(path.parent, weights, providers, options_factory())
-    outliers = (outlier_channels(path, model, providers, options_factory(), onnx_model, source, embed)
+        if precision in ("int8", "int8-row"):  # the embedding tables are gone before the layers come
+            embeds = calibration_embeds(checkpoint_embedder(path.parent, weights, providers, options_factory()))
+    outliers = (outlier_channels(path, model, providers, options_factory, onnx_model, source, embeds)
                 if precision in ("int8", "int8-row") else {})
-    del embed
     onnx_model = onnx_model if onnx_model is not None else onnx.load(str(path))
-    constants = rebuild(onnx_model, precision, outliers, source)
-    onnx_model.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in constants.items())
-    del constants
-    onnx.save_model(onnx_model, str(destination / path.name), save_as_external_data=True,
-                    all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
+    rebuild(onnx_model, precision, outliers, source, store=external_writer(destination, path.name + ".data"))
+    onnx.save_model(onnx_model, str(destination / path.name))
     files = {f.name: sha256_of(f) for f in sorted(destination.glob(path.name + "*"))}
     (destination / BUILD_RECORD).write_text(json.dumps({
         "precision": precision, "source": path.parent.name, "build_version": BUILD_VERSION,
@@ -352,6 +363,23 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
         "outlier_channels": {name: len(c) for name, c in outliers.items()},
         "seconds": round(time.perf_counter() - started, 1), "files": files}, indent=1), encoding="utf-8")
     return destination / path.name
+
+
+def external_writer(folder: pathlib.Path, location: str, size_threshold: int = 1024):
+    """``rebuild``'s ``store``: each initializer of ``size_threshold`` bytes or more appended to ``folder /
+    location`` and its data dropped from memory, as ``onnx.save_model(..., save_as_external_data=True,
+    all_tensors_to_one_file=True, location=location, size_threshold=size_threshold)`` does it (its own
+    functions, in the same order), one tensor at a time."""
+    import sys
+
+    from onnx import external_data_helper
+
+    def store(tensor) -> None:
+        if tensor.HasField("raw_data") and sys.getsizeof(tensor.raw_data) >= size_threshold:
+            external_data_helper.set_external_data(tensor, location)
+            external_data_helper.save_external_data(tensor, str(folder))
+            tensor.ClearField("raw_data")
+    return store
 
 
 # --- the remembered choice -----------------------------------------------------------------------

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -141,16 +142,23 @@ def graph_precision(path: pathlib.Path) -> str:
 # --- the rewrite ---------------------------------------------------------------------------
 
 class Rewrite:
-    """New nodes and constants for one graph; ``constants`` maps name -> array."""
+    """New nodes and constants for one graph; ``constants`` maps name -> array, or with ``keep`` each
+    constant goes there once, as it is made (``rebuild``'s ``store``), and ``constants`` stays empty."""
 
-    def __init__(self):
+    def __init__(self, keep: Optional[Callable[[str, np.ndarray], None]] = None):
         self.nodes: list = []
         self.constants: dict[str, np.ndarray] = {}
+        self._keep = keep
+        self._kept: set[str] = set()
         self._row_quantized: dict[str, tuple[str, str]] = {}
         self._made: set[str] = set()
 
     def constant(self, name: str, value: np.ndarray) -> str:
-        self.constants[name] = value
+        if self._keep is None:
+            self.constants[name] = value
+        elif name not in self._kept:  # asked for again (an activation's mask or shape): the same value
+            self._kept.add(name)
+            self._keep(name, value)
         return name
 
     def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, domain: str = "", **attrs):
@@ -286,37 +294,57 @@ def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Seq
 
 
 def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = None,
-            source: Optional[dict] = None) -> dict[str, np.ndarray]:
+            source: Optional[dict] = None, store: Optional[Callable] = None) -> dict[str, np.ndarray]:
     """Rewrite ``model`` (an onnx ModelProto, changed in place) to compute its weight products in ``precision``.
 
     Returns the new constants (name -> array), which are not in the graph:
-    the caller adds them as initializers (``store``) or hands them to
+    the caller adds them as initializers or hands them to
     ONNX Runtime in memory (``in_memory_session``).  ``outliers`` maps an
     activation name to its input channels kept apart in fp32 (``int8`` and ``int8-row``); ``source``
     as ``weight_products`` takes it.  The shapes recorded of the weights it replaces go with them.
+
+    With ``store``, the constants are initializers of the graph instead, in the order an ``onnx.save_model``
+    of the result writes them (the graph's kept initializers, then the new ones as they were made), each
+    handed to ``store`` (a TensorProto) as soon as it is final, so the caller can write its data out then
+    (``choice.write_rebuilt``): one product's weights are in memory at a time, not all of them.  Returns {}.
     """
+    import onnx
+    from onnx import numpy_helper
+
     graph = model.graph
     products = {id(p.node): p for p in weight_products(graph, source)}
     if not products:
         raise ModelFolderError("The backbone has no weight products to rebuild (no fp32 MatMul or 4-bit MatMulNBits "
                                "with constant weights).")
-    rewrite, replaced = Rewrite(), set()
-    for node in graph.node:
+    original = list(graph.node)
+    # the products' weights, scales and zero points go, unless another node reads them too (the new nodes
+    # read only new constants, the activations and a bias)
+    replaced = {x for p in products.values() for x in list(p.node.input)[1:4] if x}
+    gone = replaced - {x for node in original if id(node) not in products for x in node.input}
+    kept = [init for init in graph.initializer if init.name not in gone]
+    made, keep = [], None
+    if store is not None:
+        for init in kept:
+            store(init)
+
+        def keep(name, value):
+            tensor = numpy_helper.from_array(value, name)
+            store(tensor)
+            made.append(onnx.TensorProto())
+            made[-1].CopyFrom(tensor)  # without the data it had: a cleared field keeps its memory until its message goes
+    rewrite = Rewrite(keep)
+    for node in original:
         product = products.get(id(node))
         if product is None:
             rewrite.nodes.append(node)
             continue
         emit(rewrite, product, precision, (outliers or {}).get(product.activation, ()))
-        replaced.update(x for x in list(node.input)[1:4] if x)
-    used = {x for node in rewrite.nodes for x in node.input}
-    kept = [init for init in graph.initializer if init.name not in replaced or init.name in used]
-    gone = replaced - used
     described = [info for info in graph.value_info if info.name not in gone]
     nodes = list(rewrite.nodes)
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.initializer[:]
-    graph.initializer.extend(kept)
+    graph.initializer.extend(kept + made)
     del graph.value_info[:]
     graph.value_info.extend(described)
     if any(n.domain == "com.microsoft" for n in nodes) and not any(o.domain == "com.microsoft" for o in model.opset_import):
@@ -344,41 +372,48 @@ def calibration_embeds(embed: Callable, seed: int = 0) -> np.ndarray:
     return embed(ids, mask)
 
 
-def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], options, graph=None,
-                     source: Optional[dict] = None, embed: Optional[Callable] = None) -> dict[str, list[int]]:
+def calibration_feeds(model, embeds: np.ndarray) -> dict[str, np.ndarray]:
+    """The backbone's inputs for one forward over ``embeds`` (``OmniVoiceOnnx``'s types; no past)."""
+    feeds = {"inputs_embeds": embeds.astype(model.embeds_type, copy=False),
+             "attention_mask": np.ones((1, embeds.shape[1]), dtype=model.mask_type)}
+    if model.past_names:
+        empty = np.zeros((1, model.kv_heads, 0, model.head_dim), dtype=model.past_type)
+        feeds.update({name: empty for name in model.past_names})
+    return feeds
+
+
+def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], options_factory: Callable, graph=None,
+                     source: Optional[dict] = None, embeds: Optional[np.ndarray] = None) -> dict[str, list[int]]:
     """For each weight product's activation, the input channels whose largest magnitude on a calibration
     forward is over ``OUTLIER_RATIO`` times the median channel's (the loudest ``MAX_OUTLIER_SHARE`` of them,
     at least ``MIN_OUTLIER_LIMIT``).
 
     The forward runs the folder's graph as built (small for an int4 folder) with the activations as
     extra outputs; its weights are read from beside the graph file, not copied.  With ``graph`` and
-    ``source`` (``checkpoint.fp32_graph``) it runs that graph instead, its weights handed over in memory,
-    on the embeddings of ``embed`` (``checkpoint.checkpoint_embedder``: the same weights' tables).
+    ``source`` (``checkpoint.fp32_graph``) it runs that graph instead, one layer at a time
+    (``forward_by_layer``: the fp32 weights are never all in memory), on ``embeds`` (``calibration_embeds``
+    of ``checkpoint.checkpoint_embedder``: the same weights' tables).
     """
     import onnx
     import onnxruntime as ort
 
-    from ..runtime.sessions import in_memory_session
-
-    embeds = calibration_embeds(embed or model.embed)  # first: the embedding tables are gone before the weights come
+    embeds = calibration_embeds(model.embed) if embeds is None else embeds
     graph_model = onnx.ModelProto()
     graph_model.CopyFrom(graph if graph is not None else onnx.load(str(path), load_external_data=False))
     names = sorted({p.activation for p in weight_products(graph_model.graph)})
-    existing = {o.name for o in graph_model.graph.output}
-    graph_model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names if n not in existing)
-    options.add_session_config_entry("session.disable_prepacking", "1")
+    feeds = calibration_feeds(model, embeds)
     if source is not None:
-        session = in_memory_session(graph_model, {name: load() for name, load in source.items()}, providers, options)
+        found = forward_by_layer(graph_model, source, names, feeds, providers, options_factory)
+        values = [found[name] for name in names]
     else:
+        options = options_factory()
+        options.add_session_config_entry("session.disable_prepacking", "1")
         options.add_session_config_entry("session.model_external_initializers_file_folder_path", str(path.parent))
+        existing = {o.name for o in graph_model.graph.output}
+        graph_model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in names
+                                        if n not in existing)
         session = ort.InferenceSession(graph_model.SerializeToString(), sess_options=options, providers=list(providers))
-    length = embeds.shape[1]
-    feeds = {"inputs_embeds": embeds.astype(model.embeds_type, copy=False),
-             "attention_mask": np.ones((1, length), dtype=model.mask_type)}
-    if model.past_names:
-        empty = np.zeros((1, model.kv_heads, 0, model.head_dim), dtype=model.past_type)
-        feeds.update({name: empty for name in model.past_names})
-    values = session.run(names, feeds)
+        values = session.run(names, feeds)
     found = {}
     for name, value in zip(names, values):
         peaks = np.abs(value.astype(np.float32)).reshape(-1, value.shape[-1]).max(axis=0)
@@ -387,4 +422,71 @@ def outlier_channels(path: pathlib.Path, model, providers: Sequence[str], option
         loud = loud[np.argsort(-peaks[loud])][:limit]
         if loud.size:
             found[name] = sorted(int(c) for c in loud)
+    return found
+
+
+_LAYER_OF = re.compile(r"(?:^|[./])layers\.(\d+)[./]")
+
+
+def forward_by_layer(model, source: dict, wanted: Sequence[str], feeds: dict, providers: Sequence[str],
+                     options_factory: Callable) -> dict[str, np.ndarray]:
+    """The values ``wanted`` of ``model``'s forward on ``feeds``, computed one layer at a time.
+
+    ``model``'s weight products hold placeholders whose values ``source`` loads (``checkpoint.fp32_graph``).
+    The nodes, in the graph's order, are cut before the first weight product of each layer (``layers.N``
+    in the weight's name); each part runs in a session of its own holding only its weights, handed to
+    ONNX Runtime in memory and released after it, so at most one layer's fp32 weights are resident, not
+    the whole model's (2 GB at full size).  A part's nodes, kernels and settings are the whole graph's, so
+    the values are the whole forward's (``tests/test_backbone_weights.py`` checks it); what crosses a cut
+    goes as an input (a ``Constant``'s output is made again in the part that reads it)."""
+    import onnx
+
+    from ..runtime.sessions import in_memory_session
+
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    declared = {info.name: info for info in list(graph.input) + list(graph.value_info)}
+    constants = {out: node for node in graph.node if node.op_type == "Constant" for out in node.output}
+    parts, layer = [], None
+    for node in graph.node:
+        weight = node.input[1] if node.op_type in ("MatMul", "MatMulNBits") and len(node.input) > 1 else ""
+        match = _LAYER_OF.search(weight) if weight in source else None
+        if not parts or (match and layer is not None and match.group(1) != layer):
+            parts.append([])
+        layer = match.group(1) if match else layer
+        parts[-1].append(node)
+    last_read = {}
+    for index, part in enumerate(parts):
+        for node in part:
+            for name in node.input:
+                last_read[name] = index
+    wanted, values = set(wanted), dict(feeds)
+    found = {x: v for x, v in feeds.items() if x in wanted}
+    for index, part in enumerate(parts):
+        made = {out for node in part for out in node.output if out}
+        read = list(dict.fromkeys(x for node in part for x in node.input if x and x not in made))
+        remade = [constants[x] for x in read if x in constants]
+        inputs = [x for x in read if x not in initializers and x not in constants]
+        outputs = [x for x in dict.fromkeys(out for node in part for out in node.output if out)
+                   if x in wanted or last_read.get(x, -1) > index]
+        typed = [declared[x] if x in declared else onnx.helper.make_tensor_value_info(
+            x, onnx.helper.np_dtype_to_tensor_dtype(values[x].dtype), [None] * values[x].ndim) for x in inputs]
+        piece = onnx.helper.make_graph(remade + part, f"{graph.name}_part{index}", typed,
+                                       [onnx.helper.make_empty_tensor_value_info(x) for x in outputs],
+                                       [initializers[x] for x in read if x in initializers])
+        piece_model = onnx.helper.make_model(piece, opset_imports=list(model.opset_import),
+                                             ir_version=model.ir_version)
+        options = options_factory()
+        options.add_session_config_entry("session.disable_prepacking", "1")
+        session = in_memory_session(piece_model, {x: source[x]() for x in read if x in source}, providers, options)
+        results = dict(zip(outputs, session.run(outputs, {x: values[x] for x in inputs})))
+        del session, options  # and with them this part's weights
+        values.update(results)
+        # copied: an output of ONNX Runtime may hold on to its session's memory (~10 MB a layer at full size)
+        found.update({x: np.array(v) for x, v in results.items() if x in wanted})
+        for name in [x for x in values if last_read.get(x, -1) <= index]:
+            del values[name]
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise ModelFolderError(f"The backbone graph has no value {missing[0]!r} to calibrate on.")
     return found

@@ -11,13 +11,16 @@ import pathlib
 import re
 
 from ..backbones.checkpoint import WEIGHTS_FILE, CheckpointWeights, weights_digest
-from ..errors import ModelFolderError, ModelNotAvailable
+from ..errors import ModelFolderError, ModelNotAvailable, excerpt
 from .cache import RepoCache
 from .download import HubRepo, HubSettings
 from .progress import ProgressCallback, Reporter
 
 #: the original checkpoint, where ``--backbone-weights`` names no other
 DEFAULT_WEIGHTS_REPO = "k2-fsa/OmniVoice"
+
+#: the longest folder, file or repo id accepted (a path's own limit on Linux)
+MAX_SOURCE_CHARS = 4096
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}(@[\w./-]{1,128})?$")
 
@@ -33,14 +36,21 @@ def backbone_weights(source, offline: bool | None = None, progress: ProgressCall
         return source
     cache = pathlib.Path(cache_dir or default_cache_dir())
     text = str(source).strip()
+    if not text or len(text) > MAX_SOURCE_CHARS or "\x00" in text:
+        raise ModelFolderError(f"The backbone weights {excerpt(text)} are neither a folder, a file nor a Hub repo id "
+                               f"(such as {DEFAULT_WEIGHTS_REPO}; at most {MAX_SOURCE_CHARS} characters).")
     path = pathlib.Path(os.path.expanduser(text))
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError:  # a name longer than a path may be: not a folder nor a file
+        is_dir = is_file = False
+    if is_dir:
         path = path / WEIGHTS_FILE
         if not path.is_file():
             raise ModelFolderError(f"{path.parent} has no {WEIGHTS_FILE}: give the folder of the original "
                                    f"OmniVoice checkpoint, or a Hub repo such as {DEFAULT_WEIGHTS_REPO}.")
         return CheckpointWeights(path, str(path.parent), weights_digest(path, cache))
-    if path.is_file():
+    if is_file:
         return CheckpointWeights(path, str(path), weights_digest(path, cache))
     if not _REPO_ID.match(text):
         raise ModelFolderError(f"The backbone weights {text[:200]!r} are neither a folder, a file nor a Hub repo id "

@@ -16,7 +16,8 @@ from typing import BinaryIO, Iterator, Optional
 
 from ..errors import InvalidInput
 
-__all__ = ["atomic_output", "replacing_file", "replacing_path", "storage_error", "write_atomically", "TEMPORARY_SUFFIX"]
+__all__ = ["atomic_output", "replacing_file", "replacing_path", "storage_error", "storage_problem",
+           "write_atomically", "TEMPORARY_SUFFIX"]
 
 #: what a write in progress is called (``.<stem>-<random>.part`` unless a caller names its own prefix): a
 #: start-up sweep may remove leftovers
@@ -95,14 +96,20 @@ def _sync_folder(folder: pathlib.Path) -> None:
             os.close(descriptor)
 
 
+def storage_problem(exc: OSError) -> Optional[str]:
+    """What a failed write says of its folder ("is full (ENOSPC)", "is read-only (EROFS)", ...), None for
+    another ``OSError``."""
+    problem = _STORAGE_ERRORS.get(exc.errno)
+    return None if problem is None else f"{problem} ({errno.errorcode.get(exc.errno, exc.errno)})"
+
+
 def storage_error(exc: OSError, what: str) -> Exception:
     """A full, read-only or unwritable folder as an ``InvalidInput`` saying so; any other ``OSError`` as it is."""
-    problem = _STORAGE_ERRORS.get(exc.errno)
+    problem = storage_problem(exc)
     if problem is None:
         return exc
-    return InvalidInput(f"The {what} could not be saved: its folder on the server {problem} "
-                        f"({errno.errorcode.get(exc.errno, exc.errno)}). Free some space or make the folder "
-                        "writable, then try again.")
+    return InvalidInput(f"The {what} could not be saved: its folder on the server {problem}. Free some space or "
+                        "make the folder writable, then try again.")
 
 
 def atomic_write_json(path: pathlib.Path, data: dict) -> None:

@@ -162,9 +162,11 @@ class ModelManager:
 
     def start_load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
                    offline: Optional[bool] = None, build: bool = False, force_download: bool = False,
-                   by_operator: bool = False) -> bool:
+                   by_operator: bool = False, backbone_weights: Optional[str] = None) -> bool:
         """Resolve and load in a thread; False when a load is already running.
 
+        ``backbone_weights``: the original checkpoint (a folder, its ``model.safetensors`` or a Hub repo) the
+        backbone is built from (the Model tab's "Build from the original weights"; ``load``).
         When ``locked`` (shared mode) only the operator's load (``by_operator``, the start-up flags) is allowed."""
         if not by_operator:
             refuse_model_changes(self.locked)
@@ -172,9 +174,11 @@ class ModelManager:
             if self.loading:
                 return False
             self._set_status(state="loading", message="starting", stage="resolve", fraction=None, notices=[],
-                             request=self._describe_request(spec, precision, build), started=time.monotonic())
+                             request=self._describe_request(spec, precision, build, backbone_weights),
+                             started=time.monotonic())
             self._thread = threading.Thread(target=self._load_quietly, name="omnivoice-model-loader", daemon=True,
-                                            args=(spec, precision, provider, offline, build, force_download))
+                                            args=(spec, precision, provider, offline, build, force_download,
+                                                  backbone_weights))
             self._thread.start()
             return True
 
@@ -191,15 +195,19 @@ class ModelManager:
             log.debug("model load failed", exc_info=True)
 
     def load(self, spec: Optional[str], precision: Optional[str] = None, provider: Optional[str] = None,
-             offline: Optional[bool] = None, build: bool = False, force_download: bool = False) -> LoadedModel:
+             offline: Optional[bool] = None, build: bool = False, force_download: bool = False,
+             backbone_weights: Optional[str] = None) -> LoadedModel:
         """Resolve ``spec`` (``hub.resolve_model``), open the engine, make it active.  Raises on failure.
 
-        ``precision`` None (or "auto"): a model folder's own precision, else the Hub default."""
+        ``precision`` None (or "auto"): a model folder's own precision, else the Hub default.
+        ``backbone_weights``: the original checkpoint to build the backbone's choices from (found or
+        downloaded by ``hub.weights.backbone_weights``, with its progress and offline rules, before the
+        engine builds them); else the manager's own (``--backbone-weights``) or the resolver's (``int8``)."""
         from .. import hub
 
         provider = provider or self.provider
         precision = None if precision in (None, "", "auto") else precision
-        request = self._describe_request(spec, precision, build)
+        request = self._describe_request(spec, precision, build, backbone_weights)
         with self._lock:
             if self.status.state != "loading":
                 self._set_status(state="loading", message="starting", stage="resolve", fraction=None, notices=[],
@@ -214,13 +222,20 @@ class ModelManager:
                                          offline=self.offline if offline is None else offline, build=build,
                                          progress=self._on_progress, force_download=force_download)
             folder = resolved.path
+            weights = self.backbone_weights or resolved.backbone_weights
+            if backbone_weights:
+                from ..hub.weights import backbone_weights as find_weights
+
+                self._set_status(stage="weights", message=f"the original weights: {backbone_weights}", fraction=None)
+                weights = find_weights(backbone_weights, offline=self.offline if offline is None else offline,
+                                       progress=self._on_progress, cache_dir=self.cache_dir)
             self._set_status(stage="load", message=f"opening the ONNX sessions in {folder} (the first time on this "
-                             "machine, the backbone choices that pass the fidelity gate are built and timed: a few "
-                             "minutes at full size)", fraction=None)
+                             "machine, the backbone choices that pass the fidelity gate are built"
+                             + (f" from the original weights ({getattr(weights, 'label', weights)})" if weights else "")
+                             + " and timed: a few minutes at full size)", fraction=None)
             # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
-                                     backbone=self.backbone,
-                                     backbone_weights=self.backbone_weights or resolved.backbone_weights)
+                                     backbone=self.backbone, backbone_weights=weights)
             notices = list(resolved.notices)
             precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(
@@ -268,11 +283,12 @@ class ModelManager:
         return label
 
     @staticmethod
-    def _describe_request(spec, precision, build) -> str:
+    def _describe_request(spec, precision, build, backbone_weights=None) -> str:
         from .. import hub
 
         what = str(spec) if spec else (hub.DEFAULT_CHECKPOINT_REPO if build else hub.DEFAULT_REPO)
-        return f"{what} ({precision or 'auto precision'}{', build' if build else ''})"
+        extra = (", build" if build else "") + (f", backbone from {backbone_weights}" if backbone_weights else "")
+        return f"{what} ({precision or 'auto precision'}{extra})"
 
     def _on_progress(self, event) -> None:
         fields = dict(stage=event.stage, message=event.message, fraction=event.fraction)

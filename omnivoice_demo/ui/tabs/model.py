@@ -9,6 +9,7 @@ from typing import Optional
 import gradio as gr
 
 from ...hub import DEFAULT_REPO, PRECISIONS
+from ...hub.weights import DEFAULT_WEIGHTS_REPO
 from ..error_mapping import ui_errors
 from ...studio.models import ModelNotReady, available_providers
 from ...studio import Studio
@@ -130,7 +131,8 @@ class ModelTab:
             gr.Markdown("Choose the ONNX model: a local folder, or a Hub repo (`owner/name[@revision]`; "
                         f"default `{DEFAULT_REPO}`). Loading downloads it when needed (with resumption), "
                         "repairs the published backbone's causal attention, or builds it from the PyTorch "
-                        "checkpoint (needs the convert extras).")
+                        "checkpoint (needs the convert extras). \"Build from the original weights\" loads it with "
+                        "its backbone's 8-bit choices made from the original checkpoint's weights instead (no torch).")
             with gr.Row():
                 spec = gr.Textbox(value=model_spec or DEFAULT_REPO, label="Model folder or Hub repo", scale=3,
                                   interactive=editable, elem_id="model-spec")
@@ -146,6 +148,15 @@ class ModelTab:
                 build = gr.Checkbox(False, label="Build from the PyTorch checkpoint", interactive=editable, elem_id="model-build")
                 load = gr.Button("Load", variant="primary", interactive=editable, elem_id="model-load")
             with gr.Row():
+                weights = gr.Textbox(value=DEFAULT_WEIGHTS_REPO, label="Original weights (checkpoint folder or Hub repo)",
+                                     scale=3, interactive=editable, elem_id="model-weights",
+                                     info="the backbone's 8-bit choices built from these weights instead of the "
+                                          "folder's (far closer to the model than int4; k2-fsa/OmniVoice is a 2.4 GB "
+                                          "download, kept in the Hugging Face cache; the build takes a minute or two "
+                                          "once, then comes from our cache)")
+                build_weights = gr.Button("Build from the original weights", scale=1, interactive=editable,
+                                          elem_id="model-build-weights")
+            with gr.Row():
                 self.active = gr.Dropdown(studio.models.labels(), value=studio.models.active, scale=3,
                                           label="Active model (Speak, Clone, Codec)", interactive=editable, elem_id="model-active")
                 unload = gr.Button("Unload", scale=1, interactive=editable, elem_id="model-unload")
@@ -154,6 +165,9 @@ class ModelTab:
 
         load.click(self._load, inputs=[spec, precision_choice, provider_choice, offline, build], outputs=self.outputs,
                    api_visibility="private", concurrency_id="model-load", concurrency_limit=1)
+        build_weights.click(self._build_from_weights, inputs=[spec, precision_choice, provider_choice, offline, weights],
+                            outputs=self.outputs, api_visibility="private", concurrency_id="model-load",
+                            concurrency_limit=1)
         self.timer.tick(self.view, outputs=self.outputs, api_visibility="private", show_progress="hidden",
                         queue=False)
         self.active.input(self._set_active, inputs=self.active, outputs=self.outputs, api_visibility="private",
@@ -171,6 +185,15 @@ class ModelTab:
         # ModelManager refuses in shared mode, whatever the page shows: this event can be called by fn_index
         if not ui_errors(self.studio.models.start_load)((spec or "").strip() or None, precision, provider,
                                                         offline or None, build):
+            gr.Warning("A model is loading already; wait for it to finish.")
+        return self.view()
+
+    def _build_from_weights(self, spec, precision, provider, offline, weights):
+        """Load the model folder of ``spec`` with its backbone built from the original ``weights`` (refused in
+        shared mode by ModelManager, as ``_load``)."""
+        if not ui_errors(self.studio.models.start_load)((spec or "").strip() or None, precision, provider,
+                                                        offline or None,
+                                                        backbone_weights=(weights or "").strip() or DEFAULT_WEIGHTS_REPO):
             gr.Warning("A model is loading already; wait for it to finish.")
         return self.view()
 
