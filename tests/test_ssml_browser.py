@@ -58,6 +58,8 @@ def test_the_ssml_switch_checks_as_you_type_and_speaks_the_segments(page, artifa
     assert "prosody pitch" in page.evaluate(CHECK)
     box.fill(MARKUP)
     _check_says(page, "✓ SSML: 2 segments, 1 pause")
+    page.wait_for_function(f"document.querySelector('#speak-text-info').innerText.trim() === '{len(MARKUP)} characters'",
+                           timeout=20 * SECONDS)   # not the markup planned as plain text
     page.locator("#speak-go").click()
     page.wait_for_function("document.querySelector('#speak-info').innerText.includes('RTF')",
                            timeout=180 * SECONDS)

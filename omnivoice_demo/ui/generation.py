@@ -35,11 +35,12 @@ from ..studio import Studio
 log = logging.getLogger(__name__)
 
 
-def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = None) -> str:
-    """Character count, the length of speech it makes, and the time this machine needs for it."""
+def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = None, ssml: bool = False) -> str:
+    """Character count, the length of speech it makes, and the time this machine needs for it (SSML: the count;
+    its own line says what it holds)."""
     text = text or ""
     count = f"{len(text)} characters"
-    if not text.strip():
+    if not text.strip() or ssml:
         return count
     try:
         loaded = studio.models.get()

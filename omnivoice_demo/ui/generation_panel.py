@@ -136,11 +136,12 @@ Run = Callable[[str, dict, list, dict, Optional[str], Optional[str]], Iterator[d
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
                     extra_inputs: Iterable = (),
                     voice_of: Optional[Callable[[dict, Optional[str], dict], Optional[Voice]]] = None,
-                    info_inputs: Iterable = ()):
+                    info_inputs: Iterable = (), ssml_of: Optional[Callable[[dict], bool]] = None):
     """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel.
 
     ``voice_of(values, session, data)`` is the voice the text info estimates with; ``info_inputs`` are the
-    further components it reads (``data``) and that redraw the info when they change."""
+    further components it reads (``data``) and that redraw the info when they change; ``ssml_of(data)``: whether
+    the text is SSML (then the info is its length only)."""
     text_box, controls = panel.text["text"], panel.controls
     names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
     info_extra = list(info_inputs)
@@ -154,7 +155,7 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                 voice = voice_of(values, session_of(request), data)
             except InvalidInput:
                 voice = None
-        return text_info(studio, data[text_box], values, voice)
+        return text_info(studio, data[text_box], values, voice, ssml=bool(ssml_of and ssml_of(data)))
 
     watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
                controls["guidance_every"], controls["prompt_refresh"], controls["sentence_streaming"],

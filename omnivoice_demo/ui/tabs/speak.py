@@ -91,8 +91,9 @@ def build(studio: Studio, history: SessionHistory,
         browser = data[browser_voices] if browser_voices is not None else None
         return speak(studio, text_value, values, history_value, session, browser, owner, ssml=data[mode] == "SSML")
 
-    wire_generation(studio, panel, history, run, extra_inputs=stored + [mode],
-                    voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session))
+    wire_generation(studio, panel, history, run, extra_inputs=stored, info_inputs=[mode],
+                    voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session),
+                    ssml_of=lambda data: data[mode] == "SSML")
 
     def refresh_voices(current, browser=None, request: gr.Request = None):
         names = voice_names(studio, session_of(request), browser)
