@@ -21,6 +21,7 @@ from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.studio.results import codes_digest
 from omnivoice_demo.studio.stream_audio import pcm16
 from omnivoice_demo.studio.vocabulary import DESIGNS, resolve_voice
+from tests.test_malformed_requests import api, speech  # noqa: F401 - the HTTP API's router in process (a fixture)
 from tests.test_vocabulary import a_voice
 
 FAST = dict(seed=7, num_step=4)
@@ -290,44 +291,17 @@ def test_the_segments_are_checked_before_any_work(engine, limited):
 
 # --- the HTTP API: several voices in one request ----------------------------------------------------------
 
-KEY = "ssml-key"
-
-
-@pytest.fixture
-def api(engine, tmp_path):
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
-
-    from omnivoice_demo.api.routes import ApiContext, build_router
-    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
-
-    models = ModelManager()
-    models.add(engine, label="tiny")
-    context = ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"), service=EngineService(),
-                         api_key=KEY)
-    context.voices.save(a_voice(), "Anna")
-    app = FastAPI()
-    app.include_router(build_router(context))
-    client = TestClient(app, raise_server_exceptions=False)
-    client.headers["Authorization"] = f"Bearer {KEY}"
-    client.context = context
-    return client
-
-
 MULTI_VOICE = speak('<voice name="anna">Hello there.</voice><break time="400ms"/>'
                     '<voice name="onyx"><prosody rate="fast">Good morning.</prosody></voice>')
 
 
-def post(api, body: dict):
-    return api.post("/v1/audio/speech", content=json.dumps(body), headers={"Content-Type": "application/json"})
-
-
 def test_multi_voice_ssml_through_the_http_api(api, engine):
+    api.context.voices.save(a_voice(), "Anna")
     voices = functools.partial(resolve_voice, saved_names=api.context.voices.names(),
                                load_saved=api.context.voices.load)
     expected = engine.generate(MULTI_VOICE, ssml=True, voices=voices, **FAST)
     body = {"input": MULTI_VOICE, "voice": "alloy", "seed": 7, "steps": 4, "normalize_text": False}
-    whole = post(api, dict(body, response_format="wav", stream=False))
+    whole = speech(api, dict(body, response_format="wav", stream=False))
     assert whole.status_code == 200, whole.text
     assert whole.headers["X-OmniVoice-Codes-SHA256"] == codes_digest(expected.codes)
     assert whole.headers["X-OmniVoice-Chunks"] == "2"
@@ -336,7 +310,7 @@ def test_multi_voice_ssml_through_the_http_api(api, engine):
     anna_end = expected.segments[0]["end_sample"]
     assert expected.segments[1]["start_sample"] == anna_end + 9600 and not audio[anna_end:anna_end + 9600].any()
     assert expected.segments[1]["speed"] == 1.25
-    streamed = post(api, dict(body, response_format="pcm"))   # OpenAI's default: streamed as made
+    streamed = speech(api, dict(body, response_format="pcm"))   # OpenAI's default: streamed as made
     assert streamed.status_code == 200 and streamed.content == pcm16(expected.audio)
 
 
@@ -347,7 +321,7 @@ def test_multi_voice_ssml_through_the_http_api(api, engine):
     (speak("<s>Hi.</s>" * 600), 413, "max_ssml_elements"),
 ])
 def test_bad_ssml_is_a_4xx_with_a_clear_message(api, markup, status, words):
-    response = post(api, {"input": markup, "stream": False, "steps": 1})
+    response = speech(api, {"input": markup, "stream": False, "steps": 1})
     assert response.status_code == status, response.text
     message = response.json()["error"]["message"]
     assert words in message and "Traceback" not in message and "internal" not in message.lower()

@@ -9,23 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.app_server import shared_app, wait_model_ready
 from tests.support.browser import chromium_page, missing
+from tests.test_app_browser import app  # noqa: F401 - the app shared by the app tests (a fixture)
 
 pytestmark = pytest.mark.slow
 
 SECONDS = 1000  # Playwright's timeouts are in milliseconds
 MARKUP = '<speak>Hello there.<break time="300ms"/><voice name="onyx">Good morning.</voice></speak>'
 CHECK = "document.querySelector('#speak-ssml-check').innerText"
-
-
-@pytest.fixture(scope="module")
-def app(tiny_fp32_folder, tmp_path_factory, request):
-    from gradio_client import Client
-
-    app = shared_app(tiny_fp32_folder, tmp_path_factory.mktemp("app"), request.config)
-    wait_model_ready(Client(app.url, verbose=False))
-    return app
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +49,8 @@ def test_the_ssml_switch_checks_as_you_type_and_speaks_the_segments(page, artifa
     assert "prosody pitch" in page.evaluate(CHECK)
     box.fill(MARKUP)
     _check_says(page, "✓ SSML: 2 segments, 1 pause")
-    page.wait_for_function(f"document.querySelector('#speak-text-info').innerText.trim() === '{len(MARKUP)} characters'",
-                           timeout=20 * SECONDS)   # not the markup planned as plain text
+    info = "document.querySelector('#speak-text-info').innerText.trim()"
+    page.wait_for_function(f"{info} === '{len(MARKUP)} characters'", timeout=20 * SECONDS)   # not planned as text
     page.locator("#speak-go").click()
     page.wait_for_function("document.querySelector('#speak-info').innerText.includes('RTF')",
                            timeout=180 * SECONDS)
