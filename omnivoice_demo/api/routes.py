@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hmac
 import logging
 import os
@@ -197,7 +198,6 @@ def build_router(context: ApiContext):
 
     def answer(fn):
         """Run a route body; map every exception to an OpenAI-style JSON error."""
-        import functools
 
         @functools.wraps(fn)
         async def route(request: Request):
@@ -369,12 +369,13 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     max_frames = loaded.engine.limits.max_reference_frames
-    voice, design = resolve_voice(parsed.voice, names,
-                                  lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+    voices = functools.partial(resolve_voice, saved_names=names, load_saved=lambda name: context.voices.load(
+        name, context.session(), max_frames=max_frames))
+    voice, design = voices(parsed.voice)
     if context.lexicon:
         parsed = dataclasses.replace(parsed, pronunciations=context.lexicon.merged(parsed.pronunciations))
     voice, instruct, description = speech.instruct_for(loaded.engine, parsed, voice, design)
-    return speech.plan_for(loaded.engine, parsed, voice, instruct), description
+    return speech.plan_for(loaded.engine, parsed, voice, instruct, voices), description
 
 
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):

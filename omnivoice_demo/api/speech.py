@@ -22,6 +22,8 @@ The request's fields (OpenAI's, then ours):
   check, ...);
   ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
   ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``.
+  An ``input`` that starts with ``<speak`` is SSML (engine/ssml.py): its ``<voice name>``s are the names
+  ``voice`` takes; what was read otherwise than written is in the ``X-OmniVoice-SSML-Notes`` header.
   With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
   per chunk its CER, the kept take, whether it passed, each take's score) and the SSE stream's
   ``speech.audio.done`` event a ``checks`` field (the same with each take's transcript).
@@ -161,12 +163,16 @@ def instruct_for(engine, request: SpeechRequest, voice, design: Optional[str]):
 
 def description_headers(plan, description: Description) -> dict:
     """``X-OmniVoice-Instruct`` (the items the model was given), ``X-OmniVoice-Ignored`` (the words left out)
-    and ``X-OmniVoice-Style`` (the saved voice's style variant spoken with), empty when none; latin-1 safe:
-    characters outside printable ASCII (Chinese items) and ``%`` are percent-encoded as UTF-8
-    (``urllib.parse.unquote`` reads them back)."""
-    return {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
-            "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
-            "X-OmniVoice-Style": header_text(description.style or "")}
+    and ``X-OmniVoice-Style`` (the saved voice's style variant spoken with), empty when none, and
+    ``X-OmniVoice-SSML-Notes`` when SSML was read otherwise than written; latin-1 safe: characters outside
+    printable ASCII (Chinese items) and ``%`` are percent-encoded as UTF-8 (``urllib.parse.unquote`` reads
+    them back)."""
+    headers = {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
+               "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
+               "X-OmniVoice-Style": header_text(description.style or "")}
+    if getattr(plan, "notes", None):   # SSML read otherwise than written
+        headers["X-OmniVoice-SSML-Notes"] = header_text("; ".join(plan.notes))
+    return headers
 
 
 #: printable ASCII but ``%``: what a header value keeps as it is
@@ -177,15 +183,16 @@ def header_text(value: str) -> str:
     return urllib.parse.quote(value, safe=_HEADER_SAFE)
 
 
-def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
-    """The engine's plan of a request.  Streaming splits the text at about ``STREAM_CHUNK_SECONDS`` of
+def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str], voices=None):
+    """The engine's plan of a request (SSML when its input starts with ``<speak``, its voice names resolved by
+    ``voices``).  Streaming splits the text at about ``STREAM_CHUNK_SECONDS`` of
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
     config = config_for(request)
     if request.normalize_by_default and config.normalize_text:
         config = config.replace(normalize_text=typed_default(request.text, engine.limits))
     plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
-                          pronunciations=request.pronunciations)
+                          pronunciations=request.pronunciations, ssml=None, voices=voices)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):
         return plan
     chunk = STREAM_CHUNK_SECONDS
@@ -193,7 +200,7 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str]):
         shorter = plan.config.replace(chunk_duration=chunk, chunk_threshold=min(config.chunk_threshold, chunk))
         try:   # the seed of the first plan stays
             return engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice,
-                                  config=shorter, pronunciations=request.pronunciations)
+                                  config=shorter, pronunciations=request.pronunciations, ssml=None, voices=voices)
         except ResourceLimitExceeded as exc:
             if exc.param != "max_chunks":
                 raise
@@ -214,6 +221,8 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
                 data = encoder.add(chunk_output(event.audio, rms, plan.config))
                 if event.check is not None:
                     checks.append(event.check.to_dict())
+            elif event.kind == "segment":   # SSML: the next stretch of the joined audio, as it is
+                data = encoder.add(event.audio)
             elif event.kind == "result":
                 data = encoder.finish()
                 if on_done is not None:

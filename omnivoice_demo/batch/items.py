@@ -5,8 +5,9 @@ front end reads it: a voice saved in the app, or in ``--voices DIR``; a named de
 such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
 ``instruct`` (the voice in one's own words, read leniently: each item's sidecar lists the words
 left out in ``instruct_ignored``) and the ``GenerationConfig`` fields (``seed``, ``num_step``,
-``speed``, ...).  A ``.txt`` file is one item per non-empty line; a line starting
-with ``#`` is a comment (not spoken).  Items
+``speed``, ...).  A ``text`` that starts with ``<speak`` is SSML (``engine/ssml.py``): its
+``<voice name>``s are read as ``voice`` is, when the file is read.  A ``.txt`` file is one item per
+non-empty line; a line starting with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
 the row or the batch's settings) get one from their id and text.  Every bad row is
 collected with its line number: ``read_batch`` returns them beside the good
@@ -25,7 +26,8 @@ import pathlib
 import re
 from typing import Any, Optional
 
-from ..engine.config import GenerationConfig
+from ..engine.config import GenerationConfig, Limits
+from ..engine.ssml import looks_like_ssml, parse
 from ..errors import InvalidInput
 from ..engine.text import check_unicode
 from ..studio.descriptions import read_description
@@ -70,16 +72,23 @@ class BatchItem:
     voice: Optional[str]              # absolute path of a saved voice file
     config: GenerationConfig          # the batch's settings with the row's own on top; the seed always set
     ignored: tuple[str, ...] = ()     # words of the row's instruct that were not understood (its sidecar says)
+    #: SSML: each ``<voice name>`` -> (a saved voice file's absolute path, None) or (None, its design)
+    ssml_voices: tuple[tuple[str, Optional[str], Optional[str]], ...] = ()
 
     def generate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``engine.prepare/stream/generate`` for this item."""
-        return dict(language=self.language, instruct=self.instruct, voice=self.voice, config=self.config)
+        voices = {name: (path, design) for name, path, design in self.ssml_voices}
+        return dict(language=self.language, instruct=self.instruct, voice=self.voice, config=self.config,
+                    ssml=None, voices=voices.__getitem__)
 
     def key(self, model: str, audio_format: str) -> str:
         """A fingerprint of what decides the output: the same key means the same audio can be reused."""
         voice_hash = file_sha256(self.voice) if self.voice else None
         payload = {"text": self.text, "language": self.language, "instruct": self.instruct, "voice": voice_hash,
                    "config": self.config.to_dict(), "model": model, "format": audio_format}
+        if self.ssml_voices:   # the voices the SSML names, by content
+            payload["ssml_voices"] = [[name, file_sha256(path) if path else design]
+                                      for name, path, design in self.ssml_voices]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -204,7 +213,7 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder:
     description = read_description(row.get("instruct"), param="instruct")   # lenient: the sidecar lists the rest
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
                      instruct=description.instruct or design, voice=voice, config=config,
-                     ignored=description.ignored)
+                     ignored=description.ignored, ssml_voices=_ssml_voices(text, voices, folder))
 
 
 def default_seed(item_id: str, text: str) -> int:
@@ -212,6 +221,15 @@ def default_seed(item_id: str, text: str) -> int:
     (a resumed run, a Ray actor) makes the same audio for it."""
     digest = hashlib.sha256(json.dumps([item_id, text], ensure_ascii=False).encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _ssml_voices(text: str, voices, folder: pathlib.Path) -> tuple:
+    """(name, path, design) of each ``<voice name>`` of an SSML text (none for plain text), read as ``voice``;
+    the SSML is checked here (its line, column) and again, against the engine's limits, before the batch runs."""
+    if not looks_like_ssml(text):
+        return ()
+    names = dict.fromkeys(s.voice for s in parse(text, Limits.local()).segments if s.voice is not None)
+    return tuple((name, *_voice_of(name, voices, folder)) for name in names)
 
 
 def _voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Optional[str], Optional[str]]:

@@ -143,10 +143,13 @@ class ItemWorker:
             elif event.kind == "result":
                 result = event
         rate = result.sample_rate
-        spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,
-                            pad_duration=result.config.pad_duration, sample_rate=rate)
-        chunks = [{"text": text, "start": start / rate, "end": end / rate}
-                  for text, (start, end) in zip(result.chunks, spans)]
+        if result.segments:   # SSML: its spoken segments, where the join put them
+            chunks = [{"text": s["text"], "start": s["start"], "end": s["end"]} for s in result.segments]
+        else:
+            spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,
+                                pad_duration=result.config.pad_duration, sample_rate=rate)
+            chunks = [{"text": text, "start": start / rate, "end": end / rate}
+                      for text, (start, end) in zip(result.chunks, spans)]
         audio_path = folder.audio_path(item.id, job.audio_format)
         with folder.atomic(audio_path) as temp:
             soundfile.write(str(temp), result.audio, rate, subtype=SUBTYPE, format=job.audio_format.upper())

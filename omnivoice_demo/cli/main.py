@@ -35,6 +35,7 @@ import pathlib
 import sys
 
 from ..engine.lexicon import lexicon_argument
+from ..engine.ssml import looks_like_ssml, parse as parse_ssml
 from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument, backbone_settings
@@ -150,6 +151,10 @@ def synth(args) -> int:
                                                 limits=limits_from_arguments(args), param="--instruct")
     if description.text is not None:
         print(description.note(), file=sys.stderr)
+    ssml = args.ssml or looks_like_ssml(text)
+    if ssml:   # checked (line, column) before the model is loaded; what is read otherwise than written is said
+        for note in flagged("--text", parse_ssml, text, limits_from_arguments(args)).notes:
+            print(f"SSML: {note}", file=sys.stderr)
     engine = open_engine(args)
     if reference is not None:
         voice = engine.clone_voice(*reference, transcript=args.ref_text, preprocess=config.preprocess_prompt)
@@ -160,11 +165,11 @@ def synth(args) -> int:
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
-                           config=config, pronunciations=args.lexicon)
+                           config=config, pronunciations=args.lexicon, ssml=ssml, voices=cli_voice)
     bar = None
     result = first_audio = None
     for event in stream:
-        if event.kind == "chunk" and first_audio is None:
+        if event.kind in ("chunk", "segment") and first_audio is None:
             first_audio = event.elapsed
         if event.kind == "step":
             desc = f"chunk {event.chunk + 1}/{event.num_chunks}" + (f" take {event.take}" if event.take > 1 else "")
@@ -262,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
     speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
+    speak.add_argument("--ssml", action="store_true",
+                       help="the text is SSML (also without this flag when it starts with <speak): pauses, "
+                            "pace, voices by name, pronunciations (docs/ssml.md)")
     speak.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                        help="pronunciations: a TSV (word<TAB>say[<TAB>match_case]) or JSON file; say is a CMU "
                             "override [B EY1 S], pinyin with tones or a respelling (docs/text.md)")

@@ -346,6 +346,8 @@ class Limits:
     max_decode_frames: int = 180 * FRAME_RATE  # frames of codes given to decode (180 s)
     max_upload_bytes: int = 25 * 1024 * 1024  # any uploaded file (audio, codes, voice)
     max_voice_variants: int = 8             # style variants (clips tagged cheerful, sad, ...) one saved voice keeps
+    max_ssml_chars: int = 20000             # characters of SSML markup (its text counts in max_text_chars)
+    max_ssml_elements: int = 500            # elements of one SSML document
 
     @classmethod
     def local(cls) -> "Limits":
@@ -354,7 +356,8 @@ class Limits:
                    max_chunks=400, max_steps=256,
                    max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
                    max_decode_frames=3600 * FRAME_RATE,
-                   max_upload_bytes=500 * 1024 * 1024, max_voice_variants=32)
+                   max_upload_bytes=500 * 1024 * 1024, max_voice_variants=32,
+                   max_ssml_chars=1_000_000, max_ssml_elements=50_000)
 
     def check(self, what: str, value: float, limit_name: str, unit: str = "") -> None:
         """Raise ``ResourceLimitExceeded`` naming the limit when ``value`` is over ``self.<limit_name>``."""

@@ -59,6 +59,8 @@ class GenerationResult:
     settings: dict               # the config (seed resolved) with language, instruct and voice, for display
     config: Optional[GenerationConfig] = None
     checks: list[ChunkCheck] = dataclasses.field(default_factory=list)  # per chunk, with the sentence check on
+    #: SSML: each spoken segment's text, voice, language and place (start/end in seconds and in samples)
+    segments: list[dict] = dataclasses.field(default_factory=list)
     kind: str = "result"
 
     @property

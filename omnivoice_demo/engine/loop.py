@@ -54,6 +54,8 @@ from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .segments import SegmentsPlan, plan_segments, run_segments
+from .ssml import looks_like_ssml
 from .streaming import playback_piece, sentence_chunks
 from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
                    validate_text)
@@ -236,14 +238,20 @@ class OmniVoiceEngine:
 
     def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
                 voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
-                pronunciations=None, **overrides) -> GenerationPlan:
+                pronunciations=None, ssml: Optional[bool] = False, voices=None,
+                **overrides) -> Union[GenerationPlan, SegmentsPlan]:
         """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
 
         ``config`` (default ``GenerationConfig()``, the reference's settings) with
         any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.  ``pronunciations``: a
         ``lexicon.Lexicon`` or its JSON form (``{"word": "[B EY1 S]"}``), applied to the text first.
+        ``ssml``: the text is SSML (``None``: when it starts with ``<speak``), planned segment by segment
+        (``segments.plan_segments``; ``voices`` resolves its ``<voice name>``s).
         Every check, this engine's ``limits`` included, happens here, before any work.
         """
+        if ssml or (ssml is None and looks_like_ssml(text)):
+            return plan_segments(self, text, language=language, instruct=instruct, voice=voice, config=config,
+                                 pronunciations=pronunciations, voices=voices, **overrides)
         config = (config or GenerationConfig()).replace(**overrides).validate()
         text = validate_text(text)
         self.limits.check("The text", len(text), "max_text_chars", " characters")
@@ -341,12 +349,18 @@ class OmniVoiceEngine:
 
     def estimate(self, plan: GenerationPlan, sentence: Optional[int] = None):
         """The predicted time of ``plan`` (of its chunk ``sentence`` alone: ``run_sentence``) on this machine
-        (an ``estimate.Estimate``; None if never measured)."""
+        (an ``estimate.Estimate``; None if never measured, and for a plan in segments, whose time line is its
+        segments')."""
+        if isinstance(plan, SegmentsPlan):
+            return None
         return self.estimator.estimate(self._work(plan, sentence))
 
     def estimate_seconds(self, plan: GenerationPlan, sentence: Optional[int] = None) -> Optional[float]:
         """Seconds the whole generation of ``plan`` (or of its chunk ``sentence``) will take on this machine
         (None if never measured)."""
+        if isinstance(plan, SegmentsPlan):
+            seconds = [self.estimate_seconds(item) for item in plan.plans]
+            return None if None in seconds else sum(seconds)
         return getattr(self.estimate(plan, sentence), "total", None)
 
     # --- generation -----------------------------------------------------------------
@@ -363,7 +377,7 @@ class OmniVoiceEngine:
     def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
         """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.studio.service``)."""
         self._require_codec()
-        return self._run(plan)
+        return run_segments(self, plan) if isinstance(plan, SegmentsPlan) else self._run(plan)
 
     def generate(self, text: str, **kwargs) -> GenerationResult:
         """Speech for ``text``; the arguments are those of ``prepare``."""

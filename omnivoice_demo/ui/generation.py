@@ -37,11 +37,12 @@ from ..studio import Studio
 log = logging.getLogger(__name__)
 
 
-def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = None) -> str:
-    """Character count, the length of speech it makes, and the time this machine needs for it."""
+def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = None, ssml: bool = False) -> str:
+    """Character count, the length of speech it makes, and the time this machine needs for it (SSML: the count;
+    its own line says what it holds)."""
     text = text or ""
     count = f"{len(text)} characters"
-    if not text.strip():
+    if not text.strip() or ssml:
         return count
     try:
         loaded = studio.models.get()
@@ -126,15 +127,15 @@ def queue_progress(event: QueueEvent) -> str:
 
 
 def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voice], history: Optional[list],
-                   tab: str, owner: Optional[str] = None) -> Iterator[dict]:
+                   tab: str, owner: Optional[str] = None, ssml: bool = False, voices=None) -> Iterator[dict]:
     """A generation with live progress: yields updates for the progress bar, the code grid, the finished
     chunks, and at the end the audio, the files, the info, the seed used and the history.  The files are
-    ``owner``'s (``Studio.output_path``)."""
+    ``owner``'s (``Studio.output_path``).  ``ssml``: the text is SSML, its voice names resolved by ``voices``."""
     loaded = studio.models.get()
     engine = loaded.engine
     voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()  # the seed is fixed here, so both calls agree
-    plan = engine.prepare(text, voice=voice, **arguments)  # every check, before any work
+    plan = engine.prepare(text, voice=voice, ssml=ssml, voices=voices, **arguments)  # every check, before any work
     timeline = engine.estimate(plan)  # the whole pipeline's predicted time line, for the time left
     estimate = timeline.total if timeline is not None else None
     run_id = secrets.token_hex(4)
@@ -198,7 +199,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
                                                   f"{fmt_seconds(result.timings['total'])}", state="done"),
            "grid": pictures.code_grid(result.codes),
            # autoplay (the panel applies it to the player) unless the chunks were already played as they came
-           "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and num_chunks == 1,
+           "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and not chunk_audio,
            "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
            "info": result_info(result, loaded.label) + style_note(request.description), "seed": result.seed,
            "history": history,

@@ -140,11 +140,12 @@ Run = Callable[[str, dict, list, dict, Optional[str], Optional[str]], Iterator[d
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
                     extra_inputs: Iterable = (),
                     voice_of: Optional[Callable[[dict, Optional[str], dict], Optional[Voice]]] = None,
-                    info_inputs: Iterable = ()):
+                    info_inputs: Iterable = (), ssml_of: Optional[Callable[[dict], bool]] = None):
     """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel.
 
     ``voice_of(values, session, data)`` is the voice the text info estimates with; ``info_inputs`` are the
-    further components it reads (``data``) and that redraw the info when they change."""
+    further components it reads (``data``) and that redraw the info when they change; ``ssml_of(data)``: whether
+    the text is SSML (then the info is its length only)."""
     text_box, controls = panel.text["text"], panel.controls
     names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
     info_extra = list(info_inputs)
@@ -158,7 +159,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
 
     def info(data, request: gr.Request):
         values = values_of(controls, data)
-        return text_info(studio, data[text_box], values, voice_now(values, data, request))
+        return text_info(studio, data[text_box], values, voice_now(values, data, request),
+                         ssml=bool(ssml_of and ssml_of(data)))
 
     watched = [text_box, controls["language"], controls["speed"], controls["duration"], controls["num_step"],
                controls["guidance_every"], controls["prompt_refresh"], controls["sentence_streaming"],

@@ -34,7 +34,8 @@ GENERATION_GROUP = "generation"
 
 #: the API's own parameters; the generation settings are described by their ``Setting``
 DESCRIPTIONS = {
-    "text": "Required. The text to speak.",
+    "text": "Required. The text to speak; SSML when it starts with <speak (pauses, pace, voices by name: "
+            "docs/ssml.md).",
     "voice": "A saved voice's name, or a named design such as 'alloy' (see /voices); empty: none (the model picks "
              "a voice, or follows instruct).",
     "language": "Language name or code, e.g. 'English' or 'en'; 'Auto' lets the model decide.",
@@ -105,15 +106,16 @@ def result_outputs() -> list:
 
 
 async def run_job(studio, text: str, values: dict, voice, tab: str,
-                  owner: Optional[str] = None) -> tuple[str, int, dict]:
+                  owner: Optional[str] = None, voices=None) -> tuple[str, int, dict]:
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
-    ``owner``'s (``Studio.output_path``)."""
+    ``owner``'s (``Studio.output_path``).  A text that starts with ``<speak`` is SSML, its voice names resolved by
+    ``voices`` (``studio.vocabulary``)."""
     from .controls import styled_request
 
     loaded = studio.models.get()
     voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()
-    plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, **arguments)
+    plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, ssml=None, voices=voices, **arguments)
     job = studio.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                 lock=loaded.lock, label=f"gradio {tab}")
     result = None

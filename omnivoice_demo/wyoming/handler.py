@@ -11,6 +11,8 @@
   is the reference of the later pieces, as the engine's own chunking does, so the speaker stays;
   one seed serves the whole stream.  The ``synthesize`` a client sends inside a stream for older
   servers is ignored.  The stream's whole text is bounded by the server's ``max_text_chars``.
+* A ``synthesize`` text that starts with ``<speak`` is SSML (``engine/ssml.py``): each finished segment's
+  audio (with its pauses) is sent as it comes; a streamed text is read as written.
 * A wrong request, a full queue or a failed generation is an ``error`` event with the message every
   front end shows (``studio.messages.error_text``) and a code (``invalid_value``, ``limit_exceeded``,
   ``busy``, ``model_not_ready``, ``internal_error``).  An event that breaks the protocol (``framing``: a
@@ -30,6 +32,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import logging
 import secrets
 import socket
@@ -278,27 +281,32 @@ class SpeechHandler(AsyncEventHandler):
         audio_format = dict(rate=SAMPLE_RATE, width=SAMPLE_WIDTH, channels=CHANNELS)
         await self.write_event(AudioStart(**audio_format).event())
         rms = plan.voice.rms if plan.voice is not None else None
-        step = SAMPLES_PER_EVENT * SAMPLE_WIDTH * CHANNELS
         async for event in job.aevents():   # leaving this loop early (cancelled, write failed) cancels the job
+            if event.kind == "segment":   # SSML: the next stretch of the joined audio, as it is
+                await self._send_audio(pcm16(event.audio), audio_format)
             if event.kind != "chunk":
                 continue
             stream = piece.stream
             if stream is not None and stream.reference is None and plan.voice is None and event.chunk == 0:
                 stream.reference = Voice(codes=event.codes.copy(), transcript=plan.chunks[0], rms=None,
                                          name="stream reference")
-            data = pcm16(chunk_output(event.audio, rms, plan.config))
-            for offset in range(0, len(data), step):
-                await self.write_event(AudioChunk(audio=data[offset:offset + step], **audio_format).event())
+            await self._send_audio(pcm16(chunk_output(event.audio, rms, plan.config)), audio_format)
         await self.write_event(AudioStop().event())
+
+    async def _send_audio(self, data: bytes, audio_format: dict) -> None:
+        step = SAMPLES_PER_EVENT * SAMPLE_WIDTH * CHANNELS
+        for offset in range(0, len(data), step):
+            await self.write_event(AudioChunk(audio=data[offset:offset + step], **audio_format).event())
 
     def _plan(self, loaded, piece: Piece):
         """The engine's plan of a piece (every check of the engine and its limits, before the queue)."""
         engine = loaded.engine
         max_frames = engine.limits.max_reference_frames
-        voice, design = resolve_voice(piece.request.voice, self.context.saved_names(),
-                                      lambda name: self.context.voices.load(name, self.context.session,
-                                                                            max_frames=max_frames),
-                                      listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)
+        voices = functools.partial(resolve_voice, saved_names=self.context.saved_names(),
+                                   load_saved=lambda name: self.context.voices.load(name, self.context.session,
+                                                                                    max_frames=max_frames),
+                                   listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)
+        voice, design = voices(piece.request.voice)
         voice, description = read_voice_description(voice, piece.request.instructions, limits=engine.limits,
                                                     param="instructions")
         if description.why:
@@ -309,8 +317,9 @@ class SpeechHandler(AsyncEventHandler):
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
                                   normalize_text=typed_default(piece.text, engine.limits),
                                   guard=self.context.guard)
+        # a whole text (synthesize) that starts with <speak is SSML; a streamed one is read as it comes
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
-                              config=config)
+                              config=config, ssml=None if piece.stream is None else False, voices=voices)
 
     async def _send_error(self, exc: BaseException) -> None:
         text = self.context.redact(" ".join(error_text(exc, "the Wyoming server").split()))

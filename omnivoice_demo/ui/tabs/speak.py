@@ -19,6 +19,7 @@ from ...studio import Studio, session_of
 from ...studio.vocabulary import resolve_voice
 from ..design import compose_instruct
 from ..sentences import wire_sentences
+from ..ssml_switch import ssml_switch
 from ...studio.descriptions import read_description
 
 
@@ -56,10 +57,13 @@ def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> 
 
 @ui_errors
 def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
-          session: Optional[str] = None, browser=None, owner: Optional[str] = None) -> Iterator[dict]:
-    """Text (and voice design, or a saved voice) -> speech, with live progress (the files are ``owner``'s)."""
+          session: Optional[str] = None, browser=None, owner: Optional[str] = None,
+          ssml: bool = False) -> Iterator[dict]:
+    """Text (and voice design, or a saved voice) -> speech, with live progress (the files are ``owner``'s).
+    ``ssml``: the text is SSML, its ``<voice name>``s read as the voice menu's names."""
     voice, design = chosen_voice(studio, values.get("voice"), session, browser)
-    yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak", owner)
+    yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak", owner, ssml=ssml,
+                              voices=lambda name: chosen_voice(studio, name, session, browser))
 
 
 def build(studio: Studio, history: SessionHistory,
@@ -71,6 +75,7 @@ def build(studio: Studio, history: SessionHistory,
         with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
             with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
+                mode = ssml_switch("speak", text["text"], studio.limits)
                 go, stop = go_stop_buttons("speak", "Speak")
                 with gr.Column(elem_classes="ov-outputs"):
                     outputs = output_panel("speak")
@@ -85,10 +90,11 @@ def build(studio: Studio, history: SessionHistory,
 
     def run(text_value, values, history_value, data, session, owner):
         browser = data[browser_voices] if browser_voices is not None else None
-        return speak(studio, text_value, values, history_value, session, browser, owner)
+        return speak(studio, text_value, values, history_value, session, browser, owner, ssml=data[mode] == "SSML")
 
-    wire_generation(studio, panel, history, run, extra_inputs=stored,
-                    voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session))
+    wire_generation(studio, panel, history, run, extra_inputs=stored, info_inputs=[mode],
+                    voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session),
+                    ssml_of=lambda data: data[mode] == "SSML")
 
     def voice_for(values, data, session):  # a sentence's new take: the voice as Go reads it now
         voice, design = chosen_voice(studio, values.get("voice"), session,
@@ -111,7 +117,8 @@ def build_api(studio: Studio) -> None:
     @api_errors
     async def handle(values: dict, session: Optional[str], owner: Optional[str]):
         voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
-        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner)
+        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner,
+                             voices=lambda name: chosen_voice(studio, name, session))
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",
