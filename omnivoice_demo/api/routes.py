@@ -33,6 +33,7 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       excerpt, one_line)
+from ..studio.descriptions import read_description
 from ..studio.results import checks_header, details
 from ..studio.service import EngineService
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
@@ -311,6 +312,8 @@ def build_router(context: ApiContext):
                         "X-OmniVoice-Duration": str(info["duration_s"])})
         if "checks" in info:  # the sentence check: per chunk its CER, takes and the kept one
             headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
+        if result.turns:  # a script: who speaks when
+            headers["X-OmniVoice-Turns"] = speech.turns_header(result.turns)
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
     return router
@@ -318,10 +321,16 @@ def build_router(context: ApiContext):
 
 def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
     max_frames = loaded.engine.limits.max_reference_frames
-    voice, design = resolve_voice(parsed.voice, names,
-                                  lambda name: context.voices.load(name, context.session(), max_frames=max_frames))
+
+    def resolve(value):
+        return resolve_voice(value, names, lambda name: context.voices.load(name, context.session(),
+                                                                            max_frames=max_frames))
+
     if context.lexicon:
         parsed = dataclasses.replace(parsed, pronunciations=context.lexicon.merged(parsed.pronunciations))
+    if parsed.script:
+        return speech.script_plan_for(loaded.engine, parsed, resolve), read_description(None)
+    voice, design = resolve(parsed.voice)
     instruct, description = speech.instruct_for(loaded.engine, parsed, design)
     return speech.plan_for(loaded.engine, parsed, voice, instruct), description
 

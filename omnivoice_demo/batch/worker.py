@@ -102,7 +102,7 @@ class ItemWorker:
         problems, seconds = [], {}
         for item in items:
             try:
-                plan = self.engine.prepare(item.text, **item.generate_kwargs())
+                plan = item.plan(self.engine)
             except OmniVoiceError as exc:
                 problems.append((item.line, one_line(exc)))
                 continue
@@ -137,16 +137,19 @@ class ItemWorker:
 
         started = time.perf_counter()
         chunk_audio, result = [], None
-        for event in self.engine.stream(item.text, **item.generate_kwargs()):
+        for event in self.engine.run(item.plan(self.engine)):
             if event.kind == "chunk":
                 chunk_audio.append(event.audio)
             elif event.kind == "result":
                 result = event
         rate = result.sample_rate
-        spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,
-                            pad_duration=result.config.pad_duration, sample_rate=rate)
-        chunks = [{"text": text, "start": start / rate, "end": end / rate}
-                  for text, (start, end) in zip(result.chunks, spans)]
+        if result.turns:   # a script: a span per turn, naming its speaker
+            chunks = [dict(turn) for turn in result.turns]
+        else:
+            spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,
+                                pad_duration=result.config.pad_duration, sample_rate=rate)
+            chunks = [{"text": text, "start": start / rate, "end": end / rate}
+                      for text, (start, end) in zip(result.chunks, spans)]
         audio_path = folder.audio_path(item.id, job.audio_format)
         with folder.atomic(audio_path) as temp:
             soundfile.write(str(temp), result.audio, rate, subtype=SUBTYPE, format=job.audio_format.upper())

@@ -59,6 +59,7 @@ class GenerationResult:
     settings: dict               # the config (seed resolved) with language, instruct and voice, for display
     config: Optional[GenerationConfig] = None
     checks: list[ChunkCheck] = dataclasses.field(default_factory=list)  # per chunk, with the sentence check on
+    turns: list[dict] = dataclasses.field(default_factory=list)  # several voices (turns.py): who speaks when
     kind: str = "result"
 
     @property

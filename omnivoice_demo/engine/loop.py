@@ -43,7 +43,7 @@ from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SA
 from ..backbones.choice import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
-from .estimate import PipelineEstimator, plan_work
+from .estimate import PipelineEstimator, PlanWork, plan_work
 from .guard import Guard, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
@@ -54,6 +54,7 @@ from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .streaming import playback_piece, sentence_chunks
+from .turns import TurnsPlan, prepare_turns, run_turns
 from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
                    validate_text)
 from .voice import Voice
@@ -295,9 +296,17 @@ class OmniVoiceEngine:
         self.limits.check(what, len(text), "max_text_chars", " characters")
         self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
-    def estimate(self, plan: GenerationPlan):
+    def prepare_turns(self, turns, **kwargs) -> TurnsPlan:
+        """Several voices in one output (``turns.Turn``: speaker, text, voice or design), planned as ``prepare``
+        plans one (its other arguments) and held as a whole to the same limits; ``run`` runs it."""
+        return prepare_turns(self, turns, **kwargs)
+
+    def estimate(self, plan: Union[GenerationPlan, TurnsPlan]):
         """The predicted time of ``plan`` on this machine (an ``estimate.Estimate``; None if never measured)."""
-        return self.estimator.estimate(plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt))
+        plans = plan.plans if isinstance(plan, TurnsPlan) else [plan]
+        works = [plan_work(one, self.tokenizer, self.num_codebooks, self.model.keeps_prompt) for one in plans]
+        return self.estimator.estimate(PlanWork(chunks=[chunk for work in works for chunk in work.chunks],
+                                                guided=works[0].guided))
 
     def estimate_seconds(self, plan: GenerationPlan) -> Optional[float]:
         """Seconds the whole generation of ``plan`` will take on this machine (None if never measured)."""
@@ -314,10 +323,11 @@ class OmniVoiceEngine:
         """
         return self.run(self.prepare(text, **kwargs))
 
-    def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
-        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.studio.service``)."""
+    def run(self, plan: Union[GenerationPlan, TurnsPlan]) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """The events of a plan from ``prepare`` or ``prepare_turns`` (validate now, compute later:
+        ``omnivoice_demo.studio.service``)."""
         self._require_codec()
-        return self._run(plan)
+        return run_turns(self, plan) if isinstance(plan, TurnsPlan) else self._run(plan)
 
     def generate(self, text: str, **kwargs) -> GenerationResult:
         """Speech for ``text``; the arguments are those of ``prepare``."""

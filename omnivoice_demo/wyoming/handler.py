@@ -78,6 +78,7 @@ class WyomingContext:
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
+    lexicon: Optional[object] = None        # engine.lexicon.Lexicon of --lexicon: every request's pronunciations
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -308,7 +309,7 @@ class SpeechHandler(AsyncEventHandler):
                                   normalize_text=typed_default(piece.text, engine.limits),
                                   guard=self.context.guard)
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
-                              config=config)
+                              config=config, pronunciations=self.context.lexicon)
 
     async def _send_error(self, exc: BaseException) -> None:
         text = self.context.redact(" ".join(error_text(exc, "the Wyoming server").split()))
