@@ -13,6 +13,8 @@ it and none imports another front end.
 * ``messages``: exceptions -> the message a person reads
 * ``vocabulary``: the names every front end accepts (presets and their aliases, voices, languages)
 * ``results``: what a finished generation was (seed, settings, timings, codes digest)
+* ``script``: dialogue scripts (``Name: text`` lines) -> turns, each name a voice
+* ``lexicons``: each owner's pronunciations (the visitor's browser in shared mode, else the studio's file)
 """
 
 from .models import ModelManager, ModelNotReady
