@@ -76,7 +76,7 @@ def make_studio(args: argparse.Namespace):
     voices = VoiceLibrary(private=shared, max_variants=limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
-                  service=service_from_arguments(args))
+                  service=service_from_arguments(args), lexicon=args.lexicon)
 
 
 def main(argv=None) -> None:

@@ -37,6 +37,7 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       excerpt, one_line)
+from ..studio.descriptions import read_description
 from ..studio.results import checks_header, details
 from ..studio.service import EngineService
 from ..studio.variants import add_variant, check_room, listed_variants, remove_variant, variant_listing
@@ -362,6 +363,8 @@ def build_router(context: ApiContext):
                         "X-OmniVoice-Duration": str(info["duration_s"])})
         if "checks" in info:  # the sentence check: per chunk its CER, takes and the kept one
             headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
+        if result.turns:  # a script: who speaks when
+            headers["X-OmniVoice-Turns"] = speech.turns_header(result.turns)
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
     return router
@@ -371,9 +374,11 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
     max_frames = loaded.engine.limits.max_reference_frames
     voices = functools.partial(resolve_voice, saved_names=names, load_saved=lambda name: context.voices.load(
         name, context.session(), max_frames=max_frames))
-    voice, design = voices(parsed.voice)
     if context.lexicon:
         parsed = dataclasses.replace(parsed, pronunciations=context.lexicon.merged(parsed.pronunciations))
+    if parsed.script:
+        return speech.script_plan_for(loaded.engine, parsed, voices), read_description(None)
+    voice, design = voices(parsed.voice)
     voice, instruct, description = speech.instruct_for(loaded.engine, parsed, voice, design)
     return speech.plan_for(loaded.engine, parsed, voice, instruct, voices), description
 

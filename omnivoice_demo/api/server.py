@@ -32,8 +32,9 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
                             "all (also the page and the Gradio API: a login asks for the key as the password, "
                             "gradio_client passes auth=('any name', KEY))")
     group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
-                       help="pronunciations for every /v1/audio/speech request (TSV or JSON, docs/text.md); a "
-                            "request's own pronunciations take precedence word by word")
+                       help="pronunciations for every request: /v1/audio/speech (a request's own pronunciations "
+                            "take precedence word by word), the app's pages (under each owner's lexicon) and "
+                            "--wyoming-uri (TSV or JSON, docs/text.md)")
     add_queue_arguments(group)
 
 

@@ -21,7 +21,10 @@ The request's fields (OpenAI's, then ours):
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
   check, ...);
   ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
-  ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``.
+  ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``;
+  ``script: true``: ``input`` is a dialogue script (``Name: text`` lines, ``studio.script``), each name a
+  voice, or mapped to one by ``speakers`` (``{"Anna": "alloy", "Ben": "my voice"}``); the whole file's
+  ``X-OmniVoice-Turns`` header says who speaks when.
   An ``input`` that starts with ``<speak`` is SSML (engine/ssml.py): its ``<voice name>``s are the names
   ``voice`` takes; what was read otherwise than written is in the ``X-OmniVoice-SSML-Notes`` header.
   With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
@@ -48,6 +51,7 @@ from ..engine.lexicon import Lexicon, from_mapping
 from ..engine.normalize import typed_default
 from ..engine.presets import under_preset
 from ..studio.descriptions import Description
+from ..studio.script import check_speakers, plan_script
 from ..studio.variants import read_voice_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
@@ -76,6 +80,8 @@ class SpeechRequest:
     strict: bool = False               # refuse instructions with words not understood
     pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
     normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
+    script: bool = False                       # our extension: input is a dialogue script (studio/script.py)
+    speakers: Optional[dict] = None            # the script's names -> voices
 
 
 def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
@@ -113,11 +119,21 @@ def parse(body) -> SpeechRequest:
         raise InvalidInput(f"strict must be true or false, got {strict!r}.", param="strict")
     if settings.get("loudness") is not None and stream_format:
         raise InvalidInput("loudness normalises the whole file: send \"stream\": false with it.", param="loudness")
+    script = body.get("script", False)
+    if not isinstance(script, bool):
+        raise InvalidInput(f"script must be true or false, got {excerpt(script)}.", param="script")
+    if not script and body.get("speakers") is not None:
+        raise InvalidInput("speakers maps the names of a script to voices: send \"script\": true with it.",
+                           param="speakers")
+    if script and body.get("instructions"):
+        raise InvalidInput("instructions do not apply to a script: give each speaker its voice in speakers, e.g. "
+                           "{\"Anna\": \"female, low pitch\"}.", param="instructions")
     return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
                          strict=strict, pronunciations=from_mapping(body.get("pronunciations")),
-                         normalize_by_default="normalize_text" not in body)
+                         normalize_by_default="normalize_text" not in body, script=script,
+                         speakers=check_speakers(body.get("speakers")) if script else None)
 
 
 def _stream_format(body: dict) -> Optional[str]:
@@ -148,8 +164,12 @@ def _openai_speed(value) -> tuple[float, Optional[str]]:
     return used, f"{used:g}; asked {value:g}, clamped to the model's {setting.low:g}-{setting.high:g}"
 
 
-def config_for(request: SpeechRequest) -> GenerationConfig:
-    return GenerationConfig.from_mapping(request.settings)
+def config_for(request: SpeechRequest, engine=None) -> GenerationConfig:
+    """The request's settings; with the ``engine``, ``normalize_text`` not given is on within its bound."""
+    config = GenerationConfig.from_mapping(request.settings)
+    if engine is not None and request.normalize_by_default and config.normalize_text:
+        config = config.replace(normalize_text=typed_default(request.text, engine.limits))
+    return config
 
 
 def instruct_for(engine, request: SpeechRequest, voice, design: Optional[str]):
@@ -188,9 +208,7 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str], voi
     ``voices``).  Streaming splits the text at about ``STREAM_CHUNK_SECONDS`` of
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
-    config = config_for(request)
-    if request.normalize_by_default and config.normalize_text:
-        config = config.replace(normalize_text=typed_default(request.text, engine.limits))
+    config = config_for(request, engine)
     plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
                           pronunciations=request.pronunciations, ssml=None, voices=voices)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):
@@ -206,6 +224,18 @@ def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str], voi
                 raise
             chunk *= 2
     return plan
+
+
+def script_plan_for(engine, request: SpeechRequest, resolve):
+    """The turns of a script request (``script: true``), each name's voice read by ``resolve``."""
+    return plan_script(engine, request.text, resolve, request.speakers, language=request.language,
+                       config=config_for(request, engine), pronunciations=request.pronunciations)
+
+
+def turns_header(turns: list[dict]) -> str:
+    """Who speaks when (a script's result): compact JSON of speaker, start and end seconds, latin-1 safe."""
+    return json.dumps([{"speaker": t["speaker"], "start": round(t["start"], 3), "end": round(t["end"], 3)}
+                       for t in turns], ensure_ascii=True, separators=(",", ":"))
 
 
 async def stream_body(job, plan, response_format: str, stream_format: str, on_done=None) -> AsyncIterator[bytes]:

@@ -328,6 +328,12 @@ def cross_fade_chunks(chunks: list[np.ndarray], sample_rate: int = SAMPLE_RATE, 
     return merged
 
 
+def cross_fade_starts(lengths: list[int], sample_rate: int = SAMPLE_RATE, silence_duration: float = 0.3) -> list[int]:
+    """Where each of ``cross_fade_chunks``'s pieces (of ``lengths`` samples) starts in the joined audio."""
+    gap = int(silence_duration * sample_rate) // 3 if len(lengths) > 1 else 0
+    return [int(start) for start in np.cumsum([0] + [n + gap for n in lengths[:-1]])]
+
+
 # ---------------------------------------------------------------------------
 # OmniVoice steps
 # ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
+from ..engine.lexicon import lexicon_argument
 from ..errors import InvalidInput
 
 AUDIO_FORMATS = ("wav", "flac")
@@ -34,6 +35,9 @@ def add_batch_command(commands, add_model_arguments) -> None:
                        help="where voice names of the rows are looked up (default: the app's saved voices, "
                             "as omnivoice voices list shows them); a row's voice may also be a named design "
                             "(alloy, ...) or a .npz path relative to the input's folder")
+    batch.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
+                       help="pronunciations for every item (TSV or JSON, docs/text.md); a row's own pronunciations "
+                            "take precedence word by word")
     batch.add_argument("--retry-failed", action="store_true", help="run the items that failed before again")
     batch.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_arguments(batch)
@@ -64,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
               model_identity=spec.identity())
     # a bad row fails alone: listed as failed (exit status 3), the others run
-    items, rejected = read_batch(args.input, base=config_from_arguments(args), voices_dir=args.voices)
+    items, rejected = read_batch(args.input, base=config_from_arguments(args), voices_dir=args.voices,
+                                 lexicon=args.lexicon)
     summary = run_batch(items, job, lambda: open_backend(args, spec), retry_failed=args.retry_failed,
                         book=args.book, progress=not args.no_progress, rejected=rejected)
     for line in summary.lines():

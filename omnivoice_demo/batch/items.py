@@ -5,8 +5,11 @@ front end reads it: a voice saved in the app, or in ``--voices DIR``; a named de
 such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
 ``instruct`` (the voice in one's own words, read leniently: each item's sidecar lists the words
 left out in ``instruct_ignored``) and the ``GenerationConfig`` fields (``seed``, ``num_step``,
-``speed``, ...).  A ``text`` that starts with ``<speak`` is SSML (``engine/ssml.py``): its
-``<voice name>``s are read as ``voice`` is, when the file is read.  A ``.txt`` file is one item per
+``speed``, ...), ``pronunciations`` (a lexicon's JSON, over the batch's ``--lexicon`` word by word),
+``script: true`` (``text`` is a dialogue script, ``studio.script``, its names voices or given one by
+``speakers``: ``{"Anna": "alloy"}``; its subtitles name the speakers).  A ``text`` that starts with
+``<speak`` is SSML (``engine/ssml.py``): its ``<voice name>``s are read as ``voice`` is, when the file is
+read.  A ``.txt`` file is one item per
 non-empty line; a line starting with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
 the row or the batch's settings) get one from their id and text.  Every bad row is
@@ -30,13 +33,16 @@ from ..engine.config import GenerationConfig, Limits
 from ..engine.ssml import looks_like_ssml, parse
 from ..errors import InvalidInput
 from ..engine.text import check_unicode
+from ..engine.lexicon import Lexicon, from_mapping
+from ..engine.turns import Turn
 from ..studio.descriptions import read_description
+from ..studio.script import read_script
 from .store import file_sha256
 
 log = logging.getLogger("omnivoice.batch")
 
 #: the keys a row may have besides the GenerationConfig fields
-ITEM_KEYS = ("id", "text", "voice", "language", "instruct")
+ITEM_KEYS = ("id", "text", "voice", "language", "instruct", "pronunciations", "script", "speakers")
 #: an item id becomes a file name: letters, digits, dot, dash, underscore; not starting with a dot
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
 #: rows one batch file may hold (a bound on memory and on the validation pass)
@@ -74,12 +80,21 @@ class BatchItem:
     ignored: tuple[str, ...] = ()     # words of the row's instruct that were not understood (its sidecar says)
     #: SSML: each ``<voice name>`` -> (a saved voice file's absolute path, None) or (None, its design)
     ssml_voices: tuple[tuple[str, Optional[str], Optional[str]], ...] = ()
+    pronunciations: Optional[Lexicon] = None   # --lexicon with the row's own over it
+    turns: tuple[Turn, ...] = ()      # a script row: its turns, each voice a file path or a design
 
     def generate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``engine.prepare/stream/generate`` for this item."""
         voices = {name: (path, design) for name, path, design in self.ssml_voices}
         return dict(language=self.language, instruct=self.instruct, voice=self.voice, config=self.config,
-                    ssml=None, voices=voices.__getitem__)
+                    ssml=None, voices=voices.__getitem__, pronunciations=self.pronunciations)
+
+    def plan(self, engine):
+        """The engine's plan of this item (a script's turns: ``engine.prepare_turns``)."""
+        if self.turns:
+            return engine.prepare_turns(self.turns, language=self.language, config=self.config,
+                                        pronunciations=self.pronunciations)
+        return engine.prepare(self.text, **self.generate_kwargs())
 
     def key(self, model: str, audio_format: str) -> str:
         """A fingerprint of what decides the output: the same key means the same audio can be reused."""
@@ -89,19 +104,25 @@ class BatchItem:
         if self.ssml_voices:   # the voices the SSML names, by content
             payload["ssml_voices"] = [[name, file_sha256(path) if path else design]
                                       for name, path, design in self.ssml_voices]
+        if self.pronunciations:   # only when given: the keys of earlier runs stay the same
+            payload["pronunciations"] = [dataclasses.astuple(entry) for entry in self.pronunciations.entries]
+        if self.turns:
+            payload["turns"] = [[turn.speaker, turn.text, file_sha256(turn.voice) if turn.voice else None,
+                                 turn.instruct] for turn in self.turns]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None) -> list[BatchItem]:
+def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None,
+               lexicon: Optional[Lexicon] = None) -> list[BatchItem]:
     """All items of a ``.jsonl`` or ``.txt`` file, or a ``BatchInputError`` listing every bad row."""
-    items, problems = read_batch(path, base, voices_dir)
+    items, problems = read_batch(path, base, voices_dir, lexicon)
     if problems:
         raise BatchInputError(pathlib.Path(path).name, problems)
     return items
 
 
-def read_batch(path, base: Optional[GenerationConfig] = None,
-               voices_dir=None) -> tuple[list[BatchItem], list[tuple[int, str]]]:
+def read_batch(path, base: Optional[GenerationConfig] = None, voices_dir=None,
+               lexicon: Optional[Lexicon] = None) -> tuple[list[BatchItem], list[tuple[int, str]]]:
     """(the good items, ``(line, message)`` of every bad row) of a ``.jsonl`` or ``.txt`` file; ``InvalidInput``
     only for the file as a whole (missing, of another kind, without a single row, too many rows)."""
     path = pathlib.Path(path)
@@ -117,7 +138,7 @@ def read_batch(path, base: Optional[GenerationConfig] = None,
 
     def item_of(line: str, number: int) -> BatchItem:
         row = parse_json_row(line) if jsonl else {"text": line.strip()}
-        return _item_from_row(row, number, base, voices, path.parent)
+        return _item_from_row(row, number, base, voices, path.parent, lexicon or Lexicon())
 
     items, problems = collect_rows(path, item_of, MAX_ITEMS, comments=not jsonl)
     if not items and not problems:
@@ -186,7 +207,8 @@ def parse_json_row(line: str) -> dict:
     return row
 
 
-def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder: pathlib.Path) -> BatchItem:
+def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder: pathlib.Path,
+                   lexicon: Lexicon) -> BatchItem:
     unknown = sorted(set(row) - set(ITEM_KEYS) - set(GenerationConfig.names()))
     if unknown:
         raise InvalidInput(f"unknown key {unknown[0]!r}; a row may have {', '.join(ITEM_KEYS)} and the "
@@ -209,11 +231,25 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder:
     config = GenerationConfig.from_mapping(settings, base=base).validate()
     if config.seed is None:
         config = config.replace(seed=default_seed(item_id, text.strip()))
+    pronunciations = lexicon.merged(from_mapping(row.get("pronunciations"))) or None
+    script = row.get("script", False)
+    if not isinstance(script, bool):
+        raise InvalidInput(f"'script' must be true or false, got {script!r}")
+    if script:
+        if any(row.get(key) for key in ("voice", "instruct")):
+            raise InvalidInput("a script row gives each name its voice (in the script or in 'speakers'); leave out "
+                               "'voice' and 'instruct'")
+        turns = read_script(text, lambda value: _voice_of(value, voices, folder), row.get("speakers"))
+        return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
+                         instruct=None, voice=None, config=config, pronunciations=pronunciations, turns=tuple(turns))
+    if row.get("speakers") is not None:
+        raise InvalidInput("'speakers' maps the names of a script to voices: give \"script\": true with it")
     voice, design = _voice_of(row.get("voice"), voices, folder)
     description = read_description(row.get("instruct"), param="instruct")   # lenient: the sidecar lists the rest
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
                      instruct=description.instruct or design, voice=voice, config=config,
-                     ignored=description.ignored, ssml_voices=_ssml_voices(text, voices, folder))
+                     ignored=description.ignored, ssml_voices=_ssml_voices(text, voices, folder),
+                     pronunciations=pronunciations)
 
 
 def default_seed(item_id: str, text: str) -> int:

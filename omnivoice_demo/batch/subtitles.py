@@ -25,9 +25,10 @@ class Cue:
     start: float   # seconds
     end: float
     text: str
+    speaker: str = ""   # who says it (a script's turn): SRT writes "Name: text", WebVTT a <v Name> voice span
 
     def shifted(self, seconds: float) -> "Cue":
-        return Cue(self.start + seconds, self.end + seconds, self.text)
+        return dataclasses.replace(self, start=self.start + seconds, end=self.end + seconds)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -36,7 +37,8 @@ def split_sentences(text: str) -> list[str]:
 
 
 def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
-    """Cues from ``[{"text", "start", "end"}, ...]`` (seconds in the final audio), a cue per sentence."""
+    """Cues from ``[{"text", "start", "end"[, "speaker"]}, ...]`` (seconds in the final audio), a cue per
+    sentence."""
     cues = []
     for chunk in chunks:
         start, end = float(chunk["start"]), float(chunk["end"])
@@ -48,7 +50,7 @@ def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
         for sentence, weight in zip(sentences, weights):
             cue_start = start + (end - start) * done / total
             done += weight
-            cues.append(Cue(cue_start, start + (end - start) * done / total, sentence))
+            cues.append(Cue(cue_start, start + (end - start) * done / total, sentence, chunk.get("speaker", "")))
     return cues
 
 
@@ -67,7 +69,7 @@ def _one_line(text: str) -> str:
 def to_srt(cues: list[Cue]) -> str:
     blocks = []
     for number, cue in enumerate(cues, start=1):
-        text = _one_line(cue.text).replace("-->", "->")
+        text = _one_line(f"{cue.speaker}: {cue.text}" if cue.speaker else cue.text).replace("-->", "->")
         blocks.append(f"{number}\n{_timestamp(cue.start, ',')} --> {_timestamp(cue.end, ',')}\n{text}\n")
     return "\n".join(blocks)
 
@@ -75,9 +77,15 @@ def to_srt(cues: list[Cue]) -> str:
 def to_vtt(cues: list[Cue]) -> str:
     blocks = ["WEBVTT\n"]
     for cue in cues:
-        text = _one_line(cue.text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        text = _escape_vtt(_one_line(cue.text))
+        if cue.speaker:
+            text = f"<v {_escape_vtt(_one_line(cue.speaker))}>{text}"
         blocks.append(f"{_timestamp(cue.start, '.')} --> {_timestamp(cue.end, '.')}\n{text}\n")
     return "\n".join(blocks)
+
+
+def _escape_vtt(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render(cues: list[Cue], kind: str) -> str:

@@ -42,8 +42,7 @@ def chunk_spans(chunk_audio: list[np.ndarray], final_samples: int, *, postproces
     lengths = [int(np.asarray(a).shape[-1]) for a in chunk_audio]
     joined = audio_ops.cross_fade_chunks([np.asarray(a, dtype=np.float32).reshape(1, -1) for a in chunk_audio],
                                          sample_rate)
-    gap = (joined.shape[-1] - sum(lengths)) // max(len(lengths) - 1, 1)
-    starts = np.cumsum([0] + [n + gap for n in lengths[:-1]])
+    starts = audio_ops.cross_fade_starts(lengths, sample_rate)
     if postprocess:
         source, _ = remove_silence_positions(joined, sample_rate, **POSTPROCESS_SILENCE)
     else:

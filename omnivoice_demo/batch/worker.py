@@ -102,7 +102,7 @@ class ItemWorker:
         problems, seconds = [], {}
         for item in items:
             try:
-                plan = self.engine.prepare(item.text, **item.generate_kwargs())
+                plan = item.plan(self.engine)
             except OmniVoiceError as exc:
                 problems.append((item.line, one_line(exc)))
                 continue
@@ -137,13 +137,15 @@ class ItemWorker:
 
         started = time.perf_counter()
         chunk_audio, result = [], None
-        for event in self.engine.stream(item.text, **item.generate_kwargs()):
+        for event in self.engine.run(item.plan(self.engine)):
             if event.kind == "chunk":
                 chunk_audio.append(event.audio)
             elif event.kind == "result":
                 result = event
         rate = result.sample_rate
-        if result.segments:   # SSML: its spoken segments, where the join put them
+        if result.turns:   # a script: a span per turn, naming its speaker
+            chunks = [dict(turn) for turn in result.turns]
+        elif result.segments:   # SSML: its spoken segments, where the join put them
             chunks = [{"text": s["text"], "start": s["start"], "end": s["end"]} for s in result.segments]
         else:
             spans = chunk_spans(chunk_audio, len(result.audio), postprocess=result.config.postprocess,

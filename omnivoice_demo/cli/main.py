@@ -43,6 +43,8 @@ from ..errors import InvalidInput, OmniVoiceError, one_line
 from ..studio.variants import read_voice_description
 
 MAX_THREADS = 1024
+#: the largest --script file (its text is then held to the text limit)
+MAX_SCRIPT_BYTES = 1024 * 1024
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -50,6 +52,13 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _speaker(text: str) -> tuple[str, str]:
+    name, equals, voice = text.partition("=")
+    if not equals or not name.strip() or not voice.strip():
+        raise argparse.ArgumentTypeError(f"--speaker takes NAME=VOICE (e.g. Anna=alloy), got {text!r}")
+    return name.strip(), voice.strip()
 
 
 def _threads(text: str) -> int:
@@ -141,10 +150,12 @@ def open_engine(args):
 
 
 def synth(args) -> int:
-    from tqdm import tqdm
-
     output = check_output(args.output)
     config = config_from_arguments(args)
+    if args.script is not None:
+        return synth_script(args, output, config)
+    if args.speaker:
+        raise InvalidInput("--speaker gives the voices of a --script's names; give --script too.", param="speaker")
     text, reference = checked_inputs(args)  # before the model is loaded
     voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
     voice, description = read_voice_description(voice, args.instruct, strict=args.strict_instruct,
@@ -166,6 +177,48 @@ def synth(args) -> int:
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
                            config=config, pronunciations=args.lexicon, ssml=ssml, voices=cli_voice)
+    return report(output, stream)
+
+
+def synth_script(args, output: pathlib.Path, config) -> int:
+    """``synth --script``: every turn in its speaker's voice, in one file; who speaks when on standard output."""
+    from ..engine.languages import resolve_language
+    from ..studio.script import read_script
+
+    if args.ref_audio or args.voice or args.instruct:
+        raise InvalidInput("--script gives each name its voice (in the script or with --speaker); leave out "
+                           "--voice, --instruct and --ref-audio.", param="script")
+    script = flagged("--script", read_script_file, args.script)
+    limits_from_arguments(args).check("The script", len(script), "max_text_chars", " characters")
+    flagged("--language", resolve_language, args.language)
+    turns = flagged("--script", read_script, script, cli_voice, dict(args.speaker))  # before the model is loaded
+    engine = open_engine(args)
+    plan = flagged("--script", engine.prepare_turns, turns, language=args.language, config=config,
+                   pronunciations=args.lexicon)
+    return report(output, engine.run(plan))
+
+
+def read_script_file(path: str) -> str:
+    """The text of ``--script FILE`` (``-``: standard input), at most 1 MB of UTF-8 text."""
+    if path == "-":
+        return read_text("-")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SCRIPT_BYTES + 1)
+    except OSError as exc:
+        raise InvalidInput(f"{path} cannot be read ({exc.strerror or exc}).", param="script") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise InvalidInput(f"{path} is over {MAX_SCRIPT_BYTES // 1024} KB; split the script.", param="script")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path} is not UTF-8 text.", param="script") from None
+
+
+def report(output: pathlib.Path, stream) -> int:
+    """Run a generation's events with a progress bar, write its audio, print what was made."""
+    from tqdm import tqdm
+
     bar = None
     result = first_audio = None
     for event in stream:
@@ -188,6 +241,8 @@ def synth(args) -> int:
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
     for check in result.checks:  # --guard: how each chunk fared
         print(check.line())
+    for turn in result.turns:  # --script: who speaks when
+        print(f"{turn['start']:8.2f} s - {turn['end']:8.2f} s  {turn['speaker']}: {turn['text']}")
     return 0
 
 
@@ -266,7 +321,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     speak = commands.add_parser("synth", help="text to speech")
     add_model_arguments(speak)
-    speak.add_argument("--text", required=True, help="the text to speak; - reads it from standard input")
+    source = speak.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", help="the text to speak; - reads it from standard input")
+    source.add_argument("--script", metavar="FILE",
+                        help="a dialogue script to speak: 'Name: text' (or '[Name] text') lines, each name a saved "
+                             "voice, a design or an OpenAI voice name, or given one with --speaker; - reads it "
+                             "from standard input (docs/text.md)")
+    speak.add_argument("--speaker", action="append", default=[], metavar="NAME=VOICE", type=_speaker,
+                       help="with --script: the voice of a name (repeat for each), e.g. --speaker Anna=alloy")
     speak.add_argument("--ssml", action="store_true",
                        help="the text is SSML (also without this flag when it starts with <speak): pauses, "
                             "pace, voices by name, pronunciations (docs/ssml.md)")

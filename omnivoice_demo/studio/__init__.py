@@ -15,6 +15,8 @@ it and none imports another front end.
 * ``vocabulary``: the names every front end accepts (presets and their aliases, voices, languages)
 * ``results``: what a finished generation was (seed, settings, timings, codes digest)
 * ``sentences``: ``SentenceResult``, a finished generation whose sentences can each be made again or restored
+* ``script``: dialogue scripts (``Name: text`` lines) -> turns, each name a voice
+* ``lexicons``: each owner's pronunciations (the visitor's browser in shared mode, else the studio's file)
 """
 
 from .models import ModelManager, ModelNotReady

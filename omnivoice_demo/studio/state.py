@@ -13,7 +13,9 @@ from ..engine.config import Limits
 from ..errors import ResourceLimitExceeded
 from ..storage.outputs import DEFAULT_MAX_BYTES, OutputFolder
 from .service import EngineService
+from ..engine.lexicon import Lexicon
 from ..engine.voice import Voice
+from .lexicons import LEXICON_FILE, OwnerLexicons
 from .models import ModelManager
 from .sharing import BrowserVoices
 from .voices import VoiceLibrary, data_dir
@@ -71,6 +73,8 @@ class Studio:
     shared: bool = False
     #: the engine slot shared by the UI, the Gradio API and the HTTP API (queue bound, cancellation)
     service: EngineService = dataclasses.field(default_factory=EngineService)
+    #: the server's pronunciations (``--lexicon``), under each owner's (``lexicons``)
+    lexicon: Optional[Lexicon] = None
 
     def __post_init__(self):
         self.out_dir = pathlib.Path(self.out_dir) if self.out_dir is not None else data_dir() / "outputs"
@@ -78,6 +82,8 @@ class Studio:
                                     max_age_seconds=self.keep_outputs_seconds)
         self.browser_voices = BrowserVoices(max_frames=self.limits.max_reference_frames,
                                             max_variants=self.limits.max_voice_variants)
+        # each owner's lexicon: in the visitor's browser in shared mode, else the studio's file
+        self.lexicons = OwnerLexicons(self.shared, self.voices.root.parent / LEXICON_FILE, self.lexicon)
         if self.shared:
             from .messages import set_message_filter
 

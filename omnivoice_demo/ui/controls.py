@@ -23,6 +23,7 @@ import numpy as np
 
 from ..engine.config import GenerationConfig, Limits
 from ..engine.languages import language_choices
+from ..engine.lexicon import Lexicon, as_lexicon
 from ..studio.descriptions import Description, read_description
 from ..studio.variants import read_voice_description
 from ..engine.presets import preset_values
@@ -167,13 +168,15 @@ class GenerationRequest:
     language: Optional[str]
     description: Description      # the voice design, read from the dropdowns and the free text
     config: GenerationConfig
+    pronunciations: Optional[Lexicon] = None   # the owner's lexicon (studio.lexicons), or the API's own
 
     @property
     def instruct(self) -> Optional[str]:
         return self.description.instruct
 
     def engine_arguments(self) -> dict:
-        return dict(language=self.language, instruct=self.instruct, config=self.config)
+        return dict(language=self.language, instruct=self.instruct, config=self.config,
+                    pronunciations=self.pronunciations)
 
 
 def styled_request(values: dict, limits: Limits, voice) -> tuple[Any, GenerationRequest]:
@@ -205,7 +208,8 @@ def generation_request(values: dict, limits: Optional[Limits] = None) -> Generat
     config = GenerationConfig.from_mapping(settings).validate()
     language = str(values.get("language") or "").strip()
     return GenerationRequest(language=None if language.lower() in ("", "auto") else language,
-                             description=read_description(compose_instruct(values), limits=limits), config=config)
+                             description=read_description(compose_instruct(values), limits=limits), config=config,
+                             pronunciations=as_lexicon(values.get("pronunciations")) or None)
 
 
 # --- the API's parameters ------------------------------------------------------------------
@@ -232,16 +236,19 @@ def api_setting_inputs() -> list:
 
 
 def api_function(name: str, doc: str, leading: list[tuple[str, Any]],
-                 handler: Callable[[dict, Optional[str], Optional[str]], Any], with_session: bool = False) -> Callable:
+                 handler: Callable[[dict, Optional[str], Optional[str]], Any], with_session: bool = False,
+                 trailing: list[tuple[str, Any]] = ()) -> Callable:
     """A function for a named endpoint whose parameters are ``leading`` (name, default; ``inspect.Parameter.empty``
-    for the required one) then ``language``, ``instruct``, every setting of ``api_settings()`` and ``preset``.
+    for the required one) then ``language``, ``instruct``, every setting of ``api_settings()``, ``preset`` and
+    ``trailing`` (the endpoint's own, after the shared ones so positional callers keep their places).
 
     ``handler(values, session, owner)`` gets ``{parameter: value}`` (with ``randomize`` set from the seed), the
     session hash (with ``with_session``, else None) and the caller's owner token (``owners.owner_of``: whose the
     output files are); the signature is built here so Gradio names the parameters and a new setting becomes a
     parameter by itself."""
-    names = [n for n, _ in leading] + ["language", "instruct"] + api_settings() + ["preset"]
-    defaults = [d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()] + [""]
+    names = [n for n, _ in leading] + ["language", "instruct"] + api_settings() + ["preset"] + [n for n, _ in trailing]
+    defaults = ([d for _, d in leading] + [AUTO, ""] + [_api_default(n) for n in api_settings()] + [""]
+                + [d for _, d in trailing])
     parameters = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
                   for n, d in zip(names, defaults)]
     parameters.append(inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Optional
 
 import numpy as np
@@ -67,7 +68,19 @@ def result_info(result, model_label: str) -> str:
     chunks = len(result.chunks)
     return (f"**{result.duration:.2f} s** of audio in **{result.timings['total']:.2f} s** "
             f"(RTF {result.rtf:.2f}) · seed **{result.seed}** · {chunks} chunk{'s' if chunks > 1 else ''} · "
-            f"{result.settings['num_step']} steps · {model_label}\n\nTimings: {stages}.")
+            f"{result.settings['num_step']} steps · {model_label}\n\nTimings: {stages}." + turns_info(result.turns))
+
+
+def turns_info(turns: list[dict]) -> str:
+    """A script's turns: who speaks when and what is read (nothing for one voice)."""
+    return "".join(f"\n\n{t['start']:.2f}–{t['end']:.2f} s **{shown(t['speaker'])}**: {shown(t['text'], 120)}"
+                   for t in turns)
+
+
+def shown(text: str, limit: Optional[int] = None) -> str:
+    """Text as Markdown shows it literally (escaped), cut to ``limit`` characters."""
+    cut = text if limit is None or len(text) <= limit else text[:limit] + "…"
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", html.escape(cut, quote=False))
 
 
 def style_note(description) -> str:

@@ -11,7 +11,6 @@ import base64
 import html
 import logging
 import pathlib
-import re
 import secrets
 import time
 from typing import Iterator, Optional
@@ -28,7 +27,7 @@ from ..errors import InvalidInput
 from ..engine.voice import Voice
 from . import pictures
 from .controls import generation_request, styled_request
-from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info,
+from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, shown,
                       style_note)
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
@@ -62,18 +61,12 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     presets = preset_estimates(loaded.engine, text, voice, **arguments) if estimate is not None else ""
     if voice is not None and estimate is not None:
         presets += reference_cost(loaded.engine, text, voice, plan, estimate, arguments)
-    read = f"  \nWhat will be read: {_shown(plan.text)}" if plan.text != text else ""
+    read = f"  \nWhat will be read: {shown(plan.text, PREVIEW_CHARS)}" if plan.text != text else ""
     return " · ".join(parts) + read + (f"  \n{presets}" if presets else "")
 
 
 #: how much of the normalised text the preview shows
 PREVIEW_CHARS = 400
-
-
-def _shown(text: str) -> str:
-    """Text as Markdown shows it literally (escaped), cut to ``PREVIEW_CHARS``."""
-    cut = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", html.escape(cut, quote=False))
 
 
 #: the clip length the Clone tab compares a reference with (the model's README: 3-10 s works best)
@@ -127,15 +120,19 @@ def queue_progress(event: QueueEvent) -> str:
 
 
 def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voice], history: Optional[list],
-                   tab: str, owner: Optional[str] = None, ssml: bool = False, voices=None) -> Iterator[dict]:
+                   tab: str, owner: Optional[str] = None, ssml: bool = False, voices=None,
+                   prepare=None) -> Iterator[dict]:
     """A generation with live progress: yields updates for the progress bar, the code grid, the finished
     chunks, and at the end the audio, the files, the info, the seed used and the history.  The files are
-    ``owner``'s (``Studio.output_path``).  ``ssml``: the text is SSML, its voice names resolved by ``voices``."""
+    ``owner``'s (``Studio.output_path``).  ``ssml``: the text is SSML, its voice names resolved by ``voices``;
+    ``prepare(engine, arguments)``: the plan instead of ``engine.prepare(text, ...)`` (a script's turns)."""
     loaded = studio.models.get()
     engine = loaded.engine
     voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()  # the seed is fixed here, so both calls agree
-    plan = engine.prepare(text, voice=voice, ssml=ssml, voices=voices, **arguments)  # every check, before any work
+    # every check, before any work
+    plan = (prepare(engine, arguments) if prepare
+            else engine.prepare(text, voice=voice, ssml=ssml, voices=voices, **arguments))
     timeline = engine.estimate(plan)  # the whole pipeline's predicted time line, for the time left
     estimate = timeline.total if timeline is not None else None
     run_id = secrets.token_hex(4)

@@ -53,6 +53,9 @@ DESCRIPTIONS = {
     "repeats": "Runs per model, 1-10 (the mean is reported).",
     "audio": "Required. Audio to send through the codec.",
     "codes": "Required. A codes file (.npz) saved by /codec or the Speak tab.",
+    "pronunciations": "A lexicon as JSON text: {\"bass\": \"[B EY1 S]\"} or a list of {\"word\", \"say\", "
+                      "\"match_case\"}; say is a CMU override, pinyin with tones or a respelling. Over the "
+                      "server's lexicon, word by word. Empty: none.",
 }
 _API_DEFAULT_NOTES = {"duration": " (0 = estimated from the text)", "seed": " (-1 = a new seed, returned)",
                       "loudness": " (0 = as generated)"}

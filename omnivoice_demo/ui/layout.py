@@ -18,6 +18,7 @@ from .controls import NO_VOICE
 from .generation_panel import SessionHistory
 from ..studio.sharing import browser_secret
 from ..studio import Studio, session_of
+from . import lexicon_editor
 from .tabs import benchmark, clone, codec, model, speak
 
 TITLE = "OmniVoice ONNX Studio"
@@ -38,9 +39,12 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
         browser_voices = (gr.BrowserState({}, storage_key="omnivoice-voices",
                                           secret=browser_secret(studio.voices.root.parent))
                           if studio.shared else None)
+        browser_lexicon = (gr.BrowserState([], storage_key="omnivoice-lexicon",
+                                           secret=browser_secret(studio.voices.root.parent))
+                           if studio.shared else None)
         stored = [browser_voices] if browser_voices is not None else []
         with gr.Tabs():
-            speak_panel = speak.build(studio, history, browser_voices)
+            speak_panel = speak.build(studio, history, browser_voices, browser_lexicon)
             clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices)
             codec.build(studio)
             bench_models = benchmark.build(studio)
@@ -53,6 +57,9 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
 
         demo.load(on_page_load, inputs=stored, outputs=model_tab.outputs + [speak_panel.controls["voice"]],
                   api_visibility="private", queue=False)
+        lexicon = speak_panel.lexicon   # the owner's pronunciations: from their browser, or the studio's file
+        demo.load(lambda *value: lexicon_editor.load_rows(studio, *value), inputs=lexicon.inputs(),
+                  outputs=lexicon.table, api_visibility="private", queue=False)
         with gr.Column(visible=False):  # the named API: hidden components and buttons
             for tab in (speak, clone, codec, benchmark):
                 tab.build_api(studio)

@@ -81,6 +81,7 @@ class WyomingContext:
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
+    lexicon: Optional[object] = None        # engine.lexicon.Lexicon of --lexicon: every request's pronunciations
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -319,7 +320,8 @@ class SpeechHandler(AsyncEventHandler):
                                   guard=self.context.guard)
         # a whole text (synthesize) that starts with <speak is SSML; a streamed one is read as it comes
         return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
-                              config=config, ssml=None if piece.stream is None else False, voices=voices)
+                              config=config, ssml=None if piece.stream is None else False, voices=voices,
+                              pronunciations=self.context.lexicon)
 
     async def _send_error(self, exc: BaseException) -> None:
         text = self.context.redact(" ".join(error_text(exc, "the Wyoming server").split()))

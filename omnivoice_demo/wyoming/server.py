@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 
 from wyoming.server import AsyncServer
 
+from ..engine.lexicon import lexicon_argument
 from ..studio.service import add_queue_arguments
 from .handler import SpeechHandler, WyomingContext
 
@@ -38,9 +39,11 @@ WYOMING_SESSION = "wyoming"
 ZEROCONF_INSTALL = "pip install 'omnivoice-onnx-studio[zeroconf]'"
 
 
-def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False) -> WyomingContext:
+def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False,
+                 lexicon=None) -> WyomingContext:
     return WyomingContext(models=models, voices=voices, service=service, redact=redact,
-                          session=WYOMING_SESSION if getattr(voices, "private", False) else None, guard=guard)
+                          session=WYOMING_SESSION if getattr(voices, "private", False) else None, guard=guard,
+                          lexicon=lexicon)
 
 
 def _guard_argument(group, flag: str) -> None:
@@ -174,7 +177,8 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
             raise SystemExit("error: --zeroconf announces the Wyoming server: give --wyoming-uri too")
         return None
     server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact,
-                                                          getattr(args, "wyoming_guard", False)), args.zeroconf)
+                                                          getattr(args, "wyoming_guard", False),
+                                                          getattr(args, "lexicon", None)), args.zeroconf)
     return server.start_in_thread()
 
 
@@ -198,7 +202,7 @@ def run_wyoming(args: argparse.Namespace) -> int:
         return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text
 
     server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
-                                                  args.wyoming_guard), args.zeroconf)
+                                                  args.wyoming_guard, args.lexicon), args.zeroconf)
     try:
         asyncio.run(server.serve_forever())
     except KeyboardInterrupt:
@@ -218,5 +222,7 @@ def add_wyoming_command(commands, add_model_arguments) -> None:
     _guard_argument(group, "--guard")
     group.add_argument("--shared", action="store_true",
                        help="a server for strangers: no server paths in messages, saved voices not offered")
+    group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
+                       help="pronunciations for every request (TSV or JSON, docs/text.md)")
     add_queue_arguments(group)
     parser.set_defaults(run=run_wyoming)

@@ -18,8 +18,12 @@ from ..generation_panel import (GenerationPanel, SessionHistory, go_stop_buttons
 from ...studio import Studio, session_of
 from ...studio.vocabulary import resolve_voice
 from ..design import compose_instruct
+from .. import lexicon_editor, script_mode
 from ..sentences import wire_sentences
 from ..ssml_switch import ssml_switch
+from ...engine.lexicon import Lexicon, from_mapping
+from ...errors import InvalidInput
+from ...studio.script import plan_script
 from ...studio.descriptions import read_description
 
 
@@ -58,24 +62,39 @@ def voice_names(studio: Studio, session: Optional[str] = None, browser=None) -> 
 @ui_errors
 def speak(studio: Studio, text: str, values: dict, history: Optional[list] = None,
           session: Optional[str] = None, browser=None, owner: Optional[str] = None,
-          ssml: bool = False) -> Iterator[dict]:
+          ssml: bool = False, lexicon=None, speakers: Optional[dict] = None) -> Iterator[dict]:
     """Text (and voice design, or a saved voice) -> speech, with live progress (the files are ``owner``'s).
-    ``ssml``: the text is SSML, its ``<voice name>``s read as the voice menu's names."""
+
+    ``ssml``: the text is SSML, its ``<voice name>``s read as the voice menu's names; ``lexicon``: the owner's
+    stored lexicon (shared mode: their browser's); ``speakers`` (not None: Script mode): the text is a
+    dialogue script, its names' voices given by this table or read as voices themselves."""
+    values = dict(values, pronunciations=studio.lexicons.for_generation(lexicon))
+    if speakers is not None:
+        def prepare(engine, arguments):
+            return plan_script(engine, text, lambda name: chosen_voice(studio, name, session, browser), speakers,
+                               language=arguments["language"], config=arguments["config"],
+                               pronunciations=arguments["pronunciations"])
+
+        yield from run_generation(studio, text, values, None, history, "Speak", owner, prepare=prepare)
+        return
     voice, design = chosen_voice(studio, values.get("voice"), session, browser)
     yield from run_generation(studio, text, with_design(values, design), voice, history, "Speak", owner, ssml=ssml,
                               voices=lambda name: chosen_voice(studio, name, session, browser))
 
 
-def build(studio: Studio, history: SessionHistory,
-          browser_voices: Optional[gr.BrowserState] = None) -> GenerationPanel:
+def build(studio: Studio, history: SessionHistory, browser_voices: Optional[gr.BrowserState] = None,
+          browser_lexicon: Optional[gr.BrowserState] = None) -> GenerationPanel:
     """The tab's widgets and events; the panel's ``controls["voice"]`` is refreshed by the app on load.
 
-    ``browser_voices`` (shared mode): the visitor's voices, kept in their browser."""
+    ``browser_voices`` and ``browser_lexicon`` (shared mode): the visitor's voices and pronunciations, kept in
+    their browser."""
     with gr.Tab("Speak", id="speak"):
         with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
             with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
                 mode = ssml_switch("speak", text["text"], studio.limits)
+                script = script_mode.build(text["text"])
+                lexicon = lexicon_editor.build(studio, browser_lexicon)
                 go, stop = go_stop_buttons("speak", "Speak")
                 with gr.Column(elem_classes="ov-outputs"):
                     outputs = output_panel("speak")
@@ -85,23 +104,28 @@ def build(studio: Studio, history: SessionHistory,
         if rows:
             gr.Examples(rows, inputs=[text["text"], controls["language"]], label="Examples")
     panel = GenerationPanel("speak", text, controls, outputs, go, stop)
+    panel.lexicon, panel.script = lexicon, script
 
     stored = [browser_voices] if browser_voices is not None else []
 
     def run(text_value, values, history_value, data, session, owner):
         browser = data[browser_voices] if browser_voices is not None else None
-        return speak(studio, text_value, values, history_value, session, browser, owner, ssml=data[mode] == "SSML")
+        speakers = script.speakers(data) if data[script.on] else None
+        return speak(studio, text_value, values, history_value, session, browser, owner,
+                     ssml=data[mode] == "SSML", lexicon=lexicon.value(data), speakers=speakers)
 
-    wire_generation(studio, panel, history, run, extra_inputs=stored, info_inputs=[mode],
+    wire_generation(studio, panel, history, run, extra_inputs=stored + lexicon.inputs() + script.inputs(),
+                    info_inputs=[mode],
                     voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session),
                     ssml_of=lambda data: data[mode] == "SSML")
 
-    def voice_for(values, data, session):  # a sentence's new take: the voice as Go reads it now
+    def voice_for(values, data, session):  # a sentence's new take: the voice and pronunciations as Go reads them now
         voice, design = chosen_voice(studio, values.get("voice"), session,
                                      data[browser_voices] if browser_voices is not None else None)
+        values = dict(values, pronunciations=studio.lexicons.for_generation(lexicon.value(data)))
         return voice, with_design(values, design)
 
-    wire_sentences(studio, panel, history, voice_for, extra_inputs=stored)
+    wire_sentences(studio, panel, history, voice_for, extra_inputs=stored + lexicon.inputs())
 
     def refresh_voices(current, browser=None, request: gr.Request = None):
         names = voice_names(studio, session_of(request), browser)
@@ -117,12 +141,30 @@ def build_api(studio: Studio) -> None:
     @api_errors
     async def handle(values: dict, session: Optional[str], owner: Optional[str]):
         voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
+        own = pronunciations_field(values.pop("pronunciations", ""))   # over the server's and the studio's
+        values["pronunciations"] = studio.lexicons.for_generation().merged(own)
         return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner,
                              voices=lambda name: chosen_voice(studio, name, session))
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",
-                            [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True)
-    inputs = describe([gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs())
+                            [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True,
+                            trailing=[("pronunciations", "")])
+    inputs = describe([gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs()
+                      + [gr.Textbox(value="", label="pronunciations")])
     gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=result_outputs(), api_name="speak",
                                    **generation_concurrency(studio))
+
+
+def pronunciations_field(text) -> Lexicon:
+    """/speak's ``pronunciations``: a lexicon's JSON as text (``{"bass": "[B EY1 S]"}``); empty: none."""
+    import json
+
+    if not str(text or "").strip():
+        return Lexicon()
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidInput("pronunciations must be JSON: {\"word\": \"[B EY1 S]\"} or a list of {\"word\", "
+                           "\"say\", \"match_case\"}.", param="pronunciations") from None
+    return from_mapping(value)
