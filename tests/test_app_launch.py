@@ -41,6 +41,7 @@ def test_the_app_starts_and_serves_on_a_busy_machine(tiny_fp32_folder, tmp_path,
         app.stop()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the bind error, in its thread
 def test_a_taken_port_still_fails_at_once():
     """Waiting for a slow start must not turn a port that is really taken into a long hang: uvicorn's bind
     error ends the server's thread, and the launch fails then (Gradio's own error, its own message)."""

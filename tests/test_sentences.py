@@ -162,3 +162,19 @@ def test_the_app_handler_makes_a_sentence_again_with_its_files_and_restores_it(s
     with pytest.raises(gr.Error) as refused:
         list(sentences_ui.sentence_action(studio, None, "again", 0, values, lambda v: (None, v), [], "Speak"))
     assert "generate one first" in refused.value.message
+
+
+@pytest.mark.parametrize("text, options", [
+    ('<speak>Hello there.<break time="300ms"/><voice name="onyx">Good morning.</voice></speak>', dict(ssml=True)),
+    ("Anna: Hello there.\nBen: Good morning to you.", dict(speakers={"Anna": "alloy", "Ben": "onyx"})),
+], ids=["ssml", "script"])
+def test_ssml_and_script_results_finish_without_sentence_takes(studio, text, options):
+    """SSML segments and a script's turns each have their own voice and place: the Speak handler finishes them
+    (audio, files) and offers no per-sentence Again, which joins the chunks of one voice (a merged regression:
+    building the sentence list from such a result raised an internal error after the audio was made)."""
+    from omnivoice_demo.ui.controls import APP_DEFAULTS
+
+    updates = list(speak_tab.speak(studio, text, dict(APP_DEFAULTS, num_step=2), [], **options))
+    final = updates[-1]
+    assert final["audio"] and "RTF" in final["info"]
+    assert final["takes"] is None and sentences_ui.sentences_html(final["takes"]) == ""

@@ -20,6 +20,7 @@ import numpy as np
 from ..audio.processing import audio_bytes, save_audio
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
+from ..engine.events import GenerationPlan
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
@@ -202,8 +203,10 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            "history": history,
            "history_table": history_rows(history),
            "checks": _checks_table(result.checks),
-           # each sentence can be made again (ui/sentences.py): the session keeps them
-           "takes": SentenceResult(text, plan, finished, model_key(loaded))}
+           # each sentence can be made again (ui/sentences.py): the session keeps them; not the segments of
+           # SSML or the turns of a script (each its own voice and place: made again as a whole)
+           "takes": (SentenceResult(text, plan, finished, model_key(loaded)) if isinstance(plan, GenerationPlan)
+                     else None)}
 
 
 def _checks_table(checks) -> dict:
