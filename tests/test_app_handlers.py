@@ -30,17 +30,14 @@ from omnivoice_demo.studio.models import ModelManager
 from omnivoice_demo.studio.voices import VoiceLibrary, clean_name, data_dir
 
 from tests.support.signals import speech_like
+from tests.support.studios import folder_studio
 
 FAST = dict(num_step=4, randomize=False, seed=11)
 
 
 @pytest.fixture(scope="module")
 def studio(tiny_fp32_folder, tmp_path_factory):
-    root = tmp_path_factory.mktemp("studio")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out",
-                    min_update_interval=0.0)
+    return folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("studio"))
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from omnivoice_demo.ui import generation
 from omnivoice_demo.ui.layout import build_app
 from omnivoice_demo.ui.tabs import clone as clone_tab
 from tests.support.signals import DENSE_MIDDLE, bursts
+from tests.support.studios import folder_studio
 
 RATE = 16000
 PAUSE = 0.01  # the planted pauses' peak is under 1e-3 of the bursts' level (0.3); speech is above 0.05
@@ -39,10 +40,7 @@ class HowLong:
 
 @pytest.fixture(scope="module")
 def studio(tiny_fp32_folder, tmp_path_factory):
-    root = tmp_path_factory.mktemp("studio")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+    return folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("studio"))
 
 
 @pytest.fixture

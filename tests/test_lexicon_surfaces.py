@@ -12,6 +12,7 @@ from omnivoice_demo.engine import lexicon
 from omnivoice_demo.engine.text import build_condition_ids
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio.lexicons import LEXICON_FILE, MAX_OWNER_ENTRIES, OwnerLexicons
+from tests.support.studios import folder_studio
 
 
 def prompt_ids(engine, plan):
@@ -67,15 +68,8 @@ def test_cmu_suggestions_or_a_note_saying_how_to_get_them():
 
 @pytest.fixture(scope="module")
 def studio(tiny_fp32_folder, tmp_path_factory):
-    from omnivoice_demo.studio.models import ModelManager
-    from omnivoice_demo.studio.state import Studio
-    from omnivoice_demo.studio.voices import VoiceLibrary
-
-    root = tmp_path_factory.mktemp("studio")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0,
-                  lexicon=lexicon.from_mapping({"Nginx": "engine x"}))
+    return folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("studio"),
+                         lexicon=lexicon.from_mapping({"Nginx": "engine x"}))
 
 
 def test_the_apps_request_gives_the_prompt_of_the_bracket_syntax_typed_by_hand(studio):

@@ -16,6 +16,7 @@ from omnivoice_demo.engine import normalize
 from omnivoice_demo.engine.config import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
 from tests.test_engine import GREEDY, assert_same_model_output, run_engine, run_reference
+from tests.support.studios import folder_studio
 
 #: (text, language) pairs: numbers, dates, currency, units, fractions; protected spans of every kind
 TABLE = [
@@ -131,14 +132,7 @@ def test_app_shows_what_will_be_read(studio):
 
 @pytest.fixture(scope="module")
 def studio(tiny_fp32_folder, tmp_path_factory):
-    from omnivoice_demo.studio.models import ModelManager
-    from omnivoice_demo.studio.state import Studio
-    from omnivoice_demo.studio.voices import VoiceLibrary
-
-    root = tmp_path_factory.mktemp("studio")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+    return folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("studio"))
 
 
 def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):

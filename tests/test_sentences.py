@@ -17,12 +17,10 @@ from omnivoice_demo.engine.loop import join_chunks
 from omnivoice_demo.engine.voice import Voice
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.storage.codes_file import load_codes
-from omnivoice_demo.studio.models import ModelManager
 from omnivoice_demo.studio.sentences import SentenceResult, model_key
-from omnivoice_demo.studio.state import Studio
-from omnivoice_demo.studio.voices import VoiceLibrary
 from omnivoice_demo.ui import sentences as sentences_ui
 from omnivoice_demo.ui.tabs import speak as speak_tab
+from tests.support.studios import folder_studio
 
 TEXT = "The first sentence is here. And then a second sentence follows it, somewhat longer than the first one."
 #: two chunks (sentence streaming); no silence trimming, so each chunk keeps its place in the output
@@ -37,10 +35,7 @@ PAD = SAMPLE_RATE // 10
 
 @pytest.fixture(scope="module")
 def studio(tiny_fp32_folder, tmp_path_factory):
-    root = tmp_path_factory.mktemp("sentences")
-    manager = ModelManager(cache_dir=root / "cache", offline=True)
-    manager.load(str(tiny_fp32_folder), "fp32")
-    return Studio(models=manager, voices=VoiceLibrary(root / "voices"), out_dir=root / "out", min_update_interval=0.0)
+    return folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("sentences"))
 
 
 def generated(studio, voice=VOICE, **overrides):
