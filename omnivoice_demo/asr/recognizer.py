@@ -37,6 +37,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..audio.processing import frame_power
 from ..errors import InvalidInput, ModelFolderError, excerpt
 from ..runtime.sessions import open_session, providers_for, session_options
 from .features import log_mel
@@ -151,8 +152,7 @@ class SpeechRecognizer:
         frame = int(CUT_FRAME_SECONDS * WHISPER_RATE)
         while total - start > self.window:
             search = wav_16k[start + self.window - int(CUT_SEARCH_SECONDS * WHISPER_RATE):start + self.window]
-            usable = search.shape[0] // frame * frame
-            energy = (search[:usable].reshape(-1, frame) ** 2).mean(axis=1)
+            energy = frame_power(search, frame)
             cut = start + self.window - search.shape[0] + int(np.argmin(energy)) * frame + frame // 2
             pieces.append(wav_16k[start:cut])
             start = cut

@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from .processing import to_mono
+from .processing import frame_power, to_mono
 
 __all__ = ["Part", "best_part"]
 
@@ -57,7 +57,7 @@ def best_part(audio: np.ndarray, sample_rate: int, max_seconds: float = 10.0,
     count = len(mono) // hop
     if count == 0:
         return Part(0, len(mono), True, 0.0)
-    level = 10 * np.log10(np.mean(mono[:count * hop].reshape(count, hop) ** 2, axis=1) + 1e-20)
+    level = 10 * np.log10(frame_power(mono, hop) + 1e-20)
     silent = level < level.max() - SILENCE_BELOW_LOUDEST_DB
     speech_before = np.concatenate([[0], np.cumsum(~silent)])  # speech frames before each frame boundary
 

@@ -36,6 +36,7 @@ __all__ = [
     "check_sample_rate",
     "cross_fade_chunks",
     "fade_and_pad_audio",
+    "frame_power",
     "load_audio_file",
     "numpy_to_audiosegment",
     "postprocess_audio",
@@ -194,6 +195,13 @@ def to_mono(audio: np.ndarray) -> np.ndarray:
     if audio.shape[0] > 1:
         audio = np.mean(audio, axis=0, keepdims=True)
     return audio
+
+
+def frame_power(samples: np.ndarray, hop: int) -> np.ndarray:
+    """The mean square of each whole frame of ``hop`` samples of ``samples`` (``[N]``; a partial last frame is
+    left out; in ``samples``' own dtype): the energy the pause searches and the sentence check read."""
+    usable = samples.shape[0] // hop * hop
+    return (samples[:usable].reshape(-1, hop) ** 2).mean(axis=1)
 
 
 # ---------------------------------------------------------------------------

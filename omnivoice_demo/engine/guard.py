@@ -34,6 +34,7 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 
 from ..asr.scoring import error_rates, require_jiwer
+from ..audio.processing import frame_power
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import ModelNotAvailable
 
@@ -109,8 +110,7 @@ def audio_problems(audio: np.ndarray, planned_frames: int, sample_rate: int = SA
     wav = np.asarray(audio, dtype=np.float64).reshape(-1)
     problems = []
     hop = max(1, int(FRAME_SECONDS * sample_rate))
-    frames = wav[: wav.size // hop * hop].reshape(-1, hop)
-    rms = np.sqrt((frames ** 2).mean(axis=1)) if frames.size else np.zeros(0)
+    rms = np.sqrt(frame_power(wav, hop))
     loudest = float(rms.max()) if rms.size else 0.0
     speech = rms > loudest * 10 ** (-SPEECH_DB / 20) if loudest > 1e-5 else np.zeros(rms.shape, dtype=bool)
     planned_seconds = planned_frames / FRAME_RATE
