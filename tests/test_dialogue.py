@@ -91,18 +91,10 @@ def test_the_whole_script_is_held_to_one_requests_limits_before_work(limited):
 
 @pytest.fixture
 def api(engine, tmp_path):
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
+    from omnivoice_demo.studio import VoiceLibrary
+    from tests.support.api_client import router_client
 
-    from omnivoice_demo.api.routes import ApiContext, build_router
-    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
-
-    models = ModelManager()
-    models.add(engine, label="tiny")
-    app = FastAPI()
-    app.include_router(build_router(ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"),
-                                               service=EngineService())))
-    return TestClient(app, raise_server_exceptions=False)
+    return router_client(engine, VoiceLibrary(tmp_path / "voices"))
 
 
 def test_a_two_speaker_script_through_the_http_api(api):

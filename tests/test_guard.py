@@ -243,18 +243,10 @@ def test_the_batch_records_each_items_checks_and_counts_retries(tiny_fp32_folder
 
 @pytest.fixture
 def api(guarded, tmp_path):
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
+    from omnivoice_demo.studio import VoiceLibrary
+    from tests.support.api_client import router_client
 
-    from omnivoice_demo.api.routes import ApiContext, build_router
-    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
-
-    models = ModelManager()
-    models.add(guarded, label="tiny")
-    app = FastAPI()
-    app.include_router(build_router(ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"),
-                                               service=EngineService())))
-    return TestClient(app, raise_server_exceptions=False)
+    return router_client(guarded, VoiceLibrary(tmp_path / "voices"))
 
 
 def test_the_http_api_reports_the_checks_in_a_header_and_the_sse_done_event(api, guarded, planted):

@@ -10,23 +10,14 @@ import io
 import openai
 import pytest
 import soundfile as sf
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from omnivoice_demo.api.routes import ApiContext, build_router
-from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+from omnivoice_demo.studio import VoiceLibrary
+from tests.support.api_client import router_client
 from tests.support.signals import speech_like
 
 TEXT = "A short sentence in a saved voice."
 WHOLE = {"stream": False, "steps": 4, "seed": 7}
-
-
-def served(engine, library: VoiceLibrary) -> TestClient:
-    models = ModelManager()
-    models.add(engine, label="tiny")
-    app = FastAPI()
-    app.include_router(build_router(ApiContext(models=models, voices=library, service=EngineService())))
-    return TestClient(app, raise_server_exceptions=False)
 
 
 def wav(seed: int, seconds: float = 2.0) -> bytes:
@@ -47,7 +38,7 @@ def library(tmp_path):
 
 @pytest.fixture
 def client(engine, library):
-    client = served(engine, library)
+    client = router_client(engine, library)
     assert upload(client, "/v1/audio/voices", 1, name="Anna").status_code == 201
     added = upload(client, "/v1/audio/voices/anna/variants", 2, tag="cheerful", transcript="Such a happy day.")
     assert added.status_code == 201, added.text
@@ -85,7 +76,7 @@ def test_a_variant_survives_export_and_import_and_is_chosen_there(client, librar
     files = library.export("Anna", tmp_path / "exported")
     other = VoiceLibrary(tmp_path / "other")
     other.import_file(files[0], "Anna")
-    again = served(engine, other)
+    again = router_client(engine, other)
     assert again.get("/v1/audio/voices/Anna").json()["variants"][0]["tag"] == "cheerful"
     assert speech(again, voice="Anna", instructions="cheerful")[:2] == (before, "cheerful")
 

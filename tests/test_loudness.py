@@ -68,24 +68,16 @@ def test_the_command_lines_and_the_http_api_take_the_loudness(engine, tmp_path):
     import io
 
     import soundfile
-    from fastapi import FastAPI
-    from fastapi.testclient import TestClient
-
-    from omnivoice_demo.api.routes import ApiContext, build_router
     from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
-    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+    from omnivoice_demo.studio import VoiceLibrary
+    from tests.support.api_client import router_client
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
     assert config_from_arguments(parser.parse_args(["--loudness", "-16"])).loudness == -16.0   # synth and batch
     assert config_from_arguments(parser.parse_args([])).loudness is None
 
-    models = ModelManager()
-    models.add(engine, label="tiny")
-    app = FastAPI()
-    app.include_router(build_router(ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"),
-                                               service=EngineService())))
-    client = TestClient(app, raise_server_exceptions=False)
+    client = router_client(engine, VoiceLibrary(tmp_path / "voices"))
     body = {"input": "A sentence for the loudness check, long enough to be measured.", "seed": 1, "num_step": 4,
             "loudness": -20, "stream": False, "response_format": "wav"}
     response = client.post("/v1/audio/speech", json=body)

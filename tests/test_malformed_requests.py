@@ -12,9 +12,8 @@ import json
 
 import numpy as np
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
+from tests.support.api_client import router_client
 from tests.test_vocabulary import a_voice
 
 
@@ -24,18 +23,10 @@ KEY = "hardening-key"
 @pytest.fixture
 def api(engine, tmp_path):
     """The HTTP API's router in process, over the tiny engine, a voice library in tmp_path and a key."""
-    from omnivoice_demo.api.routes import ApiContext, build_router
-    from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
+    from omnivoice_demo.studio import VoiceLibrary
 
-    models = ModelManager()
-    models.add(engine, label="tiny")
-    context = ApiContext(models=models, voices=VoiceLibrary(tmp_path / "voices"), service=EngineService(),
-                         api_key=KEY)
-    app = FastAPI()
-    app.include_router(build_router(context))
-    client = TestClient(app, raise_server_exceptions=False)
+    client = router_client(engine, VoiceLibrary(tmp_path / "voices"), api_key=KEY)
     client.headers["Authorization"] = f"Bearer {KEY}"
-    client.context = context
     return client
 
 
