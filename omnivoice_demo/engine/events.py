@@ -112,3 +112,31 @@ class Timer:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - started
         return now
+
+
+def run_part(engine, plan: GenerationPlan, first: int, total: int, started: float, kinds=("step", "chunk")):
+    """The events of ``plan``, one part of a whole run in several plans (SSML segments, a script's turns): its
+    events of ``kinds`` with their chunks numbered in the whole (``first`` of ``total``) and the time since
+    ``started``; returns its ``GenerationResult``.  Closing the whole run closes this part's at once."""
+    import contextlib
+
+    result = None
+    with contextlib.closing(engine.run(plan)) as events:
+        for event in events:
+            if event.kind == "result":
+                result = event
+            elif event.kind in kinds:
+                yield dataclasses.replace(event, chunk=first + event.chunk, num_chunks=total,
+                                          elapsed=time.perf_counter() - started)
+    return result
+
+
+def summed_timings(results: list[GenerationResult], started: float) -> dict[str, float]:
+    """The stages' seconds of the parts of a whole run, summed, with the whole's ``total`` since ``started``."""
+    timings: dict[str, float] = {}
+    for result in results:
+        for stage, seconds in result.timings.items():
+            if stage != "total":
+                timings[stage] = timings.get(stage, 0.0) + seconds
+    timings["total"] = time.perf_counter() - started
+    return timings

@@ -18,7 +18,6 @@ start and end, so subtitles follow them.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import secrets
 import time
@@ -30,7 +29,7 @@ from ..audio.processing import cross_fade_chunks
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput, excerpt
 from .config import GenerationConfig
-from .events import GenerationPlan, GenerationResult
+from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 from .ssml import Document, Segment, parse
 from .streaming import JOIN_SECONDS
 
@@ -195,14 +194,7 @@ def run_segments(engine, plan: SegmentsPlan) -> Iterator[object]:
     results, spans = [], []
     for index, item in enumerate(plan.items):
         if isinstance(item, GenerationPlan):
-            result = None
-            with contextlib.closing(engine.run(item)) as events:   # closed at once when this run is stopped
-                for event in events:
-                    if event.kind == "step":
-                        yield dataclasses.replace(event, chunk=done + event.chunk, num_chunks=total,
-                                                  elapsed=time.perf_counter() - started)
-                    elif event.kind == "result":
-                        result = event
+            result = yield from run_part(engine, item, done, total, started, kinds=("step",))
             done += len(item.chunks)
             start, end = joiner.add_speech(result.audio)
             results.append(result)
@@ -214,12 +206,7 @@ def run_segments(engine, plan: SegmentsPlan) -> Iterator[object]:
         last = index == len(plan.items) - 1
         yield SegmentEvent(segment=index, num_segments=len(plan.items), audio=joiner.take(final=last),
                            elapsed=time.perf_counter() - started)
-    timings: dict[str, float] = {}
-    for result in results:
-        for stage, seconds in result.timings.items():
-            if stage != "total":
-                timings[stage] = timings.get(stage, 0.0) + seconds
-    timings["total"] = time.perf_counter() - started
+    timings = summed_timings(results, started)
     yield GenerationResult(audio=joiner.audio, sample_rate=SAMPLE_RATE,
                            codes=[codes for r in results for codes in r.codes], seed=plan.config.seed,
                            chunks=plan.chunks, timings=timings, settings=plan.settings, config=plan.config,

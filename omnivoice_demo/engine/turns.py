@@ -15,7 +15,6 @@ exact to the sample (the join only adds silence between turns).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from typing import Iterator, Optional, Sequence
@@ -26,7 +25,7 @@ from ..audio.processing import cross_fade_chunks, cross_fade_starts
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput
 from .config import GenerationConfig
-from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent
+from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,14 +106,8 @@ def run_turns(engine, whole: TurnsPlan) -> Iterator[object]:
     started = time.perf_counter()
     total, first = len(whole.chunks), 0
     results: list[GenerationResult] = []
-    for plan in whole.plans:
-        with contextlib.closing(engine.run(plan)) as events:   # closing this run (a cancel) stops the turn's too
-            for event in events:
-                if isinstance(event, (StepEvent, ChunkEvent)):
-                    yield dataclasses.replace(event, chunk=first + event.chunk, num_chunks=total,
-                                              elapsed=time.perf_counter() - started)
-                elif isinstance(event, GenerationResult):
-                    results.append(event)
+    for plan in whole.plans:   # closing this run (a cancel) stops the turn's at once
+        results.append((yield from run_part(engine, plan, first, total, started)))
         first += len(plan.chunks)
     audio = [result.audio[np.newaxis] for result in results]
     joined = cross_fade_chunks(audio, SAMPLE_RATE)[0]
@@ -122,11 +115,7 @@ def run_turns(engine, whole: TurnsPlan) -> Iterator[object]:
     turns = [{"speaker": speaker, "text": plan.text, "start": start / SAMPLE_RATE,
               "end": (start + len(result.audio)) / SAMPLE_RATE}
              for speaker, plan, result, start in zip(whole.speakers, whole.plans, results, starts)]
-    timings: dict[str, float] = {}
-    for result in results:
-        for stage, seconds in result.timings.items():
-            timings[stage] = timings.get(stage, 0.0) + seconds
-    timings["total"] = time.perf_counter() - started
+    timings = summed_timings(results, started)
     yield GenerationResult(audio=np.ascontiguousarray(joined, dtype=np.float32), sample_rate=SAMPLE_RATE,
                            codes=[codes for result in results for codes in result.codes], seed=whole.config.seed,
                            chunks=whole.chunks, timings=timings, settings=whole.settings, config=whole.config,
