@@ -17,7 +17,8 @@ from typing import Optional
 from ..engine.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.sharing import shared_from_arguments
-from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
+from .context import API_KEY_ENV, ApiContext, api_key_from
+from .routes import build_router
 
 #: ``--api-key-scope``: the HTTP API only, or the Gradio page and API too
 API_KEY_SCOPES = ("v1", "all")

@@ -33,135 +33,36 @@ The request's fields (OpenAI's, then ours):
   ``loudness`` (LUFS, EBU R128, true peak under -1 dBTP) applies to a whole file (``stream: false``).
   Unknown fields are ignored (clients send their own extras).
 
-Settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare``
-(its ``Limits``), before the request takes a place in the queue.
+The body's model is ``schemas.SpeechBody`` (its fields' checks, its ``/openapi.json`` schema); the
+settings go through ``GenerationConfig.from_mapping`` and the engine's ``prepare`` (its ``Limits``),
+before the request takes a place in the queue.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import urllib.parse
 from typing import AsyncIterator, Optional
 
 from ..engine.config import GenerationConfig
-from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from ..engine.lexicon import Lexicon, from_mapping
+from ..errors import ResourceLimitExceeded
 from ..engine.normalize import typed_default
-from ..engine.presets import under_preset
 from ..studio.descriptions import Description
-from ..studio.script import check_speakers, plan_script
+from ..studio.script import plan_script
 from ..studio.variants import read_voice_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
+from .schemas import DEFAULT_MODEL, OPENAI_MODELS, SpeechBody, SpeechRequest  # noqa: F401 - this module's names too
 
-#: model names OpenAI clients send: they mean the active model
-OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-DEFAULT_MODEL = "omnivoice"
 #: when streaming, texts are split at about this many seconds of speech so the first audio comes early
 STREAM_CHUNK_SECONDS = 4.0
-STREAM_FORMATS = ("audio", "sse")
-#: the ``speed`` OpenAI accepts; values outside the model's range are clamped to it
-OPENAI_SPEED = (0.25, 4.0)
-
-
-@dataclasses.dataclass
-class SpeechRequest:
-    text: str
-    model: str
-    voice: object
-    response_format: str
-    stream_format: Optional[str]
-    language: Optional[str]
-    instructions: Optional[str]
-    settings: dict
-    speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
-    strict: bool = False               # refuse instructions with words not understood
-    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
-    normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
-    script: bool = False                       # our extension: input is a dialogue script (studio/script.py)
-    speakers: Optional[dict] = None            # the script's names -> voices
-
-
-def _text_field(body: dict, name: str, required: bool = False) -> Optional[str]:
-    value = body.get(name)
-    if value is None or (isinstance(value, str) and not value.strip() and not required):
-        if required:
-            raise InvalidInput(f"{name} is required: give the text to speak.", param=name)
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}.", param=name)
-    return value
 
 
 def parse(body) -> SpeechRequest:
-    """Check a request body's fields and types (values are checked by the config and the engine)."""
-    if not isinstance(body, dict):
-        raise InvalidInput("The request body must be a JSON object.")
-    text = _text_field(body, "input", required=True)
-    model = _text_field(body, "model") or DEFAULT_MODEL
-    default_format = "mp3" if "mp3" in encoding.formats() else "wav"
-    response_format = encoding.check_format(body.get("response_format") or default_format)
-    stream_format = _stream_format(body)
-    settings = {name: body[name] for name in GenerationConfig.names() if name in body}
-    settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
-    speed_note = None
-    if body.get("speed") is not None:
-        settings["speed"], speed_note = _openai_speed(body["speed"])
-    if body.get("steps") is not None:
-        settings["num_step"] = body["steps"]
-    preset = body.get("preset")
-    if preset is not None:
-        settings = under_preset(preset, settings)
-    strict = body.get("strict", False)
-    if not isinstance(strict, bool):
-        raise InvalidInput(f"strict must be true or false, got {strict!r}.", param="strict")
-    if settings.get("loudness") is not None and stream_format:
-        raise InvalidInput("loudness normalises the whole file: send \"stream\": false with it.", param="loudness")
-    script = body.get("script", False)
-    if not isinstance(script, bool):
-        raise InvalidInput(f"script must be true or false, got {excerpt(script)}.", param="script")
-    if not script and body.get("speakers") is not None:
-        raise InvalidInput("speakers maps the names of a script to voices: send \"script\": true with it.",
-                           param="speakers")
-    if script and body.get("instructions"):
-        raise InvalidInput("instructions do not apply to a script: give each speaker its voice in speakers, e.g. "
-                           "{\"Anna\": \"female, low pitch\"}.", param="instructions")
-    return SpeechRequest(text=text, model=model, voice=body.get("voice"), response_format=response_format,
-                         stream_format=stream_format, language=_text_field(body, "language"),
-                         instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
-                         strict=strict, pronunciations=from_mapping(body.get("pronunciations")),
-                         normalize_by_default="normalize_text" not in body, script=script,
-                         speakers=check_speakers(body.get("speakers")) if script else None)
-
-
-def _stream_format(body: dict) -> Optional[str]:
-    """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file."""
-    stream, stream_format = body.get("stream"), body.get("stream_format")
-    if stream is not None and not isinstance(stream, bool):
-        raise InvalidInput(f"stream must be true or false, got {excerpt(stream)}.", param="stream")
-    if stream_format is None:
-        return None if stream is False else ("sse" if stream is True else "audio")
-    if stream_format not in STREAM_FORMATS:
-        raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {excerpt(stream_format)} (send \"stream\": false "
-                           "for one whole file).", param="stream_format")
-    if stream is False:
-        raise InvalidInput("stream is false but stream_format is given; send one of them.", param="stream")
-    return stream_format
-
-
-def _openai_speed(value) -> tuple[float, Optional[str]]:
-    """OpenAI's ``speed`` (0.25-4.0) -> the model's (clamped to its range) and the header saying so, if clamped."""
-    low, high = OPENAI_SPEED
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise InvalidInput(f"speed must be a number from {low:g} to {high:g} (OpenAI's range), got {excerpt(value)}.",
-                           param="speed")
-    setting = GenerationConfig.setting("speed")
-    used = min(max(float(value), setting.low), setting.high)
-    if used == value:
-        return used, None
-    return used, f"{used:g}; asked {value:g}, clamped to the model's {setting.low:g}-{setting.high:g}"
+    """Check a request body's fields and types by its model (``schemas.SpeechBody``; values are checked by the
+    config and the engine)."""
+    return SpeechBody.checked(body).request()
 
 
 def config_for(request: SpeechRequest, engine=None) -> GenerationConfig:

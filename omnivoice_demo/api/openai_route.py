@@ -1,0 +1,63 @@
+"""The route class of every HTTP API route (FastAPI's ``APIRoute``, customised the documented way).
+
+Around FastAPI's own handling of a request it adds, in this order: the server's ``ApiContext`` in the
+request's scope (what ``context: Context`` receives), the Bearer key on ``/v1`` (``auth.check_key``),
+a JSON body read within its cap and parsed before FastAPI parses it (``bodies.read_json``: 413 as it
+arrives, 400 for a body that is not JSON), and every exception, a request model's refusal included,
+answered in OpenAI's error shape (``openai_errors``) with the context's ``redact`` applied.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+
+from . import bodies
+from .auth import check_key
+from .context import SCOPE_KEY, ApiContext
+from .openai_errors import api_error, error_response
+
+
+class OpenAIRoute(APIRoute):
+    """A route of the HTTP API; ``OpenAIRoute.serving(context)`` is the class of one server's routes."""
+
+    context: Optional[ApiContext] = None
+
+    @classmethod
+    def serving(cls, context: ApiContext) -> type["OpenAIRoute"]:
+        return type(cls.__name__, (cls,), {"context": context})
+
+    def get_route_handler(self):
+        handle = super().get_route_handler()
+        context, body_model = self.context, self.json_body_model()
+
+        async def answer(request: Request):
+            try:
+                request.scope[SCOPE_KEY] = context
+                if request.url.path.startswith("/v1"):
+                    check_key(context, request)
+                if body_model is not None:
+                    await bodies.read_json(request, example=body_model.example)
+                try:
+                    return await handle(request)
+                except RequestValidationError as exc:
+                    if body_model is not None and [tuple(e.get("loc", ())) for e in exc.errors()[:1]] == [("body",)]:
+                        raise body_model.refused() from None   # JSON, but not an object (null, a list, ...)
+                    raise
+            except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
+                error = api_error(exc)
+                error.message = context.redact(error.message)
+                return error_response(error)
+        return answer
+
+    def json_body_model(self):
+        """The request model of a route whose body is JSON (None: no body, or a form it reads itself)."""
+        from fastapi import params
+
+        field = self.body_field
+        if field is None or isinstance(field.field_info, params.Form):
+            return None
+        return field.field_info.annotation
