@@ -126,12 +126,15 @@ def test_the_speech_model_serves_another_route_with_the_same_errors(tmp_path):
     client.headers["Authorization"] = "Bearer k"
     bodies = [b"", b"{", b"null", b"[1]", json.dumps({"input": 3}), json.dumps({"input": "Hi.", "speed": 9}),
               json.dumps({"input": "Hi.", "response_format": "aac"}), json.dumps({"voice": "alloy"}),
+              json.dumps({"input": "Hi.", "loudness": -16}),   # refused by the model as a whole, not by a field
               "[" * 100_000 + "]" * 100_000]
     for raw in bodies:
         answers = [client.post(path, content=raw, headers={"Content-Type": "application/json"})
                    for path in ("/v1/audio/speech", "/v1/audio/speech/other")]
         assert answers[0].status_code == answers[1].status_code in (400, 413), (raw[:20], answers[0].text)
         assert answers[0].json() == answers[1].json()
+    loud = client.post("/v1/audio/speech/other", json={"input": "Hi.", "loudness": -16}).json()["error"]
+    assert loud["param"] == "loudness" and "send \"stream\": false" in loud["message"]
     assert client.post("/v1/audio/speech/other", json={"input": "Hello."}).json() == {"text": "Hello."}
     assert client.post("/v1/audio/speech/other", json={"input": "Hello."}, headers={"Authorization": ""}
                        ).status_code == 401

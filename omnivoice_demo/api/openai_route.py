@@ -15,6 +15,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
+from ..errors import OmniVoiceError
 from . import bodies
 from .auth import check_key
 from .context import SCOPE_KEY, ApiContext
@@ -44,8 +45,8 @@ class OpenAIRoute(APIRoute):
                 try:
                     return await handle(request)
                 except RequestValidationError as exc:
-                    if body_model is not None and [tuple(e.get("loc", ())) for e in exc.errors()[:1]] == [("body",)]:
-                        raise body_model.refused() from None   # JSON, but not an object (null, a list, ...)
+                    if body_model is not None and not_an_object(exc.errors()):
+                        raise body_model.refused() from None
                     raise
             except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
                 error = api_error(exc)
@@ -61,3 +62,10 @@ class OpenAIRoute(APIRoute):
         if field is None or isinstance(field.field_info, params.Form):
             return None
         return field.field_info.annotation
+
+
+def not_an_object(errors: list) -> bool:
+    """Whether FastAPI refused a JSON body as a whole (null, or not an object) rather than a check refusing it."""
+    first = errors[0] if errors else {}
+    return tuple(first.get("loc", ())) == ("body",) and not isinstance((first.get("ctx") or {}).get("error"),
+                                                                         OmniVoiceError)

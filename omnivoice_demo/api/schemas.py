@@ -81,7 +81,7 @@ class RequestBody(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _an_object(cls, data):
-        if isinstance(data, (bytes, str)):   # JSON sent with another Content-Type (curl -d): read all the same
+        if isinstance(data, bytes):   # JSON sent with another Content-Type (curl -d): FastAPI passes the bytes
             data = parse_json(data, cls.example)
         if not isinstance(data, dict):
             raise cls.refused()
