@@ -15,7 +15,7 @@ from omnivoice_demo.api.context import ApiContext, Context
 from omnivoice_demo.api.openai_route import OpenAIRoute
 from omnivoice_demo.api.routes import build_router
 from omnivoice_demo.api.server import mount
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
 from tests.test_vocabulary import a_voice

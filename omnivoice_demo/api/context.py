@@ -33,7 +33,7 @@ class ApiContext:
     shared: bool = False                  # a shared server: creating voices needs an API key
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
-    lexicon: Optional[object] = None      # engine.lexicon.Lexicon of --lexicon: under each request's pronunciations
+    lexicon: Optional[object] = None      # text.lexicon.Lexicon of --lexicon: under each request's pronunciations
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None

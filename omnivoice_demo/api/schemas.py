@@ -32,12 +32,12 @@ from typing import Annotated, Any, ClassVar, Optional
 from pydantic import (BaseModel, ConfigDict, Field, SkipValidation, ValidationError, ValidationInfo, WithJsonSchema,
                       create_model, field_validator, model_validator)
 
-from ..engine.config import GenerationConfig
-from ..engine.lexicon import Lexicon, from_mapping
-from ..engine.normalize import typed_default
-from ..engine.presets import ALIASES, PRESETS, preset_values, under_preset
+from ..settings.generation import GenerationConfig
+from ..text.lexicon import Lexicon, from_mapping
+from ..text.normalize import typed_default
+from ..settings.presets import ALIASES, PRESETS, preset_values, under_preset
 from ..errors import InvalidInput, excerpt
-from ..studio.script import check_speakers
+from ..text.script import check_speakers
 from . import encoding
 from .bodies import parse_json
 from .openai_errors import refusal
@@ -62,9 +62,9 @@ class SpeechRequest:
     settings: dict
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
-    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
+    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (text/lexicon.py)
     normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
-    script: bool = False                       # our extension: input is a dialogue script (studio/script.py)
+    script: bool = False                       # our extension: input is a dialogue script (text/script.py)
     speakers: Optional[dict] = None            # the script's names -> voices
 
 

@@ -11,7 +11,7 @@ import functools
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
-from ...studio.descriptions import read_description
+from ...text.descriptions import read_description
 from ...studio.results import checks_header, details
 from ...studio.vocabulary import resolve_voice
 from .. import encoding, speech

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from ...errors import excerpt
 from ...studio.variants import add_variant, check_room, remove_variant
-from ...studio.voice_names import find_name
+from ...text.voice_names import find_name
 from ..bodies import read_upload
 from ..context import Context
 from ..openai_errors import ApiError

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
 from ...studio.variants import listed_variants, variant_listing
 from ...studio.vocabulary import VOICE_OBJECT, voice_list, voice_object
-from ...studio.voice_names import check_free, clean_name, find_name
+from ...text.voice_names import check_free, clean_name, find_name
 from ..auth import may_change_voices
 from ..bodies import read_upload
 from ..context import ApiContext, Context
