@@ -332,8 +332,6 @@ class ClipUpload(RequestBody):
 
     #: the form field that names what the clip becomes
     label: ClassVar[str] = "name"
-    not_an_object: ClassVar[tuple[str, Optional[str]]] = ("Send the reference clip as the multipart file field "
-                                                          "'file'.", "file")
 
     file: Annotated[Any, _FILE] = None
     audio_sample: Annotated[Any, WithJsonSchema({"type": "string", "format": "binary",
