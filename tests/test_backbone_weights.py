@@ -193,9 +193,10 @@ def test_the_header_is_what_safetensors_reads(tiny_checkpoint):
     path = tiny_checkpoint / "model.safetensors"
     header, tensors = read_header(path), load_file(str(path))
     assert set(header) == set(tensors)
+    dtypes = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "BOOL": np.bool_}
     for name, info in header.items():
         assert info.shape == tensors[name].shape, name
-        assert {"F32": np.float32, "F16": np.float16, "I64": np.int64}.get(info.dtype, None) in (None, tensors[name].dtype)
+        assert np.dtype(dtypes[info.dtype]) == tensors[name].dtype, name
 
 
 def test_a_lookup_reads_the_rows_a_gather_of_the_whole_table_gives(tiny_checkpoint, tmp_path):
