@@ -32,7 +32,9 @@ for name in {hidden!r}:
 from omnivoice_demo.backbones import choice
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.hub.weights import backbone_weights
+from omnivoice_demo.runtime.memory import bound_heap
 from omnivoice_demo.runtime.sessions import providers_for, session_options
+bound_heap()  # as the command line and the app do in their own processes
 folder, precision, cache, weights, threads = pathlib.Path(sys.argv[1]), sys.argv[2], pathlib.Path(sys.argv[3]), \\
     sys.argv[4] or None, int(sys.argv[5])
 started = time.perf_counter()

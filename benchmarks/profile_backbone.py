@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     rows = {variant: dict(backbone=variant[0], io_binding=variant[1]) for variant in variants}
     for length in lengths:
         embeds = (0.02 * rng.standard_normal((1, length, model.hidden_size))).astype(np.float32)
-        best = alternated_best({variant: (lambda run=run: run(embeds)) for variant, run in runners.items()},
+        best = alternated_best({variant: (lambda run=run, embeds=embeds: run(embeds)) for variant, run in runners.items()},
                                args.repeats)
         for variant, seconds in best.items():
             rows[variant][f"s_at_{length}"] = round(seconds, 4)

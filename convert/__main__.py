@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--causal", action="store_true",
                         help="keep genai's causal attention (the published export's mistake; for tests only)")
     args = parser.parse_args(argv)
+    from omnivoice_demo.runtime.memory import bound_heap
+
+    bound_heap()  # our own process: the 8-bit rebuild's buffers go back to the system when freed
     return run_build(lambda: convert_checkpoint(
         args.model, args.output, profile=args.device, include_codec=args.include_higgs,
         codec_only=args.higgs_only, codec_precision=args.higgs_precision,

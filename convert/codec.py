@@ -251,7 +251,6 @@ def load_torch_codec(codec_dir: str | pathlib.Path, fold_snake: bool = False):
     weight per conv instead of the norm arithmetic.  ``fold_snake`` applies
     ``_fold_snake`` (export only).
     """
-    import torch
     from torch.nn.utils import parametrize
     from transformers import HiggsAudioV2TokenizerModel
 

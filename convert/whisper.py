@@ -216,7 +216,7 @@ def convert_whisper(checkpoint, output, precisions=("fp32",)) -> pathlib.Path:
         fp32_dir = pathlib.Path(tmp)
         export_graphs(checkpoint, fp32_dir)
         for precision in precisions:
-            for role, rel in graph_paths(precision).items():
+            for rel in graph_paths(precision).values():
                 source = fp32_dir / pathlib.Path(rel).name.replace(PRECISION_SUFFIX[precision] + ".onnx", ".onnx")
                 target = output / rel
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ def bench_torch(checkpoint: pathlib.Path, wav: np.ndarray, tokens: int, threads:
     def run():
         features = extractor(wav, sampling_rate=16000, return_tensors="pt").input_features
         with torch.no_grad():
-            out = model.generate(features, max_new_tokens=tokens, min_new_tokens=tokens)
+            out = model.generate(features, max_new_tokens=tokens, min_new_tokens=tokens)  # noqa: F821 - run() runs before the del below
         assert out.shape[-1] == tokens
 
     seconds, cpu = _timed(run, repeats)

@@ -83,7 +83,10 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     args = parse_args(argv)
+    from omnivoice_demo.runtime.memory import bound_heap
     from omnivoice_demo.studio.ports import exit_if_port_in_use
+
+    bound_heap()  # our own process: its large buffers go back to the system when freed (runtime/memory.py)
 
     exit_if_port_in_use(args.host, args.port)  # before anything is loaded: one line, not a traceback
     from omnivoice_demo.ui.assets import css

@@ -375,7 +375,7 @@ def merge_decoders(first_path: pathlib.Path, next_path: pathlib.Path, out_path: 
     def branch(graph, prefix: str, extra_outputs=()):
         rename = {}
         for node in graph.node:
-            for i, name in enumerate(node.output):
+            for name in node.output:
                 rename[name] = prefix + name
         for init in graph.initializer:
             rename[init.name] = prefix + init.name

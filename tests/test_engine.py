@@ -156,7 +156,7 @@ def assert_same_model_output(ours: Run, ref: Run, guidance_scale: float = 2.0, v
         assert divergence["gap"] < NEAR_TIE, f"codes differ at {divergence['reason']}, not a near tie " \
                                              f"(gap {divergence['gap']:.2e})"
         warnings.warn(f"codes differ from {divergence['reason']} on, after a near tie "
-                      f"(gap {divergence['gap']:.1e}); the audio is not compared")
+                      f"(gap {divergence['gap']:.1e}); the audio is not compared", stacklevel=2)
         return
     assert len(ours.codes) == len(ref.codes)
     for mine, theirs in zip(ours.codes, ref.codes):

@@ -147,8 +147,46 @@ def hf_env(server, tmp_path, monkeypatch):
 
 
 def snapshot_dir(tmp_path: pathlib.Path, repo: str = REPO) -> pathlib.Path:
-    [snap] = (tmp_path / "hf" / "hub" / f"models--{repo.replace('/', '--')}" / "snapshots").iterdir()
-    return snap
+    """The one snapshot of ``repo`` in the test's Hugging Face cache, as huggingface_hub finds it."""
+    from huggingface_hub import scan_cache_dir
+
+    [cached] = [r for r in scan_cache_dir(tmp_path / "hf" / "hub").repos if r.repo_id == repo]
+    [revision] = cached.revisions
+    return pathlib.Path(revision.snapshot_path)
+
+
+@pytest.mark.parametrize("env", [
+    {},
+    {"HF_HOME": "{tmp}/home"},
+    {"XDG_CACHE_HOME": "{tmp}/xdg"},
+    {"HF_HOME": "{tmp}/home", "HF_HUB_CACHE": "{tmp}/hubcache"},
+    {"HUGGINGFACE_HUB_CACHE": "{tmp}/legacy"},
+    {"HF_HUB_CACHE": "~/hf-cache"},
+])
+def test_the_hugging_face_cache_folder_is_where_huggingface_hub_puts_it(env, tmp_path):
+    """``hf_cache_dir`` (read when called; huggingface_hub reads its constant once, at import) against
+    ``huggingface_hub.constants.HF_HUB_CACHE`` of a fresh interpreter under the same environment."""
+    import os
+    import subprocess
+    import sys
+
+    from omnivoice_demo.hub.cache import hf_cache_dir
+
+    names = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME")
+    environ = {k: v for k, v in os.environ.items() if k not in names}
+    environ.update({k: v.format(tmp=tmp_path) for k, v in env.items()})
+    library = subprocess.run([sys.executable, "-c", "from huggingface_hub import constants; "
+                              "print(constants.HF_HUB_CACHE)"], env=environ, capture_output=True, text=True,
+                             check=True).stdout.strip()
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        ours = hf_cache_dir()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert ours == pathlib.Path(library)
 
 
 def needed_int4(published_repo: pathlib.Path) -> set[str]:
@@ -318,6 +356,11 @@ def test_offline_with_warm_cache_works_with_the_server_stopped(published_repo, t
     monkeypatch.setenv(hub.CACHE_ENV, str(tmp_path / "ours"))
     try:
         online = resolve_model(REPO, precision="int4")
+        # another program fetches a file of the repo by its branch name: huggingface_hub records the ref in its cache
+        from huggingface_hub import hf_hub_download
+
+        hf_hub_download(REPO, sorted(needed_int4(published_repo))[0], revision="main", endpoint=own.url,
+                        cache_dir=str(tmp_path / "hf" / "hub"))
     finally:
         own.stop()
 
@@ -331,6 +374,13 @@ def test_offline_with_warm_cache_works_with_the_server_stopped(published_repo, t
     rebuilt = resolve_model(REPO, precision="int4", offline=True)
     assert rebuilt.path == online.path and rebuilt.repaired
     verify_files(rebuilt.path, load_manifest(rebuilt.path))
+
+    # our whole cache gone, refs and listings too: the commit from the Hugging Face cache's ref of main (read by
+    # huggingface_hub's scan_cache_dir), the files from its snapshot
+    shutil.rmtree(tmp_path / "ours")
+    alone = resolve_model(REPO, precision="int4", offline=True)
+    assert alone.commit == online.commit and alone.repaired
+    verify_files(alone.path, load_manifest(alone.path))
 
     # online but the Hub unreachable: the cached copy, with a notice
     events = []

@@ -233,7 +233,7 @@ def test_manifest_must_list_every_loaded_file_inside_the_folder(own_folder):
     with pytest.raises(ModelFolderError, match="lists no files"):
         load_manifest(own_folder)
     for bad in ("../outside.txt", "/etc/hostname", "a/../../b", "C:\\x"):
-        _edit_manifest(own_folder, lambda d: d.update(files={bad: {"size": 1, "sha256": "0" * 64}}))
+        _edit_manifest(own_folder, lambda d, bad=bad: d.update(files={bad: {"size": 1, "sha256": "0" * 64}}))
         with pytest.raises(ModelFolderError, match="not a path inside the model folder"):
             load_manifest(own_folder)
 

@@ -71,6 +71,9 @@ def test_one_long_request_leaves_no_memory_plateau(tiny_fp32_folder):
     from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.studio.service import EngineService
 
+    from omnivoice_demo.runtime.memory import bound_heap
+
+    bound_heap()  # as our own processes do (the app, the command line); the queue does not, it is library code
     engine = OmniVoiceEngine(tiny_fp32_folder, verify="none", limits=Limits.local(), calibrate=False, backbone="int4")
     service = EngineService(max_running=1, max_waiting=1)
 
@@ -85,3 +88,62 @@ def test_one_long_request_leaves_no_memory_plateau(tiny_fp32_folder):
     request(" ".join(f"This is sentence number {n} of one long request that fills the prompt." for n in range(60)))
     after = request("Hello there.")
     assert after - before < 40, f"RSS {before:.0f} MB -> {after:.0f} MB after one long request"
+
+
+SPY = """
+import ctypes, sys
+asked = []
+original = ctypes.CDLL.__getitem__
+def spy(self, name):
+    asked.append(name)
+    return original(self, name)
+ctypes.CDLL.__getitem__ = spy
+"""
+
+
+def run_spied(code: str) -> list[str]:
+    """The C library functions looked up while ``code`` runs in a fresh interpreter (``ctypes.CDLL`` spied)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SPY + code + "\nprint(json.dumps(asked))"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_package_or_using_its_queue_leaves_the_allocator_alone():
+    """``mallopt`` retunes the whole process's allocator: a host program that imports us keeps its own settings.
+    Every module of the package is imported and the queue (which returns free pages, ``malloc_trim``) is used."""
+    asked = run_spied("""
+import json, importlib, pkgutil, omnivoice_demo
+for module in pkgutil.walk_packages(omnivoice_demo.__path__, "omnivoice_demo."):
+    try:
+        importlib.import_module(module.name)
+    except ImportError:  # an extra that is not installed
+        pass
+from omnivoice_demo.studio.service import EngineService
+service = EngineService(max_running=1, max_waiting=1)
+job = service.submit(lambda: iter([1, 2]))
+assert job.wait(30) and job.state == "finished", job.state
+import time
+deadline = time.monotonic() + 30   # the worker gives the freed pages back once the job has ended
+while "malloc_trim" not in asked and time.monotonic() < deadline:
+    time.sleep(0.05)
+""")
+    assert "mallopt" not in asked
+    assert "malloc_trim" in asked   # the queue did run: freed pages given back, no setting changed
+
+
+def test_our_own_command_line_bounds_the_heap(tmp_path):
+    """The command line is our own process: it sets the mmap threshold (``bound_heap``) before it runs a command."""
+    asked = run_spied(f"""
+import json
+from omnivoice_demo.cli.main import main
+code = main(["synth", "--model", {str(tmp_path / "no-such-folder")!r}, "--text", "Hi.", "--output",
+             {str(tmp_path / "out.wav")!r}, "--offline"])
+assert code == 2, code
+""")
+    assert "mallopt" in asked

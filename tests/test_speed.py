@@ -152,7 +152,7 @@ def test_without_a_voice_the_first_chunk_is_the_voice_of_the_later_ones(engine, 
     result = engine.generate(PARAGRAPH, sentence_streaming=True, chunk_duration=4.0, num_step=4, seed=2)
     assert len(result.chunks) >= 3
     assert seen[0][1] is None and seen[0][2] is None
-    for text, ref_text, ref_codes in seen[1:]:
+    for _text, ref_text, ref_codes in seen[1:]:
         assert ref_text == result.chunks[0]
         np.testing.assert_array_equal(ref_codes, result.codes[0])
 

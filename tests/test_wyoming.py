@@ -20,7 +20,7 @@ from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
 from wyoming.info import Describe, Info
-from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped,
+from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,
                          SynthesizeVoice)
 
 from omnivoice_demo.text.voice_design import resolve_instruct

@@ -23,7 +23,7 @@ import pathlib
 from typing import Optional
 
 from ..errors import ModelFolderError, ModelNotAvailable
-from ..hub.cache import RepoCache
+from ..hub.cache import RepoCache, hf_cached_revision
 from ..storage.cache import default_cache_dir
 from ..hub.download import HubRepo, HubSettings, check_against_listing
 from ..hub.progress import ProgressCallback, Reporter
@@ -57,15 +57,18 @@ def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: H
             raise ModelNotAvailable(never % f"the Hub at {settings.endpoint} cannot be reached") from exc
         raise
     marker = store.folder(commit, f"checked-{precision}.json")
-    snapshot = settings.hf_cache / f"models--{repo_id.replace('/', '--')}" / "snapshots" / commit
     if hub.offline:  # what was checked when it was downloaded, by size now
         if not marker.is_file():
             raise ModelNotAvailable(never % "the Hub cannot be used now")
+        cached = hf_cached_revision(settings.hf_cache, repo_id, commit)
+        snapshot = pathlib.Path(cached.snapshot_path) if cached is not None else None
         for rel, size in json.loads(marker.read_text(encoding="utf-8")).items():
-            path = snapshot / rel
-            if not path.is_file() or path.stat().st_size != size:
+            path = snapshot / rel if snapshot is not None else None
+            if path is None or not path.is_file() or path.stat().st_size != size:
                 raise ModelNotAvailable(f"The cached speech recogniser {repo_id} is incomplete ({rel}): "
                                         + _how_to_get(repo_id, precision))
+        if snapshot is None:
+            raise ModelNotAvailable(never % "the Hub cannot be used now")
         check_folder(snapshot, precision, checksums=False)
         verified = "size"
     else:

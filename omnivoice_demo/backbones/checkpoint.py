@@ -13,10 +13,11 @@ onto the backbone graph's initializers as the converter (onnxruntime-genai's bui
 
 ``fp32_graph`` turns the folder's graph (int4 or fp32) into the fp32 graph of those weights: the
 graph an fp32 folder made from the same checkpoint has, so the 8-bit rebuilds of ``precision.py``
-made from it equal, byte for byte, those made from such a folder.  The weight products' weights are
-read from the file one at a time when asked for (``safetensors`` memory-maps it); the header is
-checked here first (bounded size, every tensor's offsets inside the file, no two overlapping), and
-every tensor the graph needs is checked for presence, dtype and shape before anything is built.
+made from it equal, byte for byte, those made from such a folder.  The file is read by ``safetensors``:
+its header, checked by it (bounded size, tensors covering the data exactly, none overlapping) before
+anything is built; the weight products' weights one tensor at a time when asked for; the embedding
+tables a few rows at a time (``get_slice``).  Every tensor the graph needs is checked for presence,
+dtype and shape before anything is built.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import dataclasses
 import json
 import pathlib
 import re
-import struct
 from typing import Callable
 
 import numpy as np
@@ -34,12 +34,8 @@ from ..errors import ModelFolderError
 
 WEIGHTS_FILE = "model.safetensors"
 
-#: the largest header accepted (safetensors' own limit)
+#: the largest header safetensors accepts (its own limit, checked by it before the header is read)
 MAX_HEADER_BYTES = 100 << 20
-
-#: bytes per element of the safetensors dtypes
-DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-               "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
 
 #: the dtypes the backbone's tensors may have (read as fp32, as the converter reads them)
 FLOAT_DTYPES = ("F32", "F16")
@@ -56,55 +52,65 @@ _NORMS = {"input_layernorm.weight": "input_layernorm.weight",
           "attn.q_norm.layernorm.weight": "self_attn.q_norm.weight",
           "attn.k_norm.layernorm.weight": "self_attn.k_norm.weight"}
 
+#: the serde words of a header entry of the wrong form (any other JSON error: the header is not JSON)
+_MALFORMED = ("invalid value", "invalid type", "invalid length", "unknown variant", "missing field", "unknown field")
+
 
 def bad_weights(path: pathlib.Path, problem: str) -> ModelFolderError:
     return ModelFolderError(f"The backbone weights {path} cannot be used: {problem}. Give the original OmniVoice "
                             "checkpoint (k2-fsa/OmniVoice's model.safetensors), or download it again.")
 
 
-def read_header(path: pathlib.Path) -> dict[str, dict]:
-    """The tensors of the safetensors file at ``path`` (name -> dtype, shape, data_offsets), checked:
-    a header of at most ``MAX_HEADER_BYTES``, known dtypes, sizes that match shapes, offsets inside the
-    file, no two tensors sharing bytes.  Raises ``ModelFolderError`` naming the tensor at fault."""
+def refusal(message: str) -> str:
+    """safetensors' refusal of a file (``SafetensorError``'s message) in our words: what is wrong with the
+    file, naming the tensor where safetensors names it."""
+    reason = message.removeprefix("Error while deserializing header: ")
+    if reason.startswith("header too small"):
+        return "the file is shorter than a safetensors header"
+    if reason.startswith("header too large"):
+        return f"its header claims more than the {MAX_HEADER_BYTES >> 20} MB accepted"
+    if reason.startswith("invalid header length"):
+        return "its header claims more bytes than the file has (the file may be truncated)"
+    if reason.startswith(("invalid JSON", "invalid UTF-8")):
+        detail = reason.partition(": ")[2] or reason
+        if detail.startswith(_MALFORMED):
+            return f"its header has a malformed entry ({detail})"
+        return f"its header is not JSON ({detail})"
+    if reason.startswith("incomplete metadata"):
+        return "its tensors do not cover the file exactly (the file may be truncated)"
+    named = re.search(r"tensor `([^`]*)`", reason)
+    if reason.startswith("invalid offset") and named:
+        return (f"tensor {named.group(1)!r} lies outside the file or overlaps another tensor (the file may be "
+                "truncated)")
+    if reason.startswith("invalid shape, data type, or offset"):
+        return "a tensor's bytes do not match its shape and dtype"
+    return f"safetensors cannot read it ({reason})"
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorInfo:
+    """One tensor of a checkpoint as its header describes it: safetensors' dtype name and the shape."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def read_header(path: pathlib.Path) -> dict[str, TensorInfo]:
+    """The tensors of the safetensors file at ``path`` (name -> dtype, shape), without reading their data.
+
+    safetensors reads and checks the header (at most ``MAX_HEADER_BYTES``, JSON, known dtypes, byte counts
+    that match the shapes, tensors that cover the data exactly and do not overlap) before it gives anything;
+    its refusal raises ``ModelFolderError`` in our words (``refusal``)."""
+    from safetensors import SafetensorError, safe_open
+
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
-            prefix = handle.read(8)
-            if len(prefix) < 8:
-                raise bad_weights(path, "the file is shorter than a safetensors header")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_HEADER_BYTES or 8 + length > size:
-                raise bad_weights(path, f"its header claims {length} bytes (the file has {size}; at most "
-                                        f"{MAX_HEADER_BYTES} are accepted)")
-            header = json.loads(handle.read(length))
+        with safe_open(str(path), framework="numpy") as handle:
+            return {name: TensorInfo(view.get_dtype(), tuple(view.get_shape()))
+                    for name in handle.keys() for view in (handle.get_slice(name),)}
+    except SafetensorError as exc:
+        raise bad_weights(path, refusal(str(exc))) from exc
     except OSError as exc:
         raise bad_weights(path, f"it cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise bad_weights(path, "its header is not JSON") from exc
-    if not isinstance(header, dict):
-        raise bad_weights(path, "its header is not a table of tensors")
-    header.pop("__metadata__", None)
-    data = size - 8 - length
-    spans = []
-    for name, entry in header.items():
-        if not (isinstance(entry, dict) and entry.get("dtype") in DTYPE_BYTES and isinstance(entry.get("shape"), list)
-                and all(isinstance(d, int) and d >= 0 for d in entry["shape"])
-                and isinstance(entry.get("data_offsets"), list) and len(entry["data_offsets"]) == 2
-                and all(isinstance(o, int) for o in entry["data_offsets"])):
-            raise bad_weights(path, f"tensor {name!r} has a malformed header entry")
-        begin, end = entry["data_offsets"]
-        if not 0 <= begin <= end <= data:
-            raise bad_weights(path, f"tensor {name!r} lies outside the file (bytes {begin}-{end} of {data}; "
-                                    "the file may be truncated)")
-        if end - begin != int(np.prod(entry["shape"], dtype=object)) * DTYPE_BYTES[entry["dtype"]]:
-            raise bad_weights(path, f"tensor {name!r} has {end - begin} bytes for shape {entry['shape']} "
-                                    f"of {entry['dtype']}")
-        spans.append((begin, end, name))
-    spans.sort()
-    for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
-        if begin < end:
-            raise bad_weights(path, f"tensors {first!r} and {second!r} overlap")
-    return header
 
 
 @dataclasses.dataclass
@@ -118,8 +124,6 @@ class CheckpointWeights:
 
     def __post_init__(self):
         self.header = read_header(self.path)
-        with open(self.path, "rb") as handle:
-            self.data_start = 8 + struct.unpack("<Q", handle.read(8))[0]
 
     def tensor(self, name: str) -> np.ndarray:
         """The checkpoint tensor ``name`` as fp32, copied out of the memory-mapped file.  The map is opened
@@ -130,26 +134,43 @@ class CheckpointWeights:
         with safe_open(str(self.path), framework="numpy") as handle:
             return handle.get_tensor(name).astype(np.float32, copy=False)
 
-    def mapped(self, name: str) -> np.ndarray:
-        """The checkpoint tensor ``name`` as fp32 without reading it: a copy-on-write map of its bytes in the
-        file (F32 at an aligned place; another is read and converted, ``tensor``), so only what a computation
-        touches comes into memory: a few rows gathered from a 600 MB embedding table."""
-        entry = self.header[name]
-        if entry["dtype"] != "F32" or not all(entry["shape"]):
-            return self.tensor(name)
-        mapped = np.memmap(self.path, dtype="<f4", mode="c", offset=self.data_start + entry["data_offsets"][0],
-                           shape=tuple(entry["shape"]))
-        return mapped if mapped.flags.aligned else self.tensor(name)
+    def rows(self, name: str, indices: np.ndarray) -> np.ndarray:
+        """Rows ``indices`` (sorted, distinct, each in the table) of the table ``name`` as fp32, read lazily
+        (``safe_open().get_slice()``: one read per run of consecutive rows), so only what a lookup needs comes
+        into memory: a few rows of a 600 MB embedding table.  The map is closed after, as in ``tensor``."""
+        from safetensors import safe_open
+
+        info = self.header[name]
+        out = np.empty((len(indices), *info.shape[1:]), dtype=np.float32)
+        runs = np.split(np.arange(len(indices)), np.flatnonzero(np.diff(indices) != 1) + 1) if len(indices) else []
+        with safe_open(str(self.path), framework="numpy") as handle:
+            table = handle.get_slice(name)
+            for run in runs:
+                first = int(indices[run[0]])
+                out[run[0]:run[-1] + 1] = table[first:first + len(run)]
+        return out
+
+    def lookup(self, name: str, index: np.ndarray) -> np.ndarray:
+        """``Gather(table, index)`` along the first axis for the table ``name``: each row that ``index`` names
+        read once (``rows``), the same values, bit for bit, as a Gather of the whole table.  A negative index
+        counts from the end, as in ONNX; one outside the table is refused, as ONNX Runtime refuses it."""
+        count = self.header[name].shape[0]
+        index = np.asarray(index, dtype=np.int64)
+        index = np.where(index < 0, index + count, index)
+        if index.size and (index.min() < 0 or index.max() >= count):
+            raise ValueError(f"an index of the lookup in {name!r} is outside its {count} rows")
+        wanted, where = np.unique(index, return_inverse=True)
+        return self.rows(name, wanted)[where.reshape(index.shape)]
 
     def check(self, name: str, shape: tuple) -> None:
         """Raise unless the checkpoint has ``name`` in a float dtype and ``shape`` (None: any number there)."""
-        entry = self.header.get(name)
-        if entry is None:
+        info = self.header.get(name)
+        if info is None:
             raise bad_weights(self.path, f"tensor {name!r} is missing (not an OmniVoice checkpoint?)")
-        if entry["dtype"] not in FLOAT_DTYPES:
-            raise bad_weights(self.path, f"tensor {name!r} is {entry['dtype']}, not {' or '.join(FLOAT_DTYPES)}")
-        if len(entry["shape"]) != len(shape) or any(want not in (None, got) for want, got in zip(shape, entry["shape"])):
-            raise bad_weights(self.path, f"tensor {name!r} has shape {entry['shape']}, the backbone graph needs "
+        if info.dtype not in FLOAT_DTYPES:
+            raise bad_weights(self.path, f"tensor {name!r} is {info.dtype}, not {' or '.join(FLOAT_DTYPES)}")
+        if len(info.shape) != len(shape) or any(want not in (None, got) for want, got in zip(shape, info.shape)):
+            raise bad_weights(self.path, f"tensor {name!r} has shape {list(info.shape)}, the backbone graph needs "
                                          f"{list(shape)} (a checkpoint of another architecture?)")
 
     def product_source(self, layer: int, role: str, k: int, n: int) -> Callable[[], np.ndarray]:
@@ -158,7 +179,7 @@ class CheckpointWeights:
         names = [f"llm.layers.{layer}.{part}" for part in _PRODUCTS[role]]
         for name in names:
             self.check(name, (None if len(names) > 1 else n, k))
-        total = sum(self.header[name]["shape"][0] for name in names)
+        total = sum(self.header[name].shape[0] for name in names)
         if total != n:
             raise bad_weights(self.path, f"tensors {', '.join(names)} have {total} rows, the backbone graph "
                                          f"needs {n} (a checkpoint of another architecture?)")
@@ -247,11 +268,14 @@ def inline(init, folder: pathlib.Path):
 
 def checkpoint_embedder(folder: pathlib.Path, weights: CheckpointWeights, providers, options) -> Callable:
     """``embed(input_ids, audio_mask)`` of the folder's embedding graph on the checkpoint's fp32 tables: each
-    table (``GatherBlockQuantized`` in an int4 folder, ``Gather`` in an fp32 one) read from ``weights``
-    (``model.llm.embed_tokens.weight`` from ``llm.embed_tokens.weight``, ...), so the calibration forward of
-    the 8-bit choices sees what an fp32 folder's embeddings give.  The tables are mapped, not read
-    (``CheckpointWeights.mapped``), and fed as inputs of the graph, which ONNX Runtime reads in place
-    (initializers it copies whole): a calibration forward brings a few rows of the 600 MB into memory."""
+    table lookup (``GatherBlockQuantized`` in an int4 folder, ``Gather`` in an fp32 one) reads its rows from
+    ``weights`` (``model.llm.embed_tokens.weight`` from ``llm.embed_tokens.weight``, ...), so the calibration
+    forward of the 8-bit choices sees what an fp32 folder's embeddings give.
+
+    The graph runs in two parts around the lookups: the first computes each lookup's indices, the rows they
+    name are read lazily (``CheckpointWeights.lookup``: the same values as a Gather of the whole table), and
+    the second computes the rest from them.  A calibration forward brings a few rows of the 600 MB into
+    memory, never a table (ONNX Runtime copies an initializer whole)."""
     import onnx
     import onnxruntime as ort
 
@@ -260,32 +284,70 @@ def checkpoint_embedder(folder: pathlib.Path, weights: CheckpointWeights, provid
     path = folder / BACKBONE_GRAPHS["audio_embeddings"]
     model = onnx.load(str(path), load_external_data=False)
     graph = model.graph
-    tables, dropped, nodes = {}, set(), []
+    lookups, kept = {}, []   # a lookup's output -> (the checkpoint's table, the lookup's indices)
     for node in graph.node:
         table = node.input[0].removesuffix("_Q4") if node.op_type in ("Gather", "GatherBlockQuantized") else ""
         name = table.removeprefix("model.")
         if not table or name not in weights.header:
-            nodes.append(node)
+            kept.append(node)
             continue
         weights.check(name, (None, None))
-        tables[table] = weights.mapped(name)
-        dropped.update(node.input[0:1] + node.input[2:3])
         axis = next((a.i for a in node.attribute if a.name in ("gather_axis", "axis")), 0)
-        nodes.append(onnx.helper.make_node("Gather", [table, node.input[1]], list(node.output), name=node.name,
-                                           axis=axis))
-    if not tables:
+        if axis != 0:
+            raise ModelFolderError(f"The embedding graph {path} looks up {table!r} along axis {axis}, not its rows "
+                                   "(not an OmniVoice folder?).")
+        lookups[node.output[0]] = (name, node.input[1])
+    if not lookups:
         raise bad_weights(weights.path, f"none of the embedding tables of {path.name} is in it (not an OmniVoice "
                                         "checkpoint?)")
-    del graph.node[:]
-    graph.node.extend(nodes)
-    kept = [inline(init, folder) for init in graph.initializer if init.name not in dropped]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    graph.input.extend(onnx.helper.make_tensor_value_info(table, onnx.TensorProto.FLOAT, list(value.shape))
-                       for table, value in tables.items())
-    session = ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
-    return lambda ids, mask: session.run(None, {"input_ids": ids.astype(np.int64, copy=False),
-                                                "audio_mask": mask.astype(np.bool_, copy=False), **tables})[0]
+    inputs = {value.name for value in graph.input}
+    indices = sorted({index for _, index in lookups.values()} - inputs)
+    outputs = [value.name for value in graph.output]
+    # the indices' element type where the graph states it, else int64 (input_ids' type; ONNX Runtime refuses a
+    # graph whose declared type is wrong, so a mistake here cannot pass silently); not shape inference, which
+    # costs the build 8 MB of peak memory
+    kinds = {value.name: value.type.tensor_type.elem_type for value in graph.value_info}
+
+    def part(wanted: list[str], given: set[str]):
+        """A session of the nodes that compute ``wanted`` from the graph's inputs and ``given``."""
+        nodes = upstream(kept, wanted, given)
+        used = {name for node in nodes for name in node.input}
+        sub = onnx.helper.make_graph(
+            nodes, graph.name, [value for value in graph.input if value.name in used]
+            + [onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None) for name in sorted(given & used)],
+            [next((value for value in graph.output if value.name == name), None)
+             or onnx.helper.make_tensor_value_info(name, kinds.get(name) or onnx.TensorProto.INT64, None)
+             for name in wanted],
+            [inline(init, folder) for init in graph.initializer if init.name in used])
+        sub_model = onnx.helper.make_model(sub, opset_imports=model.opset_import, ir_version=model.ir_version)
+        session = ort.InferenceSession(sub_model.SerializeToString(), sess_options=options, providers=list(providers))
+        return session, {value.name for value in session.get_inputs()}
+
+    indexer, indexer_inputs = part(indices, set()) if indices else (None, set())
+    assembler, assembler_inputs = part(outputs, set(lookups))
+
+    def embed(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feeds = {"input_ids": ids.astype(np.int64, copy=False), "audio_mask": mask.astype(np.bool_, copy=False)}
+        known = dict(feeds)
+        if indexer is not None:
+            known.update(zip(indices, indexer.run(indices, {k: v for k, v in feeds.items() if k in indexer_inputs})))
+        known.update({output: weights.lookup(name, known[index]) for output, (name, index) in lookups.items()})
+        return assembler.run(outputs, {k: v for k, v in known.items() if k in assembler_inputs})[0]
+
+    return embed
+
+
+def upstream(nodes: list, wanted: list[str], given: set[str]) -> list:
+    """The nodes of ``nodes`` (in their order) that computing ``wanted`` needs, ``given`` tensors being known."""
+    making = {output: node for node in nodes for output in node.output}
+    needed, todo = set(), [name for name in wanted if name not in given]
+    while todo:
+        node = making.get(todo.pop())
+        if node is None or id(node) in needed:
+            continue
+        needed.add(id(node))
+        todo.extend(name for name in node.input if name and name not in given)
+    return [node for node in nodes if id(node) in needed]
 
 
 def placeholder(name: str, k: int, n: int):
@@ -301,15 +363,14 @@ def placeholder(name: str, k: int, n: int):
 def weights_digest(path: pathlib.Path, cache_dir: pathlib.Path | None = None) -> str:
     """The sha256 of the weights file at ``path``, what our cache keys its builds on.
 
-    A file in the Hugging Face cache is named by it (``blobs/<sha256>``); another is hashed once and
-    remembered in our cache by path, size, inode and modification time (``weights-digests.json``)."""
+    Hashed once and remembered in our cache by path, size, inode and modification time
+    (``weights-digests.json``); a file from the Hub comes with the Hub's sha256 instead
+    (``hub.weights.backbone_weights``), so the Hugging Face cache's file names are never read for it."""
     from ..storage.atomic import atomic_write_json
     from ..storage.cache import default_cache_dir
     from ..storage.manifest import sha256_of
 
     real = path.resolve()
-    if real.parent.name == "blobs" and re.fullmatch(r"[0-9a-f]{64}", real.name):
-        return real.name
     stat = real.stat()
     key = f"{real}|{stat.st_size}|{stat.st_ino}|{stat.st_mtime_ns}"
     memo = pathlib.Path(cache_dir or default_cache_dir()) / "weights-digests.json"

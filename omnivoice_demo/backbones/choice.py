@@ -338,10 +338,8 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
     (external data in one file, tensors of 1 KB and more), byte for byte."""
     import onnx
 
-    from ..runtime.memory import bound_heap
     from ..storage.manifest import sha256_of
 
-    bound_heap()  # each layer's buffers go back to the system when freed, not kept by malloc for the next
     started = time.perf_counter()
     onnx_model, source, embeds = None, None, None
     if weights is not None:

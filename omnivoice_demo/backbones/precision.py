@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import re
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -70,7 +70,7 @@ CALIBRATION_TEXT, CALIBRATION_AUDIO = 24, 104
 class WeightProduct:
     """One weight product of the graph: ``y = x @ W (+ bias)`` with ``W`` ``[K, N]`` a constant."""
 
-    node: object                       # the onnx NodeProto
+    node: Any                          # the onnx NodeProto (onnx is imported when needed)
     k: int
     n: int
     weight: Callable[[], np.ndarray]   # the fp32 ``[K, N]`` weight

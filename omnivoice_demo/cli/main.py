@@ -395,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     args = build_parser().parse_args(argv)
+    from ..runtime.memory import bound_heap
+
+    bound_heap()  # our own process: its large buffers go back to the system when freed (runtime/memory.py)
     try:
         return args.run(args)
     except OmniVoiceError as exc:

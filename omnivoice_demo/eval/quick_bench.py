@@ -108,7 +108,7 @@ def benchmark_events(engines: dict, text: str, num_step: int = 32, repeats: int 
     for label, engine in engines.items():
         lock = (locks or {}).get(label)
 
-        def generate(**kwargs):
+        def generate(engine=engine, lock=lock, **kwargs):  # this iteration's engine and lock, bound
             result = None
             stream = engine.stream(text, **kwargs, **generate_kwargs)
             try:

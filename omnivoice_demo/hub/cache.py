@@ -11,7 +11,8 @@ Our cache is $OMNIVOICE_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/omnivoice-onnx
     locks/, tmp/                                      working files
 
 Downloads go to the Hugging Face cache (HF_HUB_CACHE / HF_HOME), which we read and
-never change; ready folders are assembled in ours.
+never change, always through huggingface_hub (``scan_cache_dir``, ``try_to_load_from_cache``,
+``get_cached_repo_tree``): its layout is its own; ready folders are assembled in ours.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 def hf_cache_dir() -> pathlib.Path:
     """The Hugging Face hub cache as the environment says now (HF_HUB_CACHE, HF_HOME, XDG).
 
-    Read at call time and passed to huggingface_hub as ``cache_dir`` (its own constants are
-    read once, when it is imported)."""
+    Hand-written because huggingface_hub computes it only once, when it is imported
+    (``huggingface_hub.constants.HF_HUB_CACHE``), and has no function that reads the environment
+    again; ours is read at call time (a test, a server's settings may set it later) and passed to
+    every huggingface_hub call as ``cache_dir``.  tests/test_hub.py compares it with the constant
+    of a fresh interpreter under each variable."""
     env = os.environ
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if env.get(name):
@@ -44,7 +48,24 @@ def hf_cache_dir() -> pathlib.Path:
 
 
 def repo_key(repo_id: str) -> str:
+    """A repo id as one folder name of our cache (``owner--name``)."""
     return repo_id.replace("/", "--")
+
+
+def hf_cached_revision(hf_cache: pathlib.Path, repo_id: str, revision: str):
+    """The Hugging Face cache's snapshot of the model repo ``repo_id`` at ``revision`` (a commit, or a
+    ref such as ``main``), as huggingface_hub's ``scan_cache_dir`` reads it (``CachedRevisionInfo``:
+    ``commit_hash``, ``snapshot_path``, ``refs``); None when the cache has none."""
+    from huggingface_hub import CacheNotFound, scan_cache_dir
+
+    try:
+        info = scan_cache_dir(hf_cache)
+    except (CacheNotFound, OSError, ValueError):  # no cache there, or not a folder
+        return None
+    for repo in info.repos:
+        if repo.repo_id == repo_id and repo.repo_type == "model":
+            return next((rev for rev in repo.revisions if revision == rev.commit_hash or revision in rev.refs), None)
+    return None
 
 
 def safe_name(text: str) -> str:
@@ -125,14 +146,14 @@ class RepoCache:
         """The commit ``revision`` last resolved to: ours, else the Hugging Face cache's ref (read only)."""
         if is_commit(revision):
             return revision
-        for ref in (self._ref(revision), self.hf_cache / f"models--{repo_key(self.repo_id)}" / "refs" / revision):
-            try:
-                commit = ref.read_text(encoding="utf-8").strip()
-            except OSError:
-                continue
-            if commit:
-                return commit
-        return None
+        try:
+            commit = self._ref(revision).read_text(encoding="utf-8").strip()
+        except OSError:
+            commit = ""
+        if commit:
+            return commit
+        cached = hf_cached_revision(self.hf_cache, self.repo_id, revision)
+        return cached.commit_hash if cached is not None else None
 
     def cached_listing(self, commit: str) -> dict[str, RepoFile] | None:
         """The listing saved for ``commit``, else what the Hugging Face cache holds of it (sizes only)."""

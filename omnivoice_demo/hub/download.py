@@ -22,7 +22,7 @@ import re
 
 from ..errors import ModelNotAvailable
 from ..storage.manifest import sha256_of
-from .cache import RepoCache, RepoFile, hf_cache_dir, repo_key
+from .cache import RepoCache, RepoFile, hf_cache_dir
 from .progress import DownloadProgress, Reporter, format_bytes
 
 
@@ -190,11 +190,12 @@ class HubRepo:
                  force: bool = False) -> pathlib.Path:
         """Fetch ``paths`` of ``commit`` into the Hugging Face cache (only what is not there yet,
         unless ``force``); return the snapshot folder."""
+        from huggingface_hub import try_to_load_from_cache
         from huggingface_hub.errors import LocalEntryNotFoundError
 
         hf_cache = self.settings.hf_cache
-        snapshot = hf_cache / f"models--{repo_key(self.repo_id)}" / "snapshots" / commit
-        missing = [p for p in paths if force or not (snapshot / p).is_file()]
+        missing = [p for p in paths if force or not isinstance(
+            try_to_load_from_cache(self.repo_id, p, cache_dir=hf_cache, revision=commit), str)]
         progress = DownloadProgress(self.reporter, f"downloading {label}", len(paths),
                                     sum(listing[p].size for p in missing if p in listing))
         if missing:

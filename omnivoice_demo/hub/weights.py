@@ -29,7 +29,7 @@ def backbone_weights(source, offline: bool | None = None, progress: ProgressCall
                      cache_dir=None) -> CheckpointWeights:
     """The weights named by ``source``: a folder holding ``model.safetensors``, that file, or a Hub
     repo id[@revision] (``k2-fsa/OmniVoice``).  The file's header is checked here
-    (``checkpoint.read_header``); its tensors when the backbone is built."""
+    (``checkpoint.read_header``, by safetensors); its tensors when the backbone is built."""
     from ..storage.cache import default_cache_dir
 
     if isinstance(source, CheckpointWeights):

@@ -9,6 +9,13 @@ blocks live in a thread arena it trims only in part (+65 MB left there), so ``bo
 fixes glibc's mmap threshold at 1 MiB (its dynamic threshold climbs to 32 MiB after the first large
 free): every buffer of a MiB or more is then its own mapping, returned when it is freed.
 Elsewhere (macOS, musl) both do nothing.
+
+``bound_heap`` is called only where the process is ours: the entry points of the app
+(``omnivoice_demo.app.main``), the command line (``omnivoice``: serve, wyoming, synth, batch, ...)
+and the converter (``python -m convert``).  ``mallopt`` sets the allocator of the whole process,
+which a host program that imports the package owns, so no library code (the engine, the queue, the
+backbone builds) and no import calls it (tests/test_memory.py checks both).  ``release_free_memory``
+changes no setting (it returns pages that are free already), so the queue calls it when it is idle.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ def _glibc(name: str):
 
 @functools.lru_cache(maxsize=1)
 def bound_heap() -> bool:
-    """Large buffers as their own mappings (once per process); False where the C library has no ``mallopt``."""
+    """Large buffers as their own mappings (once per process); False where the C library has no ``mallopt``.
+    For our own processes' entry points only (see the module's docstring)."""
     mallopt = _glibc("mallopt")
     if mallopt is None:
         return False

@@ -37,7 +37,7 @@ import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
 
 from ..errors import Busy
-from ..runtime.memory import bound_heap, release_free_memory
+from ..runtime.memory import release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +236,6 @@ class EngineService:
         self._running: list[Job] = []
         self._workers: list[threading.Thread] = []
         self._durations: collections.deque[float] = collections.deque(maxlen=20)
-        bound_heap()  # a long job's large buffers go back to the system when freed (issue 21 item 10)
 
     # --- submitting ---------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
         for word in words.split("|"):
             table[word] = _Entry(kind, tuple(items), tuple(implied))
 
-    for category, items in INSTRUCT_CATEGORIES.items():   # the items themselves, both languages
+    for items in INSTRUCT_CATEGORIES.values():   # the items themselves, both languages
         for item in items:
             english = INSTRUCT_ZH_TO_EN.get(item, item)
             add(zh if re.search(r"[\u4e00-\u9fff]", item) else en, item, items=(english,))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Optional
+from typing import Any, Optional
 from xml.etree.ElementTree import ParseError, TreeBuilder
 
 from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
@@ -115,7 +115,7 @@ class _Builder:
 
     def __init__(self, limits: Limits):
         self.tree, self.limits = TreeBuilder(), limits
-        self.expat = None
+        self.expat: Any = None
         self.positions: dict = {}
         self.depth = 0
 

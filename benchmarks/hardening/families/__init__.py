@@ -1,0 +1,41 @@
+"""The probe's families, one module each: ``FAMILY`` (its number), ``WHAT`` (one line), ``SHARED`` (True: it runs
+on the shared server, ``run(probe, server)``; False: it starts its own servers or processes, ``run(probe)``).
+
+A new family is a module here with those four names, listed in ``SHARED_ORDER`` or ``OWN_ORDER``."""
+
+from __future__ import annotations
+
+from . import (
+               api_key_scope,
+               batch_runs,
+               busy_launch,
+               cancel_benchmark,
+               disk,
+               echoes,
+               kill_during_writes,
+               large_body,
+               long_transcripts,
+               malformed_inputs,
+               memory,
+               other_visitors,
+               outputs_folder,
+               rebuilt_backbone,
+               truncated_model,
+               unreadable_voices,
+               voice_names,
+               wyoming,
+)
+
+#: the shared server's families, in an order that keeps them apart (the memory and cancel families last)
+SHARED_ORDER = [malformed_inputs, large_body, disk, other_visitors, voice_names, outputs_folder, echoes,
+                long_transcripts, memory, cancel_benchmark]
+#: the families with servers or processes of their own, after the shared server has stopped
+OWN_ORDER = [kill_during_writes, truncated_model, batch_runs, rebuilt_backbone, unreadable_voices, wyoming,
+             api_key_scope, busy_launch]
+
+MODULES = {module.FAMILY: module for module in sorted(SHARED_ORDER + OWN_ORDER, key=lambda module: module.FAMILY)}
+#: family number -> what it probes
+FAMILIES = {number: module.WHAT for number, module in MODULES.items()}
+
+assert all(module.SHARED for module in SHARED_ORDER) and not any(module.SHARED for module in OWN_ORDER)
+assert len(MODULES) == len(SHARED_ORDER) + len(OWN_ORDER), "two families share a number"
