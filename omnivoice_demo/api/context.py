@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Annotated, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 from fastapi import Depends, Request
 
 from ..studio.service import EngineService
+
+if TYPE_CHECKING:
+    from ..studio.models import ModelManager
+    from ..studio.voices import VoiceLibrary
+    from ..text.lexicon import Lexicon
 
 API_KEY_ENV = "OMNIVOICE_API_KEY"
 #: voices created through the API live here when the library is per session (shared mode)
@@ -26,14 +31,14 @@ SCOPE_KEY = "omnivoice.api_context"
 class ApiContext:
     """What the routes work on: the app's models, saved voices and engine queue."""
 
-    models: object                        # studio.ModelManager
-    voices: object                        # studio.VoiceLibrary
+    models: ModelManager
+    voices: VoiceLibrary
     service: EngineService
     api_key: Optional[str] = None         # Bearer key for /v1 (None: open)
     shared: bool = False                  # a shared server: creating voices needs an API key
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
-    lexicon: Optional[object] = None      # text.lexicon.Lexicon of --lexicon: under each request's pronunciations
+    lexicon: Optional[Lexicon] = None     # of --lexicon: under each request's pronunciations
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None

@@ -17,6 +17,7 @@ added to ``RESOURCES``.  Errors are OpenAI's (``api.openai_errors``).
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.routing import APIRoute
 
 from ..bodies import MAX_JSON_BYTES  # noqa: F401 - the caps, where the routes are
 from ..context import API_KEY_ENV, API_VOICE_SESSION, ApiContext, api_key_from  # noqa: F401
@@ -33,6 +34,7 @@ def build_router(context: ApiContext) -> APIRouter:
     router = APIRouter(route_class=OpenAIRoute.serving(context))
     for resource in RESOURCES:
         for route in resource.routes:
+            assert isinstance(route, APIRoute)   # a resource's router holds API routes only
             router.add_api_route(route.path, route.endpoint, methods=route.methods, name=route.name,
                                  tags=route.tags, dependencies=route.dependencies, status_code=route.status_code,
                                  openapi_extra=route.openapi_extra)
