@@ -20,7 +20,9 @@ The request's fields (OpenAI's, then ours):
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
   check, ...);
-  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
+  ``normalize_text`` is ``"auto"`` by default here: numbers are read as words where the text's language (given,
+  or else detected) is English or Chinese (engine/normalize_choice.py); the ``X-OmniVoice-Normalized`` header
+  says the language they were read in, or ``off``;
   ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``;
   ``script: true``: ``input`` is a dialogue script (``Name: text`` lines, ``studio.script``), each name a
   voice, or mapped to one by ``speakers`` (``{"Anna": "alloy", "Ben": "my voice"}``); the whole file's
@@ -45,10 +47,10 @@ import json
 import urllib.parse
 from typing import AsyncIterator, Optional
 
-from ..engine.config import GenerationConfig
+from ..engine.config import NORMALIZE_AUTO, GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..engine.lexicon import Lexicon, from_mapping
-from ..engine.normalize import typed_default
+from ..engine.normalize_choice import normalized_header
 from ..engine.presets import under_preset
 from ..studio.descriptions import Description
 from ..studio.script import check_speakers, plan_script
@@ -79,7 +81,6 @@ class SpeechRequest:
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
     pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
-    normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
     script: bool = False                       # our extension: input is a dialogue script (studio/script.py)
     speakers: Optional[dict] = None            # the script's names -> voices
 
@@ -105,7 +106,7 @@ def parse(body) -> SpeechRequest:
     response_format = encoding.check_format(body.get("response_format") or default_format)
     stream_format = _stream_format(body)
     settings = {name: body[name] for name in GenerationConfig.names() if name in body}
-    settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
+    settings.setdefault("normalize_text", NORMALIZE_AUTO)   # people type "$4.99" here: by the text's language
     speed_note = None
     if body.get("speed") is not None:
         settings["speed"], speed_note = _openai_speed(body["speed"])
@@ -132,7 +133,7 @@ def parse(body) -> SpeechRequest:
                          stream_format=stream_format, language=_text_field(body, "language"),
                          instructions=_text_field(body, "instructions"), settings=settings, speed_note=speed_note,
                          strict=strict, pronunciations=from_mapping(body.get("pronunciations")),
-                         normalize_by_default="normalize_text" not in body, script=script,
+                         script=script,
                          speakers=check_speakers(body.get("speakers")) if script else None)
 
 
@@ -165,11 +166,8 @@ def _openai_speed(value) -> tuple[float, Optional[str]]:
 
 
 def config_for(request: SpeechRequest, engine=None) -> GenerationConfig:
-    """The request's settings; with the ``engine``, ``normalize_text`` not given is on within its bound."""
-    config = GenerationConfig.from_mapping(request.settings)
-    if engine is not None and request.normalize_by_default and config.normalize_text:
-        config = config.replace(normalize_text=typed_default(request.text, engine.limits))
-    return config
+    """The request's settings (``normalize_text`` not given: ``"auto"``, decided by the engine per text)."""
+    return GenerationConfig.from_mapping(request.settings)
 
 
 def instruct_for(engine, request: SpeechRequest, voice, design: Optional[str]):
@@ -187,7 +185,8 @@ def description_headers(plan, description: Description) -> dict:
     ``X-OmniVoice-SSML-Notes`` when SSML was read otherwise than written; latin-1 safe: characters outside
     printable ASCII (Chinese items) and ``%`` are percent-encoded as UTF-8 (``urllib.parse.unquote`` reads
     them back)."""
-    headers = {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
+    headers = {"X-OmniVoice-Normalized": normalized_header(plan),
+               "X-OmniVoice-Instruct": header_text(plan.instruct or ""),
                "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
                "X-OmniVoice-Style": header_text(description.style or "")}
     if getattr(plan, "notes", None):   # SSML read otherwise than written

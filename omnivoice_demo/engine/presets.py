@@ -82,6 +82,25 @@ def under_preset(name: str, given: Mapping[str, Any]) -> dict:
     return values
 
 
+#: the shortest cloned reference whose keys and values ``prompt_refresh`` keeps between whole forwards: below it
+#: (and for every voice design, whose prompt is only the instruct and the text) each forward runs whole, at every
+#: preset.  Measured on the full-size model (benchmarks/refresh_threshold.py, BENCHMARKS.md "Prompt reuse: where
+#: it pays"): from about this length a step on the kept prompt costs at most half a whole one, and a design's
+#: kept prompt moved the most tokens (docs/speed.md)
+MIN_KEPT_REFERENCE_SECONDS = 3.0
+
+
+def prompt_refresh_for(config, reference_frames: int | None) -> int:
+    """The ``prompt_refresh`` a generation runs with: the config's for a cloned reference of at least
+    ``MIN_KEPT_REFERENCE_SECONDS`` (``reference_frames``: the voice's frames, None for a design), else 1 (every
+    forward whole, the reference's loop).  The loop and its time estimate both ask here."""
+    from ..constants import FRAME_RATE
+
+    if reference_frames is None or reference_frames < MIN_KEPT_REFERENCE_SECONDS * FRAME_RATE:
+        return 1
+    return config.prompt_refresh
+
+
 def matching_preset(config) -> str | None:
     """The name of the preset whose values ``config`` has, or None (the advanced controls changed them)."""
     for name, values in PRESETS.items():
