@@ -219,8 +219,9 @@ def test_the_warm_up_measures_the_split_forward_and_the_estimate_counts_it(engin
     estimator = engine.estimator
     assert estimator.split_share != 1.0  # measured at load
     text = "Fewer whole forwards cost less."
-    plan = engine.prepare(text, num_step=8, seed=1, prompt_refresh=4)
-    exact = engine.estimate(engine.prepare(text, num_step=8, seed=1))
+    voice = reference_voice(engine)
+    plan = engine.prepare(text, num_step=8, seed=1, prompt_refresh=4, voice=voice)
+    exact = engine.estimate(engine.prepare(text, num_step=8, seed=1, voice=voice))
     kept = engine.estimate(plan)
     chunk = plan_work(plan, engine.tokenizer, 8).chunks[0]
     splits = chunk.whole.count(False)

@@ -113,8 +113,9 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     c["normalize_text"] = normalize_widget(prefix)
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
                            info="Sets the steps, guidance and prompt refresh under Advanced (change them there to "
-                                "override). Balanced and Fast reuse the prompt (and a cloned voice's reference) "
-                                "between refreshes (every 8th step, Fast every 4th): an approximation; Reference is exact. The "
+                                "override). Balanced and Fast keep a cloned voice's prompt and reference (4 s or "
+                                "longer) between refreshes (every 8th step, Fast every 4th): an approximation; a design runs "
+                                "whole; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
                            elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
