@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
 
-    from omnivoice_demo.engine import normalize, text_language
+    from omnivoice_demo.text import normalize, text_language
 
     tick = time.perf_counter()
     normalize.normalize_text("It costs $1.", "en")

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     from omnivoice_demo.constants import FRAME_RATE
     from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.engine.onnx_model import PromptPast
-    from omnivoice_demo.engine.voice import Voice
+    from omnivoice_demo.storage.voice_file import Voice
 
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
     model = engine.model

@@ -12,8 +12,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from omnivoice.utils.text import normalize_text as reference_normalize
 
-from omnivoice_demo.engine import normalize
-from omnivoice_demo.engine.config import GenerationConfig, add_config_arguments, config_from_arguments
+from omnivoice_demo.text import normalize
+from omnivoice_demo.settings.generation import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
 from tests.test_engine import GREEDY, assert_same_model_output, run_engine, run_reference
 from tests.support.studios import folder_studio
@@ -141,7 +141,7 @@ def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
     with a notice the front ends show (not a silent switch)."""
     import dataclasses
 
-    from omnivoice_demo.engine import normalize
+    from omnivoice_demo.text import normalize
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     calls = []
@@ -166,6 +166,6 @@ def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
 
 
 def _no_description():
-    from omnivoice_demo.studio.descriptions import read_description
+    from omnivoice_demo.text.descriptions import read_description
 
     return read_description(None)

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from omnivoice_demo.engine import normalize
-from omnivoice_demo.engine.config import GenerationConfig
-from omnivoice_demo.engine.normalize_choice import choose_normalization
-from omnivoice_demo.engine.text_language import detect_language
+from omnivoice_demo.text import normalize
+from omnivoice_demo.settings.generation import GenerationConfig
+from omnivoice_demo.text.normalize_choice import choose_normalization
+from omnivoice_demo.text.text_language import detect_language
 from tests.support.studios import folder_studio
 
 #: language -> a text with numbers in it, no language given anywhere
@@ -86,7 +86,7 @@ def test_a_mixed_english_german_text_is_never_read_with_english_words_by_default
 
 
 def test_the_decision_names_the_limit_and_the_missing_library():
-    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.settings.limits import Limits
 
     limits = Limits(max_normalize_chars=10)
     over = choose_normalization(ENGLISH, None, "auto", limits)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork, plan_work
 from omnivoice_demo.engine.onnx_model import PromptPast
 from omnivoice_demo.errors import InvalidInput
@@ -81,7 +81,7 @@ def test_every_backbone_choice_keeps_the_prompt(tiny_int4_folder, mode, toleranc
 def reference_voice(engine, seconds: float = 4.0, seed: int = 0):
     """A cloned voice of ``seconds`` (random codes: the forwards' count and kind depend on the length only)."""
     from omnivoice_demo.constants import FRAME_RATE
-    from omnivoice_demo.engine.voice import Voice
+    from omnivoice_demo.storage.voice_file import Voice
 
     codes = np.random.default_rng(seed).integers(0, engine.mask_id, size=(engine.num_codebooks,
                                                                          round(seconds * FRAME_RATE)))
@@ -145,7 +145,7 @@ def test_a_design_and_a_short_reference_run_every_forward_whole_at_every_preset(
     """Prompt reuse only where it pays (``presets.prompt_refresh_for``): a voice design's prompt is the
     instruct and the text alone, and a reference under ``MIN_KEPT_REFERENCE_SECONDS`` is short; every
     forward of both runs whole at Fast and Balanced, as the loop records, and the estimate counts the same."""
-    from omnivoice_demo.engine.presets import MIN_KEPT_REFERENCE_SECONDS, preset_values
+    from omnivoice_demo.settings.presets import MIN_KEPT_REFERENCE_SECONDS, preset_values
 
     text = "A designed voice runs whole."
     short = reference_voice(engine, seconds=MIN_KEPT_REFERENCE_SECONDS - 0.5)
@@ -259,7 +259,7 @@ def test_a_presets_refresh_is_kept_within_the_steps_given_and_a_given_one_is_che
     import argparse
 
     from omnivoice_demo.api import speech
-    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+    from omnivoice_demo.settings.generation import add_config_arguments, config_from_arguments
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)

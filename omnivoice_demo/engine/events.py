@@ -12,10 +12,10 @@ from typing import Optional
 
 import numpy as np
 
-from .config import GenerationConfig
-from .normalize_choice import NormalizeChoice, normalization_settings
+from ..settings.generation import GenerationConfig
+from ..text.normalize_choice import NormalizeChoice, normalization_settings
 from .guard import ChunkCheck
-from .voice import Voice
+from ..storage.voice_file import Voice
 
 
 @dataclasses.dataclass

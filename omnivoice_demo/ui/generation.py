@@ -21,12 +21,12 @@ from ..audio.processing import audio_bytes, save_audio
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.events import GenerationPlan
-from ..engine.normalize_choice import normalization_note
+from ..text.normalize_choice import normalization_note
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
 from ..errors import InvalidInput
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from . import pictures
 from .controls import generation_request, styled_request
 from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, shown,

@@ -28,7 +28,7 @@ import dataclasses
 import re
 from typing import Optional, Union
 
-from .config import NORMALIZE_AUTO
+from ..settings.generation import NORMALIZE_AUTO
 from .languages import language_display_name
 from .text_language import detect_language
 
