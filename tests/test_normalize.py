@@ -104,30 +104,30 @@ def test_token_exact_with_normalize_text(engine, reference_model, monkeypatch, c
     assert_same_model_output(ours, ref)
 
 
-# --- the front ends where people type: on by default when installed ---------------------------------
+# --- the front ends where people type: "auto", by the text's language ---------------------------------
 
-def test_openai_route_defaults_on_and_takes_an_explicit_off(monkeypatch, caplog):
+def test_openai_route_defaults_to_auto_and_takes_an_explicit_off(monkeypatch, engine):
     from omnivoice_demo.api import speech
 
-    assert speech.parse({"input": "It costs $5."}).settings["normalize_text"] is True
+    assert speech.parse({"input": "It costs $5."}).settings["normalize_text"] == "auto"
     assert speech.parse({"input": "x", "normalize_text": False}).settings["normalize_text"] is False
     monkeypatch.setattr(normalize, "missing_modules", lambda: ["WeTextProcessing"])
-    monkeypatch.setattr(normalize, "_WARNED", [])
-    with caplog.at_level("WARNING", logger=normalize.__name__):
-        assert speech.parse({"input": "x"}).settings["normalize_text"] is False   # not failed: read as written
-        assert speech.parse({"input": "y"}).settings["normalize_text"] is False
-    said = [r.getMessage() for r in caplog.records if r.name == normalize.__name__]
-    assert len(said) == 1 and "read as written" in said[0] and "[normalize]" in said[0]   # said once
+    plan = speech.plan_for(engine, speech.parse({"input": "It costs $5 every single day."}), None, None)
+    # not failed, not silent: read as written, and the plan says why (with the install line)
+    assert plan.text == "It costs $5 every single day." and plan.normalization.notice
+    assert "read as written" in plan.normalization.reason and "[normalize]" in plan.normalization.reason
 
 
 def test_app_shows_what_will_be_read(studio):
     from omnivoice_demo.ui import generation
     from omnivoice_demo.ui.speed_controls import APP_DEFAULTS
 
-    assert APP_DEFAULTS["normalize_text"] is True
-    info = generation.text_info(studio, "It costs $5 [laughter].", {"normalize_text": True})
+    assert APP_DEFAULTS["normalize_text"] == "auto"
+    info = generation.text_info(studio, "It costs $5 [laughter] every day.", {"normalize_text": "auto"})
     assert "What will be read: It costs five dollars \\[laughter\\]" in info
-    assert "What will be read" not in generation.text_info(studio, "It costs $5.", {"normalize_text": False})
+    assert "Numbers: numbers, dates, money and units read as words in English (detected)" in info
+    off = generation.text_info(studio, "It costs $5.", {"normalize_text": "off"})
+    assert "What will be read" not in off and "Numbers: normalize_text is off" in off
 
 
 @pytest.fixture(scope="module")
@@ -137,14 +137,14 @@ def studio(tiny_fp32_folder, tmp_path_factory):
 
 def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
     """The normaliser's time grows with the text: asked for by name over ``max_normalize_chars`` it is refused
-    naming the limit before any normalising; where it is only the front end's default it is left off instead."""
+    naming the limit before any normalising; where it is only the front end's default ("auto") it is left off
+    with a notice the front ends show (not a silent switch)."""
     import dataclasses
 
     from omnivoice_demo.text import normalize
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     calls = []
-    monkeypatch.setattr(normalize, "unavailable_note", lambda: None)
     monkeypatch.setattr(normalize, "_apply", lambda text, fn, pinyin: calls.append(text) or text)
     limits = dataclasses.replace(engine.limits, max_normalize_chars=20)
     monkeypatch.setattr(engine, "limits", limits)
@@ -152,11 +152,20 @@ def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
     with pytest.raises(ResourceLimitExceeded, match="max_normalize_chars") as caught:
         engine.prepare(text, language="en", config=GenerationConfig(normalize_text=True))
     assert caught.value.param == "max_normalize_chars" and calls == []
-    assert normalize.typed_default(text, limits) is False and normalize.typed_default("It costs 4.", limits) is True
-    assert normalize.typed_default(text) is True   # no server bound given: the libraries alone decide
+    over = engine.prepare(text, language="en", normalize_text="auto").normalization
+    assert over.language is None and over.notice and "max_normalize_chars" in over.reason and calls == []
+    within = engine.prepare("It costs 4 dollars.", language="en", normalize_text="auto").normalization
+    assert within.language == "en" and not within.notice and calls == ["It costs 4 dollars."]
     from omnivoice_demo.api import speech
 
-    request = speech.parse({"input": text})
-    assert request.normalize_by_default and speech.plan_for(engine, request, None, None).config.normalize_text is False
+    plan = speech.plan_for(engine, speech.parse({"input": text, "language": "en"}), None, None)
+    assert plan.normalization.notice and speech.description_headers(plan, _no_description())[
+        "X-OmniVoice-Normalized"] == "off"
     with pytest.raises(ResourceLimitExceeded, match="max_normalize_chars"):
         speech.plan_for(engine, speech.parse({"input": text, "normalize_text": True}), None, None)
+
+
+def _no_description():
+    from omnivoice_demo.text.descriptions import read_description
+
+    return read_description(None)

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork, plan_work
 from omnivoice_demo.engine.onnx_model import PromptPast
 from omnivoice_demo.errors import InvalidInput
@@ -78,6 +77,16 @@ def test_every_backbone_choice_keeps_the_prompt(tiny_int4_folder, mode, toleranc
     assert relative_gap(split, whole) < tolerance
 
 
+def reference_voice(engine, seconds: float = 4.0, seed: int = 0):
+    """A cloned voice of ``seconds`` (random codes: the forwards' count and kind depend on the length only)."""
+    from omnivoice_demo.constants import FRAME_RATE
+    from omnivoice_demo.storage.voice_file import Voice
+
+    codes = np.random.default_rng(seed).integers(0, engine.mask_id, size=(engine.num_codebooks,
+                                                                         round(seconds * FRAME_RATE)))
+    return Voice(codes=codes.astype(np.int64), transcript="A reference clip of a few seconds, spoken slowly.", rms=0.1)
+
+
 def forwards_of(engine, monkeypatch, text, **kwargs):
     """Each conditional/unconditional forward of one run as (positions, kind): kind 'keep', 'past' or 'whole'."""
     calls = []
@@ -95,36 +104,68 @@ def forwards_of(engine, monkeypatch, text, **kwargs):
 
 def test_the_row_runs_whole_every_kth_step_and_its_target_alone_between(engine, monkeypatch):
     text = "The prompt is kept between refreshes."
-    calls, result = forwards_of(engine, monkeypatch, text, num_step=8, seed=4, prompt_refresh=3)
+    voice = reference_voice(engine)
+    calls, result = forwards_of(engine, monkeypatch, text, num_step=8, seed=4, prompt_refresh=3, voice=voice)
     frames = result.frames
     cond = [kind for n, kind in calls if not (kind == "whole" and n == frames)]
     assert cond == ["keep", "past", "past", "keep", "past", "past", "keep", "past"]
     assert all(n == frames for n, kind in calls if kind == "past")
     assert sum(1 for n, kind in calls if kind == "whole" and n == frames) == 8  # the unconditional row unchanged
     # the work model counts the same forwards
-    work = plan_work(engine.prepare(text, num_step=8, seed=4, prompt_refresh=3), engine.tokenizer, 8)
+    work = plan_work(engine.prepare(text, num_step=8, seed=4, prompt_refresh=3, voice=voice), engine.tokenizer, 8)
     assert work.chunks[0].whole == [True, False, False, True, False, False, True, False]
     # with guidance_every: both schedules hold, each on its own
-    calls, _ = forwards_of(engine, monkeypatch, text, num_step=8, seed=4, prompt_refresh=4, guidance_every=2)
+    calls, _ = forwards_of(engine, monkeypatch, text, num_step=8, seed=4, prompt_refresh=4, guidance_every=2,
+                           voice=voice)
     assert [kind for n, kind in calls if kind != "whole"] == ["keep", "past", "past", "past"] * 2
     assert sum(1 for n, kind in calls if kind == "whole") == 4
 
 
-def test_the_first_step_is_the_exact_loops_and_one_is_the_reference(engine):
+def test_the_first_step_is_the_exact_loops_and_one_runs_every_forward_whole(engine, monkeypatch):
+    """Step 1 runs whole at any k; at k=1 the loop's recorded forwards are the reference's: every step's
+    conditional row whole (its full length, nothing kept or given as a past) and the codes those forwards make."""
     text = "Only the steps between refreshes approximate."
-    exact = list(engine.stream(text, num_step=8, seed=6))
-    kept = list(engine.stream(text, num_step=8, seed=6, prompt_refresh=4))
+    voice = reference_voice(engine)
+    exact = list(engine.stream(text, num_step=8, seed=6, voice=voice))
+    kept = list(engine.stream(text, num_step=8, seed=6, prompt_refresh=4, voice=voice))
     np.testing.assert_array_equal(exact[0].codes, kept[0].codes)  # step 1 runs whole
-    once = engine.generate(text, num_step=8, seed=6, prompt_refresh=1)
+    assert not np.array_equal(exact[-1].codes, kept[-1].codes)   # and the kept steps do move it (a live switch)
+    calls, once = forwards_of(engine, monkeypatch, text, num_step=8, seed=6, prompt_refresh=1, voice=voice)
+    frames = once.frames
+    conditional = [(n, kind) for n, kind in calls if n != frames]
+    assert len(conditional) == 8 and {kind for _, kind in calls} == {"whole"}
+    plan = engine.prepare(text, num_step=8, seed=6, voice=voice)
+    row, _ = engine._rows(plan.chunks[0], frames, voice.transcript, voice.codes, plan)
+    assert {n for n, _ in conditional} == {row.shape[-1]}   # instruct, text, reference and target: the whole row
     np.testing.assert_array_equal(once.codes[0], exact[-1].codes[0])
-    assert GenerationConfig().prompt_refresh == 1
+
+
+def test_a_design_and_a_short_reference_run_every_forward_whole_at_every_preset(engine, monkeypatch):
+    """Prompt reuse only where it pays (``presets.prompt_refresh_for``): a voice design's prompt is the
+    instruct and the text alone, and a reference under ``MIN_KEPT_REFERENCE_SECONDS`` is short; every
+    forward of both runs whole at Fast and Balanced, as the loop records, and the estimate counts the same."""
+    from omnivoice_demo.settings.presets import MIN_KEPT_REFERENCE_SECONDS, preset_values
+
+    text = "A designed voice runs whole."
+    short = reference_voice(engine, seconds=MIN_KEPT_REFERENCE_SECONDS - 0.5)
+    long = reference_voice(engine, seconds=MIN_KEPT_REFERENCE_SECONDS)
+    for preset in ("fast", "balanced"):
+        values = preset_values(preset)
+        for voice, whole in ((None, True), (short, True), (long, False)):
+            options = dict(values, seed=3, voice=voice, instruct=None if voice else "female, low pitch")
+            calls, _ = forwards_of(engine, monkeypatch, text, **options)
+            kinds = {kind for _, kind in calls}
+            assert (kinds == {"whole"}) == whole, (preset, voice and voice.frames, kinds)
+            work = plan_work(engine.prepare(text, **options), engine.tokenizer, 8)
+            assert all(work.chunks[0].whole) == whole
 
 
 def test_a_graph_without_a_past_runs_every_step_whole(engine, monkeypatch):
     text = "No past inputs, no kept prompt."
-    exact = engine.generate(text, num_step=8, seed=2)
+    exact = engine.generate(text, num_step=8, seed=2, voice=reference_voice(engine))
     monkeypatch.setattr(type(engine.model), "keeps_prompt", False)
-    calls, result = forwards_of(engine, monkeypatch, text, num_step=8, seed=2, prompt_refresh=4)
+    calls, result = forwards_of(engine, monkeypatch, text, num_step=8, seed=2, prompt_refresh=4,
+                                voice=reference_voice(engine))
     monkeypatch.undo()
     assert {kind for _, kind in calls} == {"whole"}
     np.testing.assert_array_equal(result.codes[0], exact.codes[0])
@@ -135,7 +176,8 @@ def test_each_chunk_keeps_its_own_prompt(engine, monkeypatch):
     from tests.test_speed import PARAGRAPH as text
 
     for options in ({"chunk_threshold": 1.0, "chunk_duration": 1.0}, {"sentence_streaming": True}):
-        calls, result = forwards_of(engine, monkeypatch, text, num_step=4, seed=1, prompt_refresh=4, **options)
+        calls, result = forwards_of(engine, monkeypatch, text, num_step=4, seed=1, prompt_refresh=4,
+                                    voice=reference_voice(engine), **options)
         chunks = len(result.chunks)
         assert chunks > 1, options
         assert [kind for _, kind in calls].count("keep") == chunks
@@ -176,8 +218,9 @@ def test_the_warm_up_measures_the_split_forward_and_the_estimate_counts_it(engin
     estimator = engine.estimator
     assert estimator.split_share != 1.0  # measured at load
     text = "Fewer whole forwards cost less."
-    plan = engine.prepare(text, num_step=8, seed=1, prompt_refresh=4)
-    exact = engine.estimate(engine.prepare(text, num_step=8, seed=1))
+    voice = reference_voice(engine)
+    plan = engine.prepare(text, num_step=8, seed=1, prompt_refresh=4, voice=voice)
+    exact = engine.estimate(engine.prepare(text, num_step=8, seed=1, voice=voice))
     kept = engine.estimate(plan)
     chunk = plan_work(plan, engine.tokenizer, 8).chunks[0]
     splits = chunk.whole.count(False)
@@ -189,17 +232,21 @@ def test_the_warm_up_measures_the_split_forward_and_the_estimate_counts_it(engin
     assert kept.stages["embeddings"] < exact.stages["embeddings"]
 
 
-FULL_SIZE = [pathlib.Path(os.environ.get("OMNIVOICE_FULL_MODEL", "/work/models/full-int4")),
-             pathlib.Path("/work/models/full-fp32")]
+#: the full-size model folders these tests run on: ``OMNIVOICE_FULL_MODELS``, paths separated by the platform's
+#: path separator (``:``), e.g. ``OMNIVOICE_FULL_MODELS=/models/full-int4:/models/full-fp32`` (built as
+#: docs/building-models.md says); unset, the tests are skipped, saying so
+FULL_SIZE = [pathlib.Path(path) for path in os.environ.get("OMNIVOICE_FULL_MODELS", "").split(os.pathsep) if path]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("folder", FULL_SIZE, ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", FULL_SIZE or [None], ids=lambda p: p.name if p else "unset")
 def test_a_full_size_split_forward_is_exact(folder):
     """One full-size forward (a 10 s reference's prompt, 250 + 30 positions, and 125 target frames) on the
     folder's own backbone: the target on the same forward's kept prompt is its target to fp32 rounding."""
+    if folder is None:
+        pytest.skip("no full-size folder given: set OMNIVOICE_FULL_MODELS to the folders, separated by ':'")
     if not (folder / "llm_decoder.onnx").is_file():
-        pytest.skip(f"no full-size folder at {folder} (set OMNIVOICE_FULL_MODEL)")
+        pytest.fail(f"OMNIVOICE_FULL_MODELS names {folder}, which is no model folder (no llm_decoder.onnx)")
     model = OmniVoiceEngine(folder, threads=2, verify="none", calibrate=False, backbone="int4").model
     split, whole, _ = split_and_whole(model, length=405, prefix=280)
     assert relative_gap(split, whole) < 1e-4

@@ -343,10 +343,13 @@ def test_guidance_every_runs_the_unconditional_forward_every_kth_step(engine, mo
     assert sum(work.chunks[0].uncond) == uncond2
 
 
-def test_guidance_every_one_is_the_reference_loop(engine):
-    a = engine.generate("Same codes either way.", seed=9)
-    b = engine.generate("Same codes either way.", seed=9, guidance_every=1)
-    np.testing.assert_array_equal(a.codes[0], b.codes[0])
+def test_guidance_every_one_runs_the_unconditional_forward_on_every_step(engine, monkeypatch):
+    """At k=1 the loop's recorded forwards are the reference's: both rows on every step, and every step's guidance
+    from its own unconditional forward (no step reuses the logits of the one before)."""
+    cond, uncond, seen, _ = count_forwards(engine, monkeypatch, "Fresh guidance on each step.", num_step=8, seed=9,
+                                           guidance_every=1)
+    assert cond == uncond == 8 and len(seen) == 8 and all(s is not None for s in seen)
+    assert not any(np.array_equal(seen[step], seen[step - 1]) for step in range(1, 8))
 
 
 # --- presets -----------------------------------------------------------------------------

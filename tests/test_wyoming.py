@@ -453,3 +453,18 @@ def test_numbers_are_read_as_words_by_default(server, engine, monkeypatch):
     (plan,) = record["plans"]
     assert plan.config.normalize_text and plan.text == normalize_text("It costs $4.99 today.", "en")
     assert "four" in plan.text and "$" not in plan.text
+
+
+def test_numbers_in_other_languages_are_never_read_with_english_words(server, engine, monkeypatch):
+    """German, French, Spanish and Russian with no language given, and a mixed English/German text: read as
+    written under Wyoming's default (``auto``), the model given no language, the log saying why."""
+    from tests.test_normalize_language import ENGLISH_WORDS, FOREIGN, MIXED, english_words_in
+
+    record = recording_run(engine, monkeypatch)
+    texts = [*FOREIGN.values(), MIXED]
+    for text in texts:
+        talk(server.port, [synthesize(text, "alloy", seed=SEED)])
+    assert [plan.text for plan in record["plans"]] == texts
+    for plan in record["plans"]:
+        assert plan.normalization.language is None and plan.language is None
+        assert not english_words_in(plan.text) and ENGLISH_WORDS

@@ -32,9 +32,8 @@ from typing import Annotated, Any, ClassVar, Optional
 from pydantic import (BaseModel, ConfigDict, Field, SkipValidation, ValidationError, ValidationInfo, WithJsonSchema,
                       create_model, field_validator, model_validator)
 
-from ..settings.generation import GenerationConfig
+from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
 from ..text.lexicon import Lexicon, from_mapping
-from ..text.normalize import typed_default
 from ..settings.presets import ALIASES, PRESETS, preset_values, under_preset
 from ..errors import InvalidInput, excerpt
 from ..text.script import check_speakers
@@ -63,7 +62,6 @@ class SpeechRequest:
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
     pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (text/lexicon.py)
-    normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
     script: bool = False                       # our extension: input is a dialogue script (text/script.py)
     speakers: Optional[dict] = None            # the script's names -> voices
 
@@ -274,7 +272,7 @@ class _SpeechFields(RequestBody):
         ``num_step``, under its ``preset``), OpenAI's speed clamped to the model's."""
         given = self.model_fields_set
         settings = {name: getattr(self, name) for name in GenerationConfig.names() if name in given and name != "speed"}
-        settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
+        settings.setdefault("normalize_text", NORMALIZE_AUTO)   # people type "$4.99" here: by the text's language
         speed_note = None
         if self.speed is not None:
             settings["speed"], speed_note = _openai_speed(self.speed)
@@ -285,7 +283,7 @@ class _SpeechFields(RequestBody):
         return SpeechRequest(text=self.input, model=self.model, voice=self.voice, response_format=self.response_format,
                              stream_format=self.stream_format, language=self.language, instructions=self.instructions,
                              settings=settings, speed_note=speed_note, strict=self.strict,
-                             pronunciations=self.pronunciations, normalize_by_default="normalize_text" not in given,
+                             pronunciations=self.pronunciations,
                              script=self.script, speakers=self.speakers if self.script else None)
 
 

@@ -20,7 +20,9 @@ The request's fields (OpenAI's, then ours):
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
   check, ...);
-  ``normalize_text`` is on by default here when its extra is installed (text/normalize.py);
+  ``normalize_text`` is ``"auto"`` by default here: numbers are read as words where the text's language (given,
+  or else detected) is English or Chinese (text/normalize_choice.py); the ``X-OmniVoice-Normalized`` header
+  says the language they were read in, or ``off``;
   ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``;
   ``script: true``: ``input`` is a dialogue script (``Name: text`` lines, ``text.script``), each name a
   voice, or mapped to one by ``speakers`` (``{"Anna": "alloy", "Ben": "my voice"}``); the whole file's
@@ -47,7 +49,7 @@ from typing import AsyncIterator, Optional
 
 from ..settings.generation import GenerationConfig
 from ..errors import ResourceLimitExceeded
-from ..text.normalize import typed_default
+from ..text.normalize_choice import normalized_header
 from ..text.descriptions import Description
 from ..text.script import plan_script
 from ..studio.variants import read_voice_description
@@ -66,11 +68,8 @@ def parse(body) -> SpeechRequest:
 
 
 def config_for(request: SpeechRequest, engine=None) -> GenerationConfig:
-    """The request's settings; with the ``engine``, ``normalize_text`` not given is on within its bound."""
-    config = GenerationConfig.from_mapping(request.settings)
-    if engine is not None and request.normalize_by_default and config.normalize_text:
-        config = config.replace(normalize_text=typed_default(request.text, engine.limits))
-    return config
+    """The request's settings (``normalize_text`` not given: ``"auto"``, decided by the engine per text)."""
+    return GenerationConfig.from_mapping(request.settings)
 
 
 def instruct_for(engine, request: SpeechRequest, voice, design: Optional[str]):
@@ -88,7 +87,8 @@ def description_headers(plan, description: Description) -> dict:
     ``X-OmniVoice-SSML-Notes`` when SSML was read otherwise than written; latin-1 safe: characters outside
     printable ASCII (Chinese items) and ``%`` are percent-encoded as UTF-8 (``urllib.parse.unquote`` reads
     them back)."""
-    headers = {"X-OmniVoice-Instruct": header_text(plan.instruct or ""),
+    headers = {"X-OmniVoice-Normalized": normalized_header(plan),
+               "X-OmniVoice-Instruct": header_text(plan.instruct or ""),
                "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
                "X-OmniVoice-Style": header_text(description.style or "")}
     if getattr(plan, "notes", None):   # SSML read otherwise than written

@@ -240,6 +240,7 @@ def report(output: pathlib.Path, stream) -> int:
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
+    print(f"numbers: {result.settings.get('normalized', 'off')} ({result.settings.get('normalized_note', '')})")
     for check in result.checks:  # --guard: how each chunk fared
         print(check.line())
     for turn in result.turns:  # --script: who speaks when

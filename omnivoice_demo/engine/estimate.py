@@ -55,6 +55,7 @@ import numpy as np
 
 from .duration import chunk_reference, chunk_target_frames
 from .onnx_model import PromptPast
+from ..settings.presets import prompt_refresh_for
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from ..text.prompt import build_condition_ids
 
@@ -159,7 +160,8 @@ def plan_work(plan, tokenizer, num_codebooks: int, keeps_prompt: bool = True, se
                                   instruct=plan.instruct, denoise=config.denoise, has_reference=ref_frames > 0)
         schedule = unmask_schedule(count, num_codebooks, config.num_step, config.t_shift)
         uncond = guidance_schedule(schedule, config.guidance_every) if guided else [False] * len(schedule)
-        whole = guidance_schedule(schedule, config.prompt_refresh if keeps_prompt else 1)
+        refresh = prompt_refresh_for(config, voice.frames if voice else None) if keeps_prompt else 1
+        whole = guidance_schedule(schedule, refresh)
         chunks.append(ChunkWork(prefix=len(ids) + ref_frames, frames=count, schedule=schedule, uncond=uncond,
                                 whole=whole))
     if sentence is not None:

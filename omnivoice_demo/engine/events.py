@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from ..settings.generation import GenerationConfig
+from ..text.normalize_choice import NormalizeChoice, normalization_settings
 from .guard import ChunkCheck
 from ..storage.voice_file import Voice
 
@@ -90,6 +91,8 @@ class GenerationPlan:
     instruct: Optional[str]
     voice: Optional[Voice]
     config: GenerationConfig     # validated, seed resolved
+    #: whether and in which language numbers were read as words (normalize_choice.py); None: not decided here
+    normalization: Optional[NormalizeChoice] = None
 
     @property
     def num_steps(self) -> int:
@@ -97,9 +100,10 @@ class GenerationPlan:
 
     @property
     def settings(self) -> dict:
-        """The settings as plain values, with language, instruct and voice (for display and sidecars)."""
+        """The settings as plain values, with language, instruct and voice (for display and sidecars), and
+        ``normalized``: the language the numbers were read in, or ``off``."""
         return dict(self.config.to_dict(), language=self.language, instruct=self.instruct,
-                    voice=self.voice.name if self.voice else None)
+                    voice=self.voice.name if self.voice else None, **normalization_settings(self))
 
 
 class Timer:

@@ -51,8 +51,10 @@ from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Tim
 from ..text.languages import resolve_language
 from ..text.lexicon import as_lexicon
 from ..text.normalize import normalize_text
+from ..text.normalize_choice import choose_normalization
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
+from ..settings.presets import prompt_refresh_for
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .segments import SegmentsPlan, plan_segments, run_segments
@@ -269,9 +271,11 @@ class OmniVoiceEngine:
         if pronunciations:   # before normalisation, which keeps their brackets and pinyin as they are
             text = as_lexicon(pronunciations).apply(text)
             self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
-        if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
-            self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
-            text = normalize_text(text, code)
+        # whether, and in which language, numbers are read as words (the user's language, else the text's own);
+        # the model still gets ``code``, the user's language or none, as the reference
+        normalization = choose_normalization(text, code, config.normalize_text, self.limits)
+        if normalization.language is not None:   # the reference's place: the target text only, before its length
+            text = normalize_text(text, normalization.language)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")
         resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
@@ -299,7 +303,7 @@ class OmniVoiceEngine:
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
         plan = GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
-                              instruct=resolved_instruct, voice=voice, config=config)
+                              instruct=resolved_instruct, voice=voice, config=config, normalization=normalization)
         self._check_chunks(plan)
         if config.guard:  # refused now, with what to download, rather than run unchecked
             require_recognizer(self.recognizer)
@@ -457,7 +461,9 @@ class OmniVoiceEngine:
 
         def take(take_rng, number=1):  # one generation of this chunk: its steps, then its decoded audio
             tokens = np.full((self.num_codebooks, frames), self.mask_id, dtype=np.int64)
-            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, take_rng, config, timer):
+            refresh = prompt_refresh_for(config, voice.frames if voice else None)   # a design runs whole
+            for step, decided in self._unmask(tokens, cond_ids, cond_audio_mask, take_rng, config, timer,
+                                              refresh):
                 yield StepEvent(chunk=index, num_chunks=len(plan.chunks), step=step, num_steps=config.num_step,
                                 codes=tokens.copy(), decided=decided, elapsed=time.perf_counter() - started,
                                 take=number)
@@ -518,8 +524,10 @@ class OmniVoiceEngine:
         return np.ascontiguousarray(ids), audio_mask
 
     def _unmask(self, tokens: np.ndarray, cond_ids: np.ndarray, cond_audio_mask: np.ndarray,
-                rng: np.random.Generator, config: GenerationConfig, timer: Timer) -> Iterator[tuple[int, np.ndarray]]:
-        """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided)."""
+                rng: np.random.Generator, config: GenerationConfig, timer: Timer,
+                prompt_refresh: int = 1) -> Iterator[tuple[int, np.ndarray]]:
+        """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided).
+        ``prompt_refresh``: the conditional row whole on every k-th step only (``presets.prompt_refresh_for``)."""
         frames = tokens.shape[-1]
         length = cond_ids.shape[-1]
         target = slice(length - frames, length)
@@ -531,7 +539,7 @@ class OmniVoiceEngine:
         # prompt_refresh: the conditional row runs whole on these steps and its prompt's keys and values are
         # kept (``PromptPast``); the steps between run its target frames alone on them
         model, estimator = self.model, self.estimator
-        refresh = config.prompt_refresh if model.keeps_prompt else 1  # a graph without past inputs runs whole
+        refresh = prompt_refresh if model.keeps_prompt else 1  # a graph without past inputs runs whole
         runs_whole = guidance_schedule(schedule, refresh)
         prompt = PromptPast(length - frames) if refresh > 1 else None
         last_uncond = None  # the last unconditional logits, reused on steps that skip its forward

@@ -30,6 +30,7 @@ from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput, excerpt
 from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
+from ..text.normalize_choice import normalization_settings
 from ..text.ssml import Document, Segment, parse
 from .streaming import JOIN_SECONDS
 
@@ -92,7 +93,8 @@ class SegmentsPlan:
 
     @property
     def settings(self) -> dict:
-        return dict(self.plans[0].settings, segments=len(self.plans), notes=list(self.notes))
+        return dict(self.plans[0].settings, segments=len(self.plans), notes=list(self.notes),
+                    **normalization_settings(self))
 
 
 def plan_segments(engine, markup: str, *, language: Optional[str] = None, instruct: Optional[str] = None,

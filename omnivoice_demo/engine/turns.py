@@ -26,6 +26,7 @@ from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput
 from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
+from ..text.normalize_choice import normalization_settings
 from ..text.script import Turn  # noqa: F401 - a script's turns are what run_turns takes
 
 
@@ -68,7 +69,7 @@ class TurnsPlan:
     def settings(self) -> dict:
         return dict(self.config.to_dict(), language=self.language,
                     speakers={speaker: (plan.voice.name if plan.voice else plan.instruct)
-                              for speaker, plan in zip(self.speakers, self.plans)})
+                              for speaker, plan in zip(self.speakers, self.plans)}, **normalization_settings(self))
 
 
 def prepare_turns(engine, turns: Sequence[Turn], *, language: Optional[str] = None,

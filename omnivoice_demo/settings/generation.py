@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Union
 
 from ..errors import InvalidInput, excerpt
 
 MAX_SEED = 2**63 - 1
+#: ``normalize_text``'s third value: on where the text's language is one the normaliser serves
+#: (``normalize_choice.py``; the default of the front ends where people type)
+NORMALIZE_AUTO = "auto"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +89,12 @@ class GenerationConfig:
     chunk_threshold: float = _field(30.0, low=1.0, high=600.0, label="Chunking threshold (s)",
                                     reference_name="audio_chunk_threshold",
                                     help="texts estimated longer than this are split into chunks")
-    normalize_text: bool = _field(False, label="Read numbers as words", advanced=False,
-                                  help="numbers, dates, currency and units in words before speaking (the "
-                                       "reference's normalize_text; needs the normalize extra)")
+    normalize_text: Union[bool, str] = _field(
+        False, label="Read numbers as words", advanced=False,
+        help="numbers in words before speaking (the reference's normalize_text; needs the normalize extra): "
+             "true reads numbers, dates, money and units in English and Chinese and bare integers in other "
+             "languages (num2words), in the language given or else detected in the text; 'auto' does so only "
+             "for English and Chinese (text/normalize_choice.py)")
     seed: Optional[int] = _field(None, low=0, high=MAX_SEED, label="Seed", advanced=False,
                                  help="random seed (default: a new one each run, reported with the result)")
     # --- this program's speed options (off / 1 = the reference's behaviour) -------------------
@@ -196,8 +202,11 @@ def _check(name: str, value) -> None:
     kind = _KINDS[name]
     setting = GenerationConfig.setting(name)
     if kind is bool:
+        if name == "normalize_text" and value == NORMALIZE_AUTO:
+            return
         if not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true or false, got {excerpt(value)}.", param=name)
+            choices = "true, false or 'auto'" if name == "normalize_text" else "true or false"
+            raise InvalidInput(f"{name} must be {choices}, got {excerpt(value)}.", param=name)
         return
     if isinstance(value, bool) or not _is_number(value):
         raise InvalidInput(f"{name} must be a number, got {excerpt(value)}.", param=name)
@@ -235,6 +244,8 @@ def _coerce(name: str, value):
     """Plain (JSON/form) value -> the field's type; anything unreadable is left for ``validate`` to name."""
     kind = _KINDS[name]
     if kind is bool:
+        if name == "normalize_text" and isinstance(value, str) and value.strip().lower() == NORMALIZE_AUTO:
+            return NORMALIZE_AUTO
         if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
             return value.strip().lower() in ("true", "1", "yes", "on")
         return value

@@ -1,12 +1,13 @@
 """Speed presets: named sets of ``GenerationConfig`` values.
 
 * ``reference``: the reference's own settings (32 steps, guidance on every step): exact.
-* ``balanced``: 16 steps, which the model's README offers "for faster inference", and the
-  conditional row's prompt (the instruct, the text and a cloned voice's reference) run whole on
-  every 8th step only (steps 1 and 9), its keys and values kept in between (``prompt_refresh=8``).
+* ``balanced``: 16 steps, which the model's README offers "for faster inference", and, for a cloned
+  voice whose reference is at least ``MIN_KEPT_REFERENCE_SECONDS``, the conditional row's prompt (the
+  instruct, the text and the reference) run whole on every 8th step only (steps 1 and 9), its keys and
+  values kept in between (``prompt_refresh=8``); a voice design runs every forward whole.
 * ``fast``: 8 steps with the unconditional (guidance) forward on every second
   step only (``guidance_every=2``), as other OmniVoice front ends ship for CPUs, and
-  ``prompt_refresh=4`` (the row whole on steps 1 and 5).
+  ``prompt_refresh=4`` (the row whole on steps 1 and 5; again only for a clone of such a reference).
 
 The MLX port of OmniVoice refreshes the kept prompt every few steps, with CER, speaker similarity
 and UTMOS unchanged on the real weights.  Each preset's ``k`` is the smallest that meets its speed
@@ -40,10 +41,10 @@ PRESETS = MappingProxyType({
 #: what a person reads beside each preset
 DESCRIPTIONS = MappingProxyType({
     "reference": "Reference: 32 steps, guidance every step (the model's defaults; exact)",
-    "balanced": "Balanced: 16 steps (the model's README: 'or 16 for faster inference'), the prompt and a cloned "
-                "voice's reference run whole every 8th step (prompt_refresh=8)",
-    "fast": "Fast: 8 steps, guidance every 2nd step, the prompt and reference whole every 4th step (about 5x faster; "
-            "quality not published)",
+    "balanced": "Balanced: 16 steps (the model's README: 'or 16 for faster inference'); a cloned voice's prompt "
+                "and reference (4 s or longer) run whole every 8th step (prompt_refresh=8), a design every step",
+    "fast": "Fast: 8 steps, guidance every 2nd step, a cloned voice's prompt and reference (4 s or longer) whole "
+            "every 4th step (about 5x faster; quality not published)",
 })
 
 DEFAULT_PRESET = "reference"
@@ -80,6 +81,25 @@ def under_preset(name: str, given: Mapping[str, Any]) -> dict:
         with contextlib.suppress(TypeError, ValueError):  # a num_step that is no number: its own check names it
             values["prompt_refresh"] = max(1, min(int(values["prompt_refresh"]), int(values["num_step"])))
     return values
+
+
+#: the shortest cloned reference whose keys and values ``prompt_refresh`` keeps between whole forwards: below it
+#: (and for every voice design, whose prompt is only the instruct and the text) each forward runs whole, at every
+#: preset.  Measured on the full-size model (benchmarks/refresh_threshold.py, BENCHMARKS.md "Prompt reuse: where
+#: it pays"): from this length a step on the kept prompt costs at most half a whole one (a design's: 0.88 of
+#: it), and a design's kept prompt moved its tokens about twice as far as a 10 s clone's (docs/speed.md)
+MIN_KEPT_REFERENCE_SECONDS = 4.0
+
+
+def prompt_refresh_for(config, reference_frames: int | None) -> int:
+    """The ``prompt_refresh`` a generation runs with: the config's for a cloned reference of at least
+    ``MIN_KEPT_REFERENCE_SECONDS`` (``reference_frames``: the voice's frames, None for a design), else 1 (every
+    forward whole, the reference's loop).  The loop and its time estimate both ask here."""
+    from ..constants import FRAME_RATE
+
+    if reference_frames is None or reference_frames < MIN_KEPT_REFERENCE_SECONDS * FRAME_RATE:
+        return 1
+    return config.prompt_refresh
 
 
 def matching_preset(config) -> str | None:

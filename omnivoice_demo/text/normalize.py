@@ -6,8 +6,12 @@ applies to the target text, before the duration is estimated), with the same lib
 * English and Chinese: WeTextProcessing's ``tn.english`` / ``tn.chinese`` ``Normalizer``
   (Chinese with the reference's conservative flags: interjections, erhua, traditional
   characters, punctuation and full-width forms are kept);
-* every other language: ``num2words`` on each run of digits (left as it is where num2words
-  does not know the language or the number).
+* every other language: ``num2words`` on each run of digits, bare integers only (left as it is
+  where num2words does not know the language or the number): "1.000" is two numbers, "3,5" is
+  "drei,fünf", dates, money and units are read as written.  Only num2words is needed for these.
+
+Whether it runs, and in which language, is decided by ``normalize_choice.choose_normalization``
+(the typing front ends leave it to the language: on for English and Chinese only).
 
 The model's own inline controls are held out and put back verbatim: any ``[...]`` span
 (non-verbal tags such as ``[laughter]`` and CMU overrides such as ``[B EY1 S]``) and, for
@@ -61,8 +65,16 @@ def unavailable_note() -> Optional[str]:
             f"not installed ({INSTALL_HINT}).")
 
 
-def _require() -> None:
+def missing_for(code: str) -> list[str]:
+    """pip names of what normalising in language ``code`` needs and is not importable: English and Chinese need
+    WeTextProcessing (and pynini), every other language only num2words."""
     missing = missing_modules()
+    return missing if code in ("en", "zh") else [pip for pip in missing if pip == MODULES["num2words"]]
+
+
+def require(code: str) -> None:
+    """Raise a ``NormalizerMissing`` naming what to install when normalising in ``code`` cannot run."""
+    missing = missing_for(code)
     if missing:
         raise NormalizerMissing(f"normalize_text needs {', '.join(missing)}, which this installation lacks: "
                                 f"{INSTALL_HINT}; or turn normalize_text off.", param="normalize_text")
@@ -70,7 +82,7 @@ def _require() -> None:
 
 @functools.lru_cache(maxsize=None)
 def _normalizer(code: str) -> Callable[[str], str]:
-    _require()
+    require(code)
     if code == "zh":
         from tn.chinese.normalizer import Normalizer
 
@@ -146,7 +158,7 @@ def normalize_text(text: str, language: Optional[str] = None) -> str:
         return text
     code = _language_code(language, text)
     if code not in ("zh", "en"):
-        _require()
+        require(code)
         return _apply(text, functools.partial(_num2words, code=code), pinyin=False)
     with _LOCK:   # one normaliser per language, shared by every thread: built once, used by one at a time
         return _apply(text, _normalizer(code), pinyin=code == "zh")
@@ -162,20 +174,3 @@ def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:
     if last < len(text):
         out.append(_normalize_segment(fn, text[last:]))
     return "".join(out)
-
-
-_WARNED = []
-
-
-def typed_default(text: Optional[str] = None, limits=None) -> bool:
-    """``normalize_text``'s default where people type (the app, Wyoming, the OpenAI route): on when the libraries
-    are installed; otherwise off, and the log says once per process that numbers are read as written and how to
-    install them (a request is not failed for it).  Given ``text`` and the server's ``limits``, off for a text
-    over ``max_normalize_chars`` (the normaliser's time grows with the text; asked for by name, such a text is
-    refused naming the limit)."""
-    note = unavailable_note()
-    if note and not _WARNED:
-        _WARNED.append(note)
-        logger.warning(note)
-    within = text is None or limits is None or len(text) <= limits.max_normalize_chars
-    return note is None and within

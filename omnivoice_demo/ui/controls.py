@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import gradio as gr
 import numpy as np
 
-from ..settings.generation import GenerationConfig
+from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
 from ..settings.limits import Limits
 from ..text.languages import language_choices
 from ..text.lexicon import Lexicon, as_lexicon
@@ -79,6 +79,21 @@ def setting_widget(name: str, prefix: str):
                      info=setting.help, elem_id=elem_id)
 
 
+#: the choices of "Read numbers as words" (normalize_choice.py): by the text's language, always, never
+NORMALIZE_CHOICES = [("English and Chinese texts", NORMALIZE_AUTO), ("Always", "on"), ("Never", "off")]
+
+
+def normalize_widget(prefix: str):
+    """"Read numbers as words": by the language (the default), always, never; the missing extra said in its help."""
+    note = unavailable_note()
+    info = ("English and Chinese texts (the language chosen, or else detected in the text): numbers, dates, money "
+            "and units in words; other languages are read as written. Always: other languages' bare integers in "
+            "words too (num2words). What was done is under the text box.")
+    return gr.Radio(NORMALIZE_CHOICES, value=APP_DEFAULTS["normalize_text"],
+                    label=GenerationConfig.setting("normalize_text").label,
+                    info=info if note is None else f"{info} {note}", elem_id=_element_id(prefix, "normalize_text"))
+
+
 def generation_controls(prefix: str, with_voice: bool) -> dict:
     """Language, (saved voice), voice design, speed, duration, Advanced, seed: name -> component."""
     c: dict = {}
@@ -96,14 +111,12 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
         duration = GenerationConfig.setting("duration")
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
                                   info=duration.help, elem_id=f"{prefix}-duration")
-    note = unavailable_note()   # the extra is missing: say how to turn it on instead of offering it
-    c["normalize_text"] = setting_widget("normalize_text", prefix) if note is None else gr.Checkbox(
-        value=False, interactive=False, label=GenerationConfig.setting("normalize_text").label, info=note,
-        elem_id=_element_id(prefix, "normalize_text"))
+    c["normalize_text"] = normalize_widget(prefix)
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
                            info="Sets the steps, guidance and prompt refresh under Advanced (change them there to "
-                                "override). Balanced and Fast reuse the prompt (and a cloned voice's reference) "
-                                "between refreshes (every 8th step, Fast every 4th): an approximation; Reference is exact. The "
+                                "override). Balanced and Fast keep a cloned voice's prompt and reference (4 s or "
+                                "longer) between refreshes (every 8th step, Fast every 4th): an approximation; a design runs "
+                                "whole; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
                            elem_id=f"{prefix}-preset")
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):

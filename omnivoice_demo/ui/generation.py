@@ -21,6 +21,7 @@ from ..audio.processing import audio_bytes, save_audio
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.events import GenerationPlan
+from ..text.normalize_choice import normalization_note
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
@@ -63,7 +64,8 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     if voice is not None and estimate is not None:
         presets += reference_cost(loaded.engine, text, voice, plan, estimate, arguments)
     read = f"  \nWhat will be read: {shown(plan.text, PREVIEW_CHARS)}" if plan.text != text else ""
-    return " · ".join(parts) + read + (f"  \n{presets}" if presets else "")
+    numbers = f"  \nNumbers: {html.escape(normalization_note(plan))}"   # whether, and in which language, as words
+    return " · ".join(parts) + read + numbers + (f"  \n{presets}" if presets else "")
 
 
 #: how much of the normalised text the preview shows

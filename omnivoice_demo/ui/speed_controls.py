@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..settings.generation import GenerationConfig
-from ..text.normalize import typed_default
+from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
 from ..settings.presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
 from ..engine.streaming import clauses, ends_sentence
 
@@ -16,8 +15,8 @@ CUSTOM = "custom"
 
 #: the app's starting values where they differ from GenerationConfig's (the engine, CLI and API keep the
 #: reference's): streaming is on, and only splits texts of more than one sentence; numbers are read as words
-#: when the normalize extra is installed
-APP_DEFAULTS = {"sentence_streaming": True, "normalize_text": typed_default()}
+#: where the text's language (chosen, or else detected) is English or Chinese (text/normalize_choice.py)
+APP_DEFAULTS = {"sentence_streaming": True, "normalize_text": NORMALIZE_AUTO}
 
 #: Ctrl+Enter (Cmd+Enter) in a tab's text box presses its Go button (``<prefix>-text`` -> ``<prefix>-go``)
 SHORTCUT_JS = """

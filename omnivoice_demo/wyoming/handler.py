@@ -46,8 +46,8 @@ from wyoming.ping import Ping
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from ..settings.generation import GenerationConfig
-from ..text.normalize import typed_default
+from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
+from ..text.normalize_choice import normalization_note
 from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
 from ..studio.stream_audio import chunk_output, pcm16
@@ -316,12 +316,14 @@ class SpeechHandler(AsyncEventHandler):
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
-                                  normalize_text=typed_default(piece.text, engine.limits),
+                                  normalize_text=NORMALIZE_AUTO,   # by the text's language (en, zh)
                                   guard=self.context.guard)
         # a whole text (synthesize) that starts with <speak is SSML; a streamed one is read as it comes
-        return engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
+        plan = engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config, ssml=None if piece.stream is None else False, voices=voices,
                               pronunciations=self.context.lexicon)
+        log.info("Numbers: %s", normalization_note(plan))   # Wyoming has no field for it: the server's log says
+        return plan
 
     async def _send_error(self, exc: BaseException) -> None:
         text = self.context.redact(" ".join(error_text(exc, "the Wyoming server").split()))

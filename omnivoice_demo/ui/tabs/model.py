@@ -73,7 +73,8 @@ def backbone_compute(choice: dict) -> str:
             text += f" (memory grew by {choice['rss_added_mb']:.0f} MB at load)"
     fidelity = choice.get("fidelity")
     if fidelity:
-        text += (f"; against fp32 on the planted-outlier check: hidden-state cosine {fidelity['cosine']:.4f}, "
+        text += (f"; against fp32 on the planted-outlier check (auto's gate: a table measured once on planted "
+                 f"random weights, not on these weights): hidden-state cosine {fidelity['cosine']:.4f}, "
                  f"greedy codes agreement {fidelity['agreement']:.3f}")
     elif "fidelity" in choice:
         text += "; fidelity not measured"
