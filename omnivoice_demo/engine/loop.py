@@ -58,8 +58,8 @@ from .segments import SegmentsPlan, plan_segments, run_segments
 from .ssml import looks_like_ssml
 from .streaming import playback_piece, sentence_chunks
 from .turns import TurnsPlan, prepare_turns, run_turns
-from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
-                   validate_text)
+from .text import (add_punctuation, build_condition_ids, check_control_tokens, check_unicode, collapse_whitespace_runs,
+                   load_text_tokenizer, special_tokens, validate_text)
 from .voice import Voice
 from .voice_design import has_chinese, resolve_instruct
 
@@ -138,6 +138,7 @@ class OmniVoiceEngine:
         self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
         self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
         self.tokenizer = load_text_tokenizer(self.folder)
+        self.control_tokens = special_tokens(self.tokenizer)   # refused in every user text (check_control_tokens)
         codec_dir = self.folder / CODEC_DIR
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
                       if codec_dir.is_dir() else None)
@@ -256,12 +257,14 @@ class OmniVoiceEngine:
         config = (config or GenerationConfig()).replace(**overrides).validate()
         text = validate_text(text)
         self.limits.check("The text", len(text), "max_text_chars", " characters")
+        check_control_tokens(text, "The text", self.control_tokens)
         text = collapse_whitespace_runs(text)  # planned from what is read: runs of whitespace read as one character
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
         if pronunciations:   # before normalisation, which keeps their brackets and pinyin as they are
             text = as_lexicon(pronunciations).apply(text)
             self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
+            check_control_tokens(text, "The text with its pronunciations (a lexicon respelling)", self.control_tokens)
         if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
             self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
             text = normalize_text(text, code)
@@ -342,6 +345,7 @@ class OmniVoiceEngine:
             raise InvalidInput(f"{what} must be text, not {type(text).__name__}.")
         check_unicode(text, what)
         self.limits.check(what, len(text), "max_text_chars", " characters")
+        check_control_tokens(text, what, self.control_tokens)
         self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
     def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):

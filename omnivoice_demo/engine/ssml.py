@@ -41,6 +41,7 @@ from ..constants import SAMPLE_RATE
 from ..errors import InvalidInput, excerpt
 from .config import GenerationConfig, Limits
 from .lexicon import kind_of
+from .text import check_control_tokens
 
 #: elements nested deeper than this are refused (a walk of the tree must not run out of stack)
 MAX_DEPTH = 32
@@ -306,6 +307,10 @@ class _Reader:
             self.fail("<sub> needs alias, the text to read instead (e.g. <sub alias=\"World Wide Web\">WWW</sub>).",
                       element)
         self._only_text(element, "sub")
+        try:
+            check_control_tokens(alias, "The SSML's <sub alias>")
+        except InvalidInput as exc:
+            self.fail(str(exc), element)
         return " ".join(alias.split())
 
     def _say_as(self, element, context) -> str:

@@ -19,7 +19,7 @@ from ..storage.atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
 from ..errors import InvalidInput, excerpt
 from ..storage.npz_check import Member, read_npz
-from .text import check_unicode
+from .text import check_control_tokens, check_unicode
 
 VOICE_FORMAT_VERSION = 1
 #: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.
@@ -138,6 +138,7 @@ class Voice:
         if not isinstance(transcript, str) or not transcript.strip():
             raise InvalidInput(f"{shown} has no transcript (a voice needs the text its reference says).")
         check_unicode(transcript, f"{shown}'s transcript")
+        check_control_tokens(transcript, f"{shown}'s transcript")
         rms = meta.get("rms")
         if isinstance(rms, bool) or not isinstance(rms, (int, float)) or not math.isfinite(rms) or rms <= 0:
             raise InvalidInput(f"{shown} has rms {excerpt(rms)}; it must be a finite number above 0.")
