@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP API: routes, Bearer auth and OpenAI-style errors.
 
     POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
+    GET  /v1/audio/speech/details/{token}  the whole X-OmniVoice-* values a response had to cut (api/headers.py)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
     GET  /v1/audio/voices/{id}    one saved voice, with its style variants' lengths and transcripts
@@ -44,6 +45,7 @@ from ..studio.variants import add_variant, check_room, listed_variants, remove_v
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from ..studio.voice_names import check_free, clean_name, find_name
 from . import encoding, speech
+from .headers import DetailsStore, capped_response_headers
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ class ApiContext:
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
     lexicon: Optional[object] = None      # engine.lexicon.Lexicon of --lexicon: under each request's pronunciations
+    details: DetailsStore = dataclasses.field(default_factory=DetailsStore)   # whole values of cut headers
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None
@@ -337,6 +340,16 @@ def build_router(context: ApiContext):
         context.voices.delete(voice_id, context.session())
         return JSONResponse({"id": voice_id, "object": VOICE_OBJECT, "deleted": True})
 
+    @router.get("/v1/audio/speech/details/{token}")
+    @answer
+    async def speech_details(request: Request):
+        kept = context.details.get(request.path_params["token"])
+        if kept is None:
+            raise ApiError(404, "No such details: they are kept for the newest responses whose X-OmniVoice headers "
+                                "were cut; take them from the X-OmniVoice-Details header of the response.",
+                           code="not_found")
+        return JSONResponse({"headers": kept})
+
     @router.post("/v1/audio/speech")
     @answer
     async def create_speech(request: Request):
@@ -352,7 +365,8 @@ def build_router(context: ApiContext):
             headers["X-OmniVoice-Speed"] = parsed.speed_note
         if parsed.stream_format:
             media = "text/event-stream" if parsed.stream_format == "sse" else encoding.media_type(parsed.response_format)
-            body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format)
+            headers, whole = capped_response_headers(headers, context.details)
+            body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format, details=whole)
             return StreamingResponse(body_iter, media_type=media, headers=headers)
         result = await _until_done_or_gone(job, request)
         if result is None:
@@ -365,6 +379,7 @@ def build_router(context: ApiContext):
             headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
         if result.turns:  # a script: who speaks when
             headers["X-OmniVoice-Turns"] = speech.turns_header(result.turns)
+        headers, _ = capped_response_headers(headers, context.details)
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
     return router

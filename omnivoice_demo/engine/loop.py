@@ -50,6 +50,7 @@ from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Tim
 from .languages import resolve_language
 from .lexicon import as_lexicon
 from .normalize import normalize_text
+from .text_work import check_number_bounds, without_numbers
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..runtime.sessions import providers_for, session_options
@@ -265,12 +266,8 @@ class OmniVoiceEngine:
             text = as_lexicon(pronunciations).apply(text)
             self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
             check_control_tokens(text, "The text with its pronunciations (a lexicon respelling)", self.control_tokens)
-        if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
-            self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
-            text = normalize_text(text, code)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")
-        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if isinstance(voice, (str, pathlib.Path)):
             voice = self.load_voice(voice)
         if voice is not None and not isinstance(voice, Voice):
@@ -279,11 +276,15 @@ class OmniVoiceEngine:
         if voice is not None:
             self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
             self._check_prompt_text(voice.transcript, "The voice's transcript")
+        ref_text = voice.transcript if voice else None
+        ref_frames = voice.frames if voice else None
+        if config.normalize_text:   # the reference's place: the target text only, before the length is estimated
+            self._check_before_normalising(text, ref_text, ref_frames, config)
+            text = normalize_text(text, code)
+        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if config.seed is None:
             config = config.replace(seed=secrets.randbelow(2**31))
 
-        ref_text = voice.transcript if voice else None
-        ref_frames = voice.frames if voice else None
         target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
                                                 duration=config.duration)
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
@@ -302,6 +303,18 @@ class OmniVoiceEngine:
         if config.loudness is not None:
             require_pyloudnorm()
         return plan
+
+    def _check_before_normalising(self, text: str, ref_text: Optional[str], ref_frames: Optional[int],
+                                  config: GenerationConfig) -> None:
+        """The cheap bounds of a text about to be normalised (its cost grows with them; text_work.py): its
+        characters, the digits of each number, its numbers, and the length planned from the text without its
+        numbers (a floor of the length after normalisation)."""
+        self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
+        check_number_bounds(text, self.limits)
+        if config.duration is None:
+            floor, _ = plan_target_frames(without_numbers(text) or ".", ref_text, ref_frames, speed=config.speed)
+            self.limits.check("The planned speech (before normalize_text)", round(floor / FRAME_RATE, 1),
+                              "max_audio_seconds", " s")
 
     def _check_chunks(self, plan: GenerationPlan) -> None:
         self.limits.check("The number of chunks", len(plan.chunks), "max_chunks")
