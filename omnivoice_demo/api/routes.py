@@ -28,6 +28,7 @@ import dataclasses
 import functools
 import hmac
 import logging
+import math
 import os
 import pathlib
 import tempfile
@@ -41,6 +42,7 @@ from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, O
 from ..studio.descriptions import read_description
 from ..studio.results import checks_header, details
 from ..studio.service import EngineService
+from ..studio.throttle import LoginThrottle
 from ..studio.variants import add_variant, check_room, listed_variants, remove_variant, variant_listing
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from ..studio.voice_names import check_free, clean_name, find_name
@@ -67,6 +69,7 @@ class ApiContext:
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
     lexicon: Optional[object] = None      # engine.lexicon.Lexicon of --lexicon: under each request's pronunciations
     details: DetailsStore = dataclasses.field(default_factory=DetailsStore)   # whole values of cut headers
+    throttle: LoginThrottle = dataclasses.field(default_factory=LoginThrottle)  # wrong keys, shared with the login
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None
@@ -190,15 +193,22 @@ def build_router(context: ApiContext):
 
     router = APIRouter()
 
-    def check_key(request: Request) -> None:
+    async def check_key(request: Request) -> None:
+        """The Bearer key; a client's wrong keys slow its next ones down, as the login's do (one throttle)."""
         if not context.api_key:
             return
+        client = request.client.host if request.client else "unknown"   # the peer, not X-Forwarded-For
+        wait = context.throttle.before_check(client)
+        if wait:
+            await asyncio.sleep(wait)
         given = request.headers.get("authorization", "")
         scheme, _, token = given.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), context.api_key.encode()):
+            retry = math.ceil(context.throttle.failed(client))
             raise ApiError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>' with the key this "
                                 "server was started with (--api-key or OMNIVOICE_API_KEY).", code="invalid_api_key",
-                           headers={"WWW-Authenticate": "Bearer"})
+                           headers={"WWW-Authenticate": "Bearer", **({"Retry-After": str(retry)} if retry else {})})
+        context.throttle.succeeded(client)
 
     def answer(fn):
         """Run a route body; map every exception to an OpenAI-style JSON error."""
@@ -207,7 +217,7 @@ def build_router(context: ApiContext):
         async def route(request: Request):
             try:
                 if request.url.path.startswith("/v1"):
-                    check_key(request)
+                    await check_key(request)
                 return await fn(request)
             except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
                 error = api_error(exc)
