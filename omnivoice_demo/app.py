@@ -124,6 +124,9 @@ def main(argv=None) -> None:
         from omnivoice_demo.ui.key_gate import KeyGate
 
         middleware.insert(0, Middleware(KeyGate, throttle=throttle))
+    from omnivoice_demo.ui.gradio_data import GradioDataCheck
+
+    middleware.append(Middleware(GradioDataCheck))   # a Gradio API call with too few values: a 400, not a 500
     from omnivoice_demo.api.cors import ApiCors, front_lifespan
     from omnivoice_demo.ui.server_start import patient_server_start
 
