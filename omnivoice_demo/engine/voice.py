@@ -17,7 +17,7 @@ import numpy as np
 
 from ..storage.atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..storage.npz_check import Member, read_npz
 from .text import check_control_tokens, check_unicode
 
@@ -70,7 +70,7 @@ class Voice:
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
         if len(self.variants) > MAX_VARIANTS:
-            raise InvalidInput(f"The voice {excerpt(self.name)} has {len(self.variants)} style variants; a voice file "
+            raise ResourceLimitExceeded(f"The voice {excerpt(self.name)} has {len(self.variants)} style variants; a voice file "
                                f"holds at most {MAX_VARIANTS}.", param="max_voice_variants")
         meta = self._meta()
         arrays = {}
@@ -130,7 +130,7 @@ class Voice:
             raise InvalidInput(f"{shown} holds codes of shape {list(codes.shape)}; a voice has "
                                f"[{NUM_CODEBOOKS}, frames].")
         if codes.shape[1] > max_frames:
-            raise InvalidInput(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
+            raise ResourceLimitExceeded(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
                                f"({max_frames / FRAME_RATE:g} s).", param="max_reference_seconds")
         if int(codes.min()) < 0 or int(codes.max()) >= CODEBOOK_SIZE:
             raise InvalidInput(f"{shown} holds codes outside 0..{CODEBOOK_SIZE - 1}: not a voice file.")
