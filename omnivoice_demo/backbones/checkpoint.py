@@ -107,6 +107,45 @@ def read_header(path: pathlib.Path) -> dict[str, dict]:
     return header
 
 
+#: the exponent bits of each float dtype as raw integers: all of them set is NaN or infinity
+_EXPONENT = {"F16": ("<u2", 0x7C00), "BF16": ("<u2", 0x7F80), "F32": ("<u4", 0x7F800000),
+             "F64": ("<u8", 0x7FF0000000000000)}
+#: elements of a tensor looked at at once (a bounded slice of the map, not the tensor in memory)
+_SCAN_ELEMENTS = 1 << 22
+
+
+def non_finite(path: pathlib.Path, header: dict, data_start: int, names=None) -> tuple[str, int] | None:
+    """``(tensor name, flat index)`` of the first NaN or infinity among the float tensors ``names`` (all of
+    ``header``'s when None) of the safetensors file at ``path``, or None.  Reads the raw bits through a map, a
+    bounded slice at a time, so a 2.4 GB checkpoint is checked without holding it."""
+    for name in (names if names is not None else header):
+        entry = header[name]
+        if entry["dtype"] not in _EXPONENT:
+            continue
+        raw, mask = _EXPONENT[entry["dtype"]]
+        count = int(np.prod(entry["shape"], dtype=np.int64))
+        if not count:
+            continue
+        bits = np.memmap(path, dtype=raw, mode="r", offset=data_start + entry["data_offsets"][0], shape=(count,))
+        for start in range(0, count, _SCAN_ELEMENTS):
+            bad = np.flatnonzero((bits[start:start + _SCAN_ELEMENTS] & mask) == mask)
+            if bad.size:
+                return name, start + int(bad[0])
+        del bits
+    return None
+
+
+def check_finite(path: pathlib.Path) -> None:
+    """``ModelFolderError`` naming the first tensor of the checkpoint ``path`` that holds a NaN or an infinity
+    (its header checked first, ``read_header``).  The converter runs it before any graph is built."""
+    header = read_header(path)
+    with open(path, "rb") as handle:
+        data_start = 8 + struct.unpack("<Q", handle.read(8))[0]
+    found = non_finite(path, header, data_start)
+    if found:
+        raise bad_weights(path, f"tensor {found[0]!r} holds NaN or infinite values (first at element {found[1]})")
+
+
 @dataclasses.dataclass
 class CheckpointWeights:
     """The backbone weights of one checkpoint file: ``path`` (local), ``label`` (where they came from:
@@ -128,7 +167,10 @@ class CheckpointWeights:
         from safetensors import safe_open
 
         with safe_open(str(self.path), framework="numpy") as handle:
-            return handle.get_tensor(name).astype(np.float32, copy=False)
+            values = handle.get_tensor(name).astype(np.float32, copy=False)
+        if not np.isfinite(values).all():   # poisoned weights refused by name, never built into a backbone
+            raise bad_weights(self.path, f"tensor {name!r} holds NaN or infinite values")
+        return values
 
     def mapped(self, name: str) -> np.ndarray:
         """The checkpoint tensor ``name`` as fp32 without reading it: a copy-on-write map of its bytes in the
@@ -137,6 +179,9 @@ class CheckpointWeights:
         entry = self.header[name]
         if entry["dtype"] != "F32" or not all(entry["shape"]):
             return self.tensor(name)
+        found = non_finite(self.path, self.header, self.data_start, [name])
+        if found:
+            raise bad_weights(self.path, f"tensor {name!r} holds NaN or infinite values (first at element {found[1]})")
         mapped = np.memmap(self.path, dtype="<f4", mode="c", offset=self.data_start + entry["data_offsets"][0],
                            shape=tuple(entry["shape"]))
         return mapped if mapped.flags.aligned else self.tensor(name)
