@@ -68,3 +68,44 @@ def test_the_runtime_path_refuses_a_non_finite_tensor_by_name(tiny_checkpoint, t
     with pytest.raises(ModelFolderError, match="holds NaN"):
         check_finite(folder / "model.safetensors")
     check_finite(tiny_checkpoint / "model.safetensors")      # the clean checkpoint passes
+
+
+def test_weights_that_would_not_be_used_are_refused(tiny_checkpoint, tiny_fp32_folder):
+    """An fp32 folder runs as built with backbone fp32 (or auto): the given weights made byte-identical audio
+    and nothing said so."""
+    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo.errors import InvalidInput
+
+    for backbone in ("fp32", "auto"):
+        with pytest.raises(InvalidInput, match=r"backbone_weights are not used with backbone='.*' on this folder") \
+                as caught:
+            OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False, backbone=backbone,
+                            backbone_weights=str(tiny_checkpoint))
+        assert caught.value.param == "backbone_weights"
+
+
+def test_a_backbone_with_non_finite_output_is_not_called_causal_and_a_cache_build_is_removed(
+        tiny_fp32_folder, tmp_path, monkeypatch):
+    """Planted: the backbone's forwards give NaN (what NaN weights do), and the choice says it came from a
+    cache folder; the verdict names the weights, and the cache folder is gone."""
+    import numpy as np
+
+    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo.engine import loop
+    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+
+    real = OmniVoiceOnnx.hidden_states
+    monkeypatch.setattr(OmniVoiceOnnx, "hidden_states",
+                        lambda self, *a, **k: np.full_like(real(self, *a, **k), np.nan))
+    assert OmniVoiceOnnx(tiny_fp32_folder).attention_verdict() == "not finite"
+    with pytest.raises(ModelFolderError) as caught:
+        OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False, backbone="fp32")
+    assert "NaN or infinite outputs" in str(caught.value) and "causal" not in str(caught.value).replace(
+        "attend in both", "")
+    cache = tmp_path / "backbones" / "key-int8-row"
+    cache.mkdir(parents=True)
+    (cache / "backbone.onnx").write_bytes(b"x")
+    monkeypatch.setattr(loop, "choose_backbone", lambda *a, **k: {"cache": str(cache), "choice": "int8-row"})
+    with pytest.raises(ModelFolderError, match=r"rebuilt in our cache .*now removed.*NaN or infinite"):
+        OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False, backbone="fp32")
+    assert not cache.exists()

@@ -125,16 +125,9 @@ class OmniVoiceEngine:
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
                                                providers_for(provider), lambda: session_options(threads), threads=threads,
                                                weights=weights)
-        if not self.model.attends_bidirectionally():
-            if self.backbone_choice.get("cache"):  # the folder's own graph was not what ran: name what did
-                raise ModelFolderError(
-                    f"The backbone rebuilt in our cache ({self.backbone_choice['cache']}) does not attend in both "
-                    "directions, though its files pass their check. Delete that folder to have it built again.")
-            raise ModelFolderError(
-                f"The backbone in {self.folder} attends causally, so it computes a different model than "
-                "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
-                "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it."
-            )
+        verdict = self.model.attention_verdict()
+        if verdict != "bidirectional":
+            self._refuse_backbone(verdict)
         constants = self.manifest.get("model", {})
         self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
         self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
@@ -146,6 +139,29 @@ class OmniVoiceEngine:
         # the time estimates' cost model: a short warm-up now, refined by every run
         self.estimator = PipelineEstimator(attention_ratio=attention_ratio(self.folder))
         self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
+
+    def _refuse_backbone(self, verdict: str) -> None:
+        """The backbone failed its check at load (``attention_verdict``): a ``ModelFolderError`` naming the real
+        cause.  A backbone rebuilt in our cache is removed (never kept for the next run to fail on again)."""
+        cache = self.backbone_choice.get("cache")
+        if cache:
+            import shutil
+
+            shutil.rmtree(cache, ignore_errors=True)
+        where = f"The backbone rebuilt in our cache ({cache}, now removed)" if cache else f"The backbone in {self.folder}"
+        if verdict == "not finite":
+            raise ModelFolderError(
+                f"{where} gives NaN or infinite outputs: its weights hold NaN or infinities (its graphs attend in "
+                "both directions; the weights are at fault). Give weights that are finite: the original checkpoint "
+                "(python -m convert refuses a poisoned one, naming the tensor), or download the folder again.")
+        if cache:
+            raise ModelFolderError(
+                f"{where} does not attend in both directions, though its files passed their check; the next load "
+                "builds it again.")
+        raise ModelFolderError(
+            f"The backbone in {self.folder} attends causally, so it computes a different model than "
+            "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
+            "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it.")
 
     @property
     def profile(self) -> str:
