@@ -89,6 +89,9 @@ FAMILIES = {
     25: "an outputs folder that cannot be written",
     29: "echoed input, and whitespace in the planned length",
 }
+from benchmarks import hardening_families_43 as round_four  # noqa: E402  (issue 43's families)
+
+FAMILIES.update(round_four.FAMILIES)
 
 
 @dataclasses.dataclass
@@ -354,10 +357,12 @@ class Probe:
         self.repo, self.model, self.work, self.python = repo, model, work, python
         self.cases: list[Case] = []
         self.notes: list[str] = []
-        wanted = ["--model", "--precision", "--shared", "--api-key", "--offline"]
+        # --api-key-scope v1: the shared server's Gradio families call the Gradio API without a login (the
+        # default scope is all since issue 43; family 35 probes that default on a server of its own)
+        wanted = ["--model", "--precision", "--shared", "--api-key", "--api-key-scope", "--offline"]
         self.flags_used, self.flags_missing = supported_flags(repo, python, wanted)
         args = {"--model": [str(model)], "--precision": ["fp32"], "--shared": [], "--api-key": [KEY],
-                "--offline": []}
+                "--api-key-scope": ["v1"], "--offline": []}
         self.shared_args = [part for flag in self.flags_used for part in [flag, *args[flag]]]
         self.wav = speech_wav()
         self.npz_source = work / "source.npz"  # a voice file made in family 9 for its .npz cases
@@ -385,7 +390,7 @@ class Probe:
     # -- the shared server's families, in an order that keeps them apart ---------------------------------------
 
     def run(self, families: set[int]) -> None:
-        shared_families = families & {1, 2, 4, 5, 6, 9, 10, 21, 25, 29}
+        shared_families = families & ({1, 2, 4, 5, 6, 9, 10, 21, 25, 29} | round_four.SHARED)
         if shared_families:
             server = Server(self.repo, self.python, self.work / "shared", self.shared_args, "shared")
             print(f"shared server ({' '.join(self.shared_args)}): model loaded after {server.start():.1f} s",
@@ -397,6 +402,8 @@ class Probe:
                 self.start_rss = server.rss()
                 for family, run in ((9, self.family9), (5, self.family5), (4, self.family4), (6, self.family6),
                                     (21, self.family21), (25, self.family25), (29, self.family29),
+                                    *((f, getattr(round_four, f"family{f}").__get__(self))
+                                      for f in sorted(round_four.SHARED)),
                                     (1, self.family1), (10, self.family10), (2, self.family2)):
                     if family in families:
                         print(f"family {family}: {FAMILIES[family]}", flush=True)
@@ -405,7 +412,8 @@ class Probe:
             finally:
                 server.stop()
         for family, run in ((3, self.family3), (8, self.family8), (7, self.family7), (11, self.family11),
-                            (22, self.family22), (16, self.family16), (17, self.family17), (18, self.family18)):
+                            (22, self.family22), (16, self.family16), (17, self.family17), (18, self.family18),
+                            (35, lambda: round_four.family35(self))):
             if family in families:
                 print(f"family {family}: {FAMILIES[family]}", flush=True)
                 run()
