@@ -153,7 +153,7 @@ def test_a_server_builds_the_normaliser_before_its_first_request(monkeypatch):
     monkeypatch.setattr(text_work, "_PRELOAD", {})
     normalize.normalize_text.cache_clear()
     started = []
-    real_start = text_work.start_preload
+    real_start = normalize.start_preload
 
     def start(*args, **kwargs):
         started.append(real_start(*args, **kwargs))

@@ -29,7 +29,7 @@ from typing import Callable, Optional
 
 from ..errors import InvalidInput
 from .languages import resolve_language
-from .text_work import GATE
+from .text_work import GATE, preload_in_background
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +153,14 @@ def normalize_text(text: str, language: Optional[str] = None) -> str:
     fn = build_normalizer(code)
     with GATE.slot(len(text)):   # one normaliser per language, shared by every thread: used by one at a time
         return _apply(text, fn, pinyin=code == "zh")
+
+
+def start_preload(languages: tuple[str, ...] = ("en",)):
+    """A server's start: build the normalisers of ``languages`` in the background (``text_work``), so its first
+    request does not wait for WeTextProcessing's grammars; nothing when the libraries are not installed."""
+    if missing_modules():
+        return None
+    return preload_in_background(build_normalizer, languages)
 
 
 def build_normalizer(code: str) -> Callable[[str], str]:

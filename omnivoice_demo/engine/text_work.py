@@ -13,7 +13,7 @@ may cost a server before it is spent (issue 43, item 2; issue 42, item 4):
   up to ``SMALL_CHARS``, only by the count of texts waiting, ``MAX_WAITING_TEXTS``): one more is refused at
   once with ``Busy`` (HTTP 429), never queued without bound.  A text that finds nothing waiting is
   always taken.  The engine's generation queue (``studio.service``) never sees this work, so it has its own.
-* ``start_preload``: WeTextProcessing builds its grammars on first use (about 6 s on a busy 2-core VM); a
+* ``preload_in_background`` (``normalize.start_preload``): WeTextProcessing builds its grammars on first use (about 6 s on a busy 2-core VM); a
   server where normalisation is on starts building the English ones in the background when it starts, so
   the first request does not wait for them.
 """
@@ -117,26 +117,22 @@ _PRELOAD: dict[str, threading.Thread] = {}
 _PRELOAD_LOCK = threading.Lock()
 
 
-def start_preload(languages: tuple[str, ...] = ("en",)) -> Optional[threading.Thread]:
-    """Build the normalisers of ``languages`` in a background thread (once per process), when the normalisation
-    libraries are installed; None when they are not (normalisation is then off by default) or it was started."""
-    from . import normalize
-
-    if normalize.missing_modules():
-        return None
+def preload_in_background(build, languages: tuple[str, ...] = ("en",)) -> Optional[threading.Thread]:
+    """Run ``build(code)`` for each of ``languages`` in a background thread, once per process for the same
+    languages (None when it was started already); a failure is logged, and the first request builds it."""
     key = ",".join(languages)
     with _PRELOAD_LOCK:
         if key in _PRELOAD:
             return None
 
-        def build() -> None:
+        def run() -> None:
             for code in languages:
                 try:
-                    normalize.build_normalizer(code)
+                    build(code)
                 except Exception as exc:   # noqa: BLE001 - the first request then builds it and says what failed
                     log.warning("Preloading the %s text normaliser failed (%s); it is built on first use.", code,
                                 type(exc).__name__)
-        thread = threading.Thread(target=build, name="omnivoice-normalizer-preload", daemon=True)
+        thread = threading.Thread(target=run, name="omnivoice-normalizer-preload", daemon=True)
         _PRELOAD[key] = thread
         thread.start()
         return thread
