@@ -14,10 +14,11 @@ import json
 import numpy as np
 import pytest
 
-from omnivoice_demo.engine import lexicon
-from omnivoice_demo.engine.text import CONTROL_TOKENS, build_condition_ids, check_control_tokens, special_tokens
+from omnivoice_demo.text import lexicon
+from omnivoice_demo.errors import CONTROL_TOKENS, check_control_tokens
+from omnivoice_demo.text.prompt import build_condition_ids, special_tokens
 from omnivoice_demo.engine.turns import Turn
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.errors import InvalidInput
 from tests.support.api_client import router_client
 from tests.test_vocabulary import a_voice

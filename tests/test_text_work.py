@@ -15,8 +15,8 @@ import threading
 
 import pytest
 
-from omnivoice_demo.engine import normalize, text_work
-from omnivoice_demo.engine.text_work import TextWorkGate
+from omnivoice_demo.text import normalize, text_work
+from omnivoice_demo.text.text_work import TextWorkGate
 from omnivoice_demo.errors import Busy, ResourceLimitExceeded
 from tests.support.api_client import router_client
 

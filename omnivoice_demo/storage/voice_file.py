@@ -15,11 +15,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..storage.atomic import atomic_output
+from .atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
-from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from ..storage.npz_check import Member, read_npz
-from .text import check_control_tokens, check_unicode
+from ..errors import InvalidInput, ResourceLimitExceeded, check_control_tokens, check_unicode, excerpt
+from .npz_check import Member, read_npz
 
 VOICE_FORMAT_VERSION = 1
 #: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.

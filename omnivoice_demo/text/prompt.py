@@ -12,14 +12,13 @@ check this on the Qwen3 tokenizer.
 
 from __future__ import annotations
 
-import functools
 import pathlib
 import re
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ..errors import InvalidInput, ModelFolderError
+from ..errors import CONTROL_TOKENS, InvalidInput, ModelFolderError, check_control_tokens, check_unicode
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizers import Tokenizer
@@ -96,28 +95,6 @@ def validate_text(text: Optional[str], what: str = "The text to speak") -> str:
     return text
 
 
-def check_unicode(text: str, what: str) -> str:
-    """``text`` unchanged, or ``InvalidInput`` when it holds a lone surrogate (it cannot be encoded as UTF-8).
-
-    The message gives the position, never the text itself (which no response or log could encode)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} holds a character that is not valid Unicode (a lone surrogate, at position "
-                           f"{exc.start}); send the text as UTF-8.") from None
-    return text
-
-
-#: the special tokens of OmniVoice's text tokenizer (Qwen3's and OmniVoice's own prompt markers), as its
-#: ``tokenizer.json`` marks them ``special``; an engine adds its own tokenizer's (``special_tokens``).  Written in
-#: user text they would be encoded as the real markers: a second ``<|text_end|>`` or ``<|instruct_start|>``
-#: inside the text sets another language or voice description from inside it (issue 43).
-CONTROL_TOKENS = frozenset({
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
-    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
-    "<|image_pad|>", "<|video_pad|>", "<|denoise|>", "<|lang_start|>", "<|lang_end|>", "<|instruct_start|>",
-    "<|instruct_end|>", "<|text_start|>", "<|text_end|>",
-})
 
 
 def special_tokens(tokenizer) -> frozenset:
@@ -125,26 +102,6 @@ def special_tokens(tokenizer) -> frozenset:
     decoder = getattr(tokenizer, "get_added_tokens_decoder", None)
     found = {token.content for token in decoder().values() if token.special} if decoder else set()
     return CONTROL_TOKENS | frozenset(found)
-
-
-@functools.lru_cache(maxsize=8)
-def _token_pattern(tokens: frozenset) -> "re.Pattern":
-    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
-
-
-def check_control_tokens(text: Optional[str], where: str, tokens: frozenset = CONTROL_TOKENS) -> Optional[str]:
-    """``text`` unchanged, or ``InvalidInput`` naming the first control token in it and ``where`` it was.
-
-    One regular-expression search (no tokenising), so every text can be checked before any work; a text
-    without a control token is returned as it is, so the exact path does not change."""
-    if not text or not isinstance(text, str):
-        return text
-    found = _token_pattern(tokens).search(text)
-    if found is not None:
-        raise InvalidInput(f"{where} holds the model's control token {found.group()} (at character {found.start()}); "
-                           "control tokens cannot be spoken or written into the prompt: remove it.",
-                           param="control_token")
-    return text
 
 
 # ---------------------------------------------------------------------------

@@ -25,8 +25,7 @@ import pathlib
 import re
 from typing import Any, Iterable, Mapping, Optional, Union
 
-from ..errors import InvalidInput
-from .text import check_control_tokens
+from ..errors import InvalidInput, check_control_tokens
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 5000

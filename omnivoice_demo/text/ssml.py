@@ -38,10 +38,10 @@ from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidd
 from defusedxml.ElementTree import DefusedXMLParser
 
 from ..constants import SAMPLE_RATE
-from ..errors import InvalidInput, excerpt
-from .config import GenerationConfig, Limits
+from ..errors import InvalidInput, check_control_tokens, excerpt
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
 from .lexicon import kind_of
-from .text import check_control_tokens
 
 #: elements nested deeper than this are refused (a walk of the tree must not run out of stack)
 MAX_DEPTH = 32
