@@ -242,6 +242,23 @@ def model_constants(checkpoint_dir: pathlib.Path, llm_config: dict) -> dict:
     }
 
 
+def check_checkpoint(checkpoint_dir: pathlib.Path) -> None:
+    """The checkpoint's ``model.safetensors`` checked before any export: its header (``read_header``: a
+    malformed file is named with its problem in one line, not a SafetensorError after Olive's 30-40 s) and
+    every float tensor finite (``check_finite``: NaN weights are refused naming the tensor, never built into
+    a folder the engine would then call "causal").  A ``ValueError`` (the command's one error line)."""
+    from omnivoice_demo.backbones.checkpoint import WEIGHTS_FILE, check_finite
+    from omnivoice_demo.errors import ModelFolderError
+
+    path = checkpoint_dir / WEIGHTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{checkpoint_dir} has no {WEIGHTS_FILE}: not an OmniVoice checkpoint folder")
+    try:
+        check_finite(path)
+    except ModelFolderError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", include_codec: bool = True,
                        codec_only: bool = False, codec_precision: str | None = None, bidirectional: bool = True,
                        int4_accuracy_level: int | None = None, int4_block_size: int = INT4_BLOCK_SIZE,
@@ -259,6 +276,8 @@ def convert_checkpoint(checkpoint_dir, output_dir, profile: str = "cpu_fp32", in
     checkpoint_dir, output = pathlib.Path(checkpoint_dir), pathlib.Path(output_dir)
     if not (checkpoint_dir / "config.json").is_file():
         raise FileNotFoundError(f"{checkpoint_dir} is not an OmniVoice checkpoint folder (no config.json)")
+    if not codec_only:
+        check_checkpoint(checkpoint_dir)   # one line naming the file and the problem, before Olive starts
     codec_precision = codec_precision or spec.codec
     include_codec = include_codec or codec_only
     eight_bit = spec.backbone == "int8"

@@ -104,7 +104,10 @@ def main(argv=None) -> None:
 
     start_beside(args, studio.models, studio.voices, studio.service, studio.message)  # --wyoming-uri
     studio.outputs.install_cleanup()  # this run's output files go on exit and on SIGTERM
-    routes = api_routes(app_context(args, studio, studio.service))
+    from omnivoice_demo.studio.throttle import LoginThrottle
+
+    throttle = LoginThrottle()   # one per server: wrong keys on the login and on /v1 count together
+    routes = api_routes(app_context(args, studio, studio.service, throttle))
     from starlette.middleware import Middleware
 
     middleware = []
@@ -123,7 +126,10 @@ def main(argv=None) -> None:
     if auth is not None:  # every other route asks for the login too; wrong passwords are slowed down
         from omnivoice_demo.ui.key_gate import KeyGate
 
-        middleware.insert(0, Middleware(KeyGate))
+        middleware.insert(0, Middleware(KeyGate, throttle=throttle))
+    from omnivoice_demo.ui.gradio_data import GradioDataCheck
+
+    middleware.append(Middleware(GradioDataCheck))   # a Gradio API call with too few values: a 400, not a 500
     from omnivoice_demo.api.cors import ApiCors, front_lifespan
     from omnivoice_demo.ui.server_start import patient_server_start
 

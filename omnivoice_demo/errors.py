@@ -13,6 +13,10 @@ and shown only as "internal error".
 
 from __future__ import annotations
 
+import functools
+import re
+from typing import Optional
+
 
 class OmniVoiceError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -69,4 +73,36 @@ def check_unicode(text: str, what: str) -> str:
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{what} holds a character that is not valid Unicode (a lone surrogate, at position "
                            f"{exc.start}); send the text as UTF-8.") from None
+    return text
+
+
+#: the special tokens of OmniVoice's text tokenizer (Qwen3's and OmniVoice's own prompt markers), as its
+#: ``tokenizer.json`` marks them ``special``; an engine adds its own tokenizer's (``special_tokens``).  Written in
+#: user text they would be encoded as the real markers: a second ``<|text_end|>`` or ``<|instruct_start|>``
+#: inside the text sets another language or voice description from inside it (issue 43).
+CONTROL_TOKENS = frozenset({
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>", "<|denoise|>", "<|lang_start|>", "<|lang_end|>", "<|instruct_start|>",
+    "<|instruct_end|>", "<|text_start|>", "<|text_end|>",
+})
+
+
+@functools.lru_cache(maxsize=8)
+def _token_pattern(tokens: frozenset) -> "re.Pattern":
+    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+
+
+def check_control_tokens(text: Optional[str], where: str, tokens: frozenset = CONTROL_TOKENS) -> Optional[str]:
+    """``text`` unchanged, or ``InvalidInput`` naming the first control token in it and ``where`` it was.
+
+    One regular-expression search (no tokenising), so every text can be checked before any work; a text
+    without a control token is returned as it is, so the exact path does not change."""
+    if not text or not isinstance(text, str):
+        return text
+    found = _token_pattern(tokens).search(text)
+    if found is not None:
+        raise InvalidInput(f"{where} holds the model's control token {found.group()} (at character {found.start()}); "
+                           "control tokens cannot be spoken or written into the prompt: remove it.",
+                           param="control_token")
     return text

@@ -45,7 +45,7 @@ def wait_model_loaded(server: AppProcess, timeout: float = 60.0) -> None:
 @pytest.fixture(scope="module")
 def app(tiny_fp32_folder, tmp_path_factory):
     server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--api-key", KEY,
-                         "--max-queue", "1"], tmp_path_factory.mktemp("http-api"))
+                         "--api-key-scope", "v1", "--max-queue", "1"], tmp_path_factory.mktemp("http-api"))
     try:
         wait_model_loaded(server)
         yield server
@@ -342,9 +342,9 @@ def test_gradio_speak_takes_the_voice_names_gradio_voices_lists(app):
     assert seed == 5 and details["seed"] == 5
 
 
-def test_api_key_scope_all_guards_the_page_and_the_gradio_api(tiny_fp32_folder, tmp_path):
-    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--api-key", KEY,
-                         "--api-key-scope", "all"], tmp_path)
+def test_an_api_key_guards_the_page_and_the_gradio_api_by_default(tiny_fp32_folder, tmp_path):
+    """Issue 43 item 7: with --api-key the default scope is all (v1 alone is an opt-in)."""
+    server = AppProcess(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--api-key", KEY], tmp_path)
     try:
         wait_model_loaded(server)
         with pytest.raises(Exception):  # noqa: B017 - gradio_client refuses in its own ways (AppError, HTTP errors)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Callable, Optional
 from fastapi import Depends, Request
 
 from ..studio.service import EngineService
+from ..studio.throttle import LoginThrottle
+from .headers import DetailsStore
 
 if TYPE_CHECKING:
     from ..studio.models import ModelManager
@@ -39,6 +41,8 @@ class ApiContext:
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
     lexicon: Optional[Lexicon] = None     # of --lexicon: under each request's pronunciations
+    details: DetailsStore = dataclasses.field(default_factory=DetailsStore)   # whole values of cut headers
+    throttle: LoginThrottle = dataclasses.field(default_factory=LoginThrottle)  # wrong keys, shared with the login
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None

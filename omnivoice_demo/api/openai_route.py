@@ -39,7 +39,7 @@ class OpenAIRoute(APIRoute):
             try:
                 request.scope[SCOPE_KEY] = context
                 if request.url.path.startswith("/v1"):
-                    check_key(context, request)
+                    await check_key(context, request)
                 if body_model is not None:
                     await bodies.read_json(request, example=body_model.example)
                 try:

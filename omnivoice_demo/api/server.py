@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..text.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
+from ..studio.throttle import LoginThrottle
 from ..studio.sharing import shared_from_arguments
 from .context import API_KEY_ENV, ApiContext, api_key_from
 from .routes import build_router
@@ -28,10 +29,10 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("HTTP API and queue")
     group.add_argument("--api-key", default=None,
                        help=f"require 'Authorization: Bearer KEY' on /v1 (default: ${API_KEY_ENV}; none: open)")
-    group.add_argument("--api-key-scope", choices=API_KEY_SCOPES, default="v1",
-                       help="what --api-key guards: v1 (the HTTP API only; the page and the Gradio API stay open) or "
-                            "all (also the page and the Gradio API: a login asks for the key as the password, "
-                            "gradio_client passes auth=('any name', KEY))")
+    group.add_argument("--api-key-scope", choices=API_KEY_SCOPES, default=None,
+                       help="what --api-key guards: all (the default: the HTTP API, the page and the Gradio API; a "
+                            "login asks for the key as the password, gradio_client passes auth=('any name', KEY)) or "
+                            "v1 (an opt-in: the HTTP API only; the page and the Gradio API stay open to anyone)")
     group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                        help="pronunciations for every request: /v1/audio/speech (a request's own pronunciations "
                             "take precedence word by word), the app's pages (under each owner's lexicon) and "
@@ -39,18 +40,22 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
     add_queue_arguments(group)
 
 
-def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str) -> ApiContext:
+def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str,
+                 throttle: Optional[LoginThrottle] = None) -> ApiContext:
+    """The API's context; ``throttle``: the login's (the app's), so wrong keys on either door count together."""
     return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
                       shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact,
-                      lexicon=getattr(args, "lexicon", None))
+                      lexicon=getattr(args, "lexicon", None), throttle=throttle or LoginThrottle())
 
 
 def gradio_auth(args: argparse.Namespace):
-    """``demo.launch(auth=...)`` for ``--api-key-scope all``: any user name with the API key as the password
-    (None: the page stays open).  ``--api-key-scope all`` without a key is a start-up error."""
-    if getattr(args, "api_key_scope", "v1") != "all":
+    """``demo.launch(auth=...)`` for a key of scope ``all`` (the default with ``--api-key``; issue 43): any user name
+    with the API key as the password (None: no key, or ``--api-key-scope v1``, the opt-in that leaves the page open).
+    ``--api-key-scope all`` without a key is a start-up error."""
+    scope = getattr(args, "api_key_scope", None)
+    key = api_key_from(getattr(args, "api_key", None))
+    if scope == "v1" or (scope is None and not key):   # no key and no scope asked for: an open server
         return None
-    key = api_key_from(args.api_key)
     if not key:
         raise SystemExit(f"error: --api-key-scope all needs an API key: give --api-key KEY (or set {API_KEY_ENV})")
     import hmac
@@ -133,6 +138,8 @@ def add_serve_command(commands, add_model_arguments) -> argparse.ArgumentParser:
     return parser
 
 
-def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None) -> ApiContext:
+def app_context(args: argparse.Namespace, studio, service: Optional[EngineService] = None,
+                throttle: Optional[LoginThrottle] = None) -> ApiContext:
     """The context of the Gradio app's API: the studio's models and voices, one queue for all."""
-    return make_context(args, studio.models, studio.voices, service or service_from_arguments(args), studio.message)
+    return make_context(args, studio.models, studio.voices, service or service_from_arguments(args), studio.message,
+                        throttle)

@@ -139,8 +139,10 @@ def turns_header(turns: list[dict]) -> str:
                        for t in turns], ensure_ascii=True, separators=(",", ":"))
 
 
-async def stream_body(job, plan, response_format: str, stream_format: str, on_done=None) -> AsyncIterator[bytes]:
-    """The streamed response: audio bytes (or SSE events) as each chunk is decoded.
+async def stream_body(job, plan, response_format: str, stream_format: str, on_done=None,
+                      details: Optional[dict] = None) -> AsyncIterator[bytes]:
+    """The streamed response: audio bytes (or SSE events) as each chunk is decoded; ``details``, the whole values
+    of headers that were cut (``api.headers``), go in the SSE ``speech.audio.done`` event.
 
     Closing it (the client went away) cancels the job: ``job.aevents`` does so on exit."""
     encoder = encoding.StreamEncoder(response_format)
@@ -167,6 +169,8 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
             done = {"type": "speech.audio.done",
                     "usage": {"input_tokens": len(plan.text), "output_tokens": plan.target_frames,
                               "total_tokens": len(plan.text) + plan.target_frames}}
+            if details:
+                done["details"] = details
             yield _sse(dict(done, checks=checks) if plan.config.guard else done)
     finally:
         encoder.close()

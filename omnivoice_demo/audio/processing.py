@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ..constants import HOP_LENGTH, SAMPLE_RATE
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 from ..storage.atomic import write_atomically
 
 __all__ = [
@@ -109,7 +109,7 @@ def load_audio_file(path, max_seconds: float = MAX_REFERENCE_SECONDS, max_bytes:
     if not os.path.isfile(name):
         raise InvalidInput(f"Audio file {excerpt(shown)} does not exist.")
     if max_bytes is not None and os.path.getsize(name) > max_bytes:
-        raise InvalidInput(f"The {what} {excerpt(shown)} is {os.path.getsize(name) / 2**20:.1f} MB; the limit is "
+        raise ResourceLimitExceeded(f"The {what} {excerpt(shown)} is {os.path.getsize(name) / 2**20:.1f} MB; the limit is "
                            f"{max_bytes / 2**20:.0f} MB. Upload a shorter clip.", param="max_upload_bytes")
     try:
         info = sf.info(name)
@@ -120,7 +120,7 @@ def load_audio_file(path, max_seconds: float = MAX_REFERENCE_SECONDS, max_bytes:
         raise InvalidInput(f"Audio file {excerpt(shown)} has no channels.")
     max_frames = int(max_seconds * rate)
     if info.frames > max_frames:
-        raise InvalidInput(f"The {what} {excerpt(shown)} is {info.frames / rate:.1f} s long; the limit is {max_seconds:g} s. "
+        raise ResourceLimitExceeded(f"The {what} {excerpt(shown)} is {info.frames / rate:.1f} s long; the limit is {max_seconds:g} s. "
                            "Trim it (3-10 s of clear speech is best for a reference).", param="max_reference_seconds")
     max_samples = int(SAMPLES_PER_LIMIT_SECOND * max_seconds)
     if max(info.frames, 1) * info.channels > max_samples:
@@ -134,7 +134,7 @@ def load_audio_file(path, max_seconds: float = MAX_REFERENCE_SECONDS, max_bytes:
     if data.shape[0] == 0:
         raise InvalidInput(f"Audio file {excerpt(shown)} contains no samples.")
     if data.shape[0] > max_frames:  # the header under-stated the length
-        raise InvalidInput(f"The {what} {excerpt(shown)} is longer than the limit of {max_seconds:g} s; trim it.",
+        raise ResourceLimitExceeded(f"The {what} {excerpt(shown)} is longer than the limit of {max_seconds:g} s; trim it.",
                            param="max_reference_seconds")
     return np.ascontiguousarray(data.T), int(sr)
 
@@ -395,7 +395,7 @@ def prepare_reference(
         )
     seconds = wav.shape[-1] / sample_rate
     if seconds > max_seconds:
-        raise InvalidInput(
+        raise ResourceLimitExceeded(
             f"The reference audio is {seconds:.1f} s long; the limit is {max_seconds:g} s. "
             "Trim it to 3-10 s of clear speech.", param="max_reference_seconds"
         )

@@ -113,6 +113,40 @@ def read_header(path: pathlib.Path) -> dict[str, TensorInfo]:
         raise bad_weights(path, f"it cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
 
 
+#: elements of a tensor looked at at once (a bounded slice read with ``get_slice``, not the tensor in memory)
+_SCAN_ELEMENTS = 1 << 22
+
+
+def non_finite(path: pathlib.Path, names=None) -> tuple[str, int] | None:
+    """``(tensor name, flat index)`` of the first NaN or infinity among the float tensors ``names`` (all of the
+    file's when None) of the safetensors file at ``path``, or None.  Reads a bounded run of rows at a time
+    (``safe_open().get_slice()``), so a 2.4 GB checkpoint is checked without holding it."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        for name in (names if names is not None else handle.keys()):
+            view = handle.get_slice(name)
+            shape = tuple(view.get_shape())
+            if view.get_dtype() not in FLOAT_DTYPES or not shape or not all(shape):
+                continue
+            per_row = int(np.prod(shape[1:], dtype=np.int64)) or 1
+            step = max(1, _SCAN_ELEMENTS // per_row)
+            for first in range(0, shape[0], step):
+                bad = np.flatnonzero(~np.isfinite(view[first:min(first + step, shape[0])]))
+                if bad.size:
+                    return name, first * per_row + int(bad[0])
+    return None
+
+
+def check_finite(path: pathlib.Path) -> None:
+    """``ModelFolderError`` naming the first tensor of the checkpoint ``path`` that holds a NaN or an infinity
+    (its header checked first, ``read_header``).  The converter runs it before any graph is built."""
+    read_header(path)
+    found = non_finite(path)
+    if found:
+        raise bad_weights(path, f"tensor {found[0]!r} holds NaN or infinite values (first at element {found[1]})")
+
+
 @dataclasses.dataclass
 class CheckpointWeights:
     """The backbone weights of one checkpoint file: ``path`` (local), ``label`` (where they came from:
@@ -132,7 +166,10 @@ class CheckpointWeights:
         from safetensors import safe_open
 
         with safe_open(str(self.path), framework="numpy") as handle:
-            return handle.get_tensor(name).astype(np.float32, copy=False)
+            values = handle.get_tensor(name).astype(np.float32, copy=False)
+        if not np.isfinite(values).all():   # poisoned weights refused by name, never built into a backbone
+            raise bad_weights(self.path, f"tensor {name!r} holds NaN or infinite values")
+        return values
 
     def rows(self, name: str, indices: np.ndarray) -> np.ndarray:
         """Rows ``indices`` (sorted, distinct, each in the table) of the table ``name`` as fp32, read lazily
@@ -148,6 +185,8 @@ class CheckpointWeights:
             for run in runs:
                 first = int(indices[run[0]])
                 out[run[0]:run[-1] + 1] = table[first:first + len(run)]
+        if not np.isfinite(out).all():   # poisoned weights refused by name, never fed to a graph
+            raise bad_weights(self.path, f"tensor {name!r} holds NaN or infinite values")
         return out
 
     def lookup(self, name: str, index: np.ndarray) -> np.ndarray:

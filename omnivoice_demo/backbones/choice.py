@@ -109,6 +109,12 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
     info = {"mode": mode, "choice": "as built", "compute": "as built", "source": source, "added_mb": 0.0,
             "probe_s": {}, "remembered": False, "fidelity": fidelity_of(source, source),
             "weights": f"{source} from the {source} folder"}
+    if weights is not None and (source in EIGHT_BIT or mode == "int4" or (source == "fp32" and mode in ("fp32", "auto"))):
+        # the given weights would not be used: the folder runs as built (issue 43: the audio was silently the same)
+        raise InvalidInput(f"backbone_weights are not used with backbone={mode!r} on this folder (its backbone is "
+                           f"built in {source} and runs as built). They build the fp32 and 8-bit choices of a folder "
+                           "built in int4 (or the 8-bit choices of an fp32 folder): give such a folder or backbone, "
+                           "or leave backbone_weights out.", param="backbone_weights")
     if source in EIGHT_BIT:  # a folder built in 8 bits (convert's cpu_int8 profile) runs as built
         if mode not in ("auto", "int4", source):
             raise InvalidInput(f"This folder's backbone is built in {source} already; it runs as built "
@@ -322,9 +328,12 @@ def open_cached_backbone(path: pathlib.Path, precision: str, model, providers, o
             return graph, open_session(graph, providers, options_factory(), digests=recorded_digests(stale))
         except ModelFolderError as exc:
             problem = str(exc).split(";")[0]
+    import shutil
+
+    shutil.rmtree(graph.parent, ignore_errors=True)   # never kept for the next run to fail on again
     raise ModelFolderError(f"The {precision} backbone built in our cache ({graph.parent}) fails its check even after "
-                           f"being built again ({problem}). Delete that folder, or set {CACHE_ENV} to another "
-                           "cache folder.")
+                           f"being built again ({problem}); it was removed. If this repeats, set {CACHE_ENV} to "
+                           "another cache folder (this one may be on a failing disk).")
 
 
 def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_factory,

@@ -48,6 +48,8 @@ ITEM_KEYS = ("id", "text", "voice", "language", "instruct", "pronunciations", "s
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$")
 #: rows one batch file may hold (a bound on memory and on the validation pass)
 MAX_ITEMS = 1_000_000
+#: bytes of one row (a text at the local limit, in JSON, fits many times over); a longer line is refused unread
+MAX_ROW_BYTES = 1024 * 1024
 #: names the batch itself uses in the output folder (``--book`` writes book.wav, book.srt, ...)
 RESERVED_IDS = ("book",)
 MAX_LISTED_PROBLEMS = 20
@@ -162,6 +164,7 @@ def collect_rows(path: pathlib.Path, item_of, max_items: int,
     line), ``(line, message)`` of every bad one): ids unique; each row read on its own, so whatever is wrong
     with one (even an error of ours, logged) leaves the others.  Past ``max_items`` rows the whole file is
     refused (``BatchInputError``): the rows after it are not read."""
+    count_rows(path, max_items, comments)   # the file's size first: nothing is parsed or kept for one too big
     items: list = []
     problems: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
@@ -189,6 +192,26 @@ def collect_rows(path: pathlib.Path, item_of, max_items: int,
             seen[item.id] = number
             items.append(item)
     return items, problems
+
+
+def count_rows(path: pathlib.Path, max_items: int, comments: bool = False) -> int:
+    """The rows of ``path`` (non-empty lines; with ``comments``, not ``#`` lines), counted in bounded memory (a
+    line at a time, each at most ``MAX_ROW_BYTES``): ``BatchInputError`` at the first row past ``max_items`` or
+    the first line over ``MAX_ROW_BYTES``, before any row is parsed (issue 43: a 1,000,001-line file was
+    refused only after 81 s and 702 MB)."""
+    rows = 0
+    with open(path, "rb") as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_ROW_BYTES + 1), b""), start=1):
+            if len(line) > MAX_ROW_BYTES:
+                raise BatchInputError(str(path.name), [(number, f"the line is over {MAX_ROW_BYTES} bytes; a row "
+                                                                "holds one item")])
+            stripped = line.strip().removeprefix(b"\xef\xbb\xbf") if number == 1 else line.strip()
+            if not stripped or (comments and stripped.startswith(b"#")):
+                continue
+            rows += 1
+            if rows > max_items:
+                raise BatchInputError(str(path.name), [(number, f"more than {max_items} items; split the file")])
+    return rows
 
 
 def parse_json_row(line: str) -> dict:

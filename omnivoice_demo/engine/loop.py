@@ -52,6 +52,7 @@ from ..text.languages import resolve_language
 from ..text.lexicon import as_lexicon
 from ..text.normalize import normalize_text
 from ..text.normalize_choice import choose_normalization
+from ..text.text_work import check_number_bounds, without_numbers
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..settings.presets import prompt_refresh_for
@@ -66,9 +67,10 @@ from ..text.prompt import (
     build_condition_ids,
     collapse_whitespace_runs,
     load_text_tokenizer,
+    special_tokens,
     validate_text,
 )
-from ..errors import check_unicode
+from ..errors import check_control_tokens, check_unicode
 from ..storage.voice_file import Voice
 from ..text.voice_design import has_chinese, resolve_instruct
 
@@ -133,26 +135,43 @@ class OmniVoiceEngine:
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
                                                providers_for(provider), lambda: session_options(threads), threads=threads,
                                                weights=weights)
-        if not self.model.attends_bidirectionally():
-            if self.backbone_choice.get("cache"):  # the folder's own graph was not what ran: name what did
-                raise ModelFolderError(
-                    f"The backbone rebuilt in our cache ({self.backbone_choice['cache']}) does not attend in both "
-                    "directions, though its files pass their check. Delete that folder to have it built again.")
-            raise ModelFolderError(
-                f"The backbone in {self.folder} attends causally, so it computes a different model than "
-                "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
-                "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it."
-            )
+        verdict = self.model.attention_verdict()
+        if verdict != "bidirectional":
+            self._refuse_backbone(verdict)
         constants = self.manifest.get("model", {})
         self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
         self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
         self.tokenizer = load_text_tokenizer(self.folder)
+        self.control_tokens = special_tokens(self.tokenizer)   # refused in every user text (check_control_tokens)
         codec_dir = self.folder / CODEC_DIR
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
                       if codec_dir.is_dir() else None)
         # the time estimates' cost model: a short warm-up now, refined by every run
         self.estimator = PipelineEstimator(attention_ratio=attention_ratio(self.folder))
         self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
+
+    def _refuse_backbone(self, verdict: str) -> None:
+        """The backbone failed its check at load (``attention_verdict``): a ``ModelFolderError`` naming the real
+        cause.  A backbone rebuilt in our cache is removed (never kept for the next run to fail on again)."""
+        cache = self.backbone_choice.get("cache")
+        if cache:
+            import shutil
+
+            shutil.rmtree(cache, ignore_errors=True)
+        where = f"The backbone rebuilt in our cache ({cache}, now removed)" if cache else f"The backbone in {self.folder}"
+        if verdict == "not finite":
+            raise ModelFolderError(
+                f"{where} gives NaN or infinite outputs: its weights hold NaN or infinities (its graphs attend in "
+                "both directions; the weights are at fault). Give weights that are finite: the original checkpoint "
+                "(python -m convert refuses a poisoned one, naming the tensor), or download the folder again.")
+        if cache:
+            raise ModelFolderError(
+                f"{where} does not attend in both directions, though its files passed their check; the next load "
+                "builds it again.")
+        raise ModelFolderError(
+            f"The backbone in {self.folder} attends causally, so it computes a different model than "
+            "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
+            "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it.")
 
     @property
     def profile(self) -> str:
@@ -265,20 +284,16 @@ class OmniVoiceEngine:
         config = (config or GenerationConfig()).replace(**overrides).validate()
         text = validate_text(text)
         self.limits.check("The text", len(text), "max_text_chars", " characters")
+        check_control_tokens(text, "The text", self.control_tokens)
         text = collapse_whitespace_runs(text)  # planned from what is read: runs of whitespace read as one character
         self.limits.check("num_step", config.num_step, "max_steps")
         code = resolve_language(language)
         if pronunciations:   # before normalisation, which keeps their brackets and pinyin as they are
             text = as_lexicon(pronunciations).apply(text)
             self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
-        # whether, and in which language, numbers are read as words (the user's language, else the text's own);
-        # the model still gets ``code``, the user's language or none, as the reference
-        normalization = choose_normalization(text, code, config.normalize_text, self.limits)
-        if normalization.language is not None:   # the reference's place: the target text only, before its length
-            text = normalize_text(text, normalization.language)
+            check_control_tokens(text, "The text with its pronunciations (a lexicon respelling)", self.control_tokens)
         if instruct is not None:
             self._check_prompt_text(instruct, "The instruct")
-        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if isinstance(voice, (str, pathlib.Path)):
             voice = self.load_voice(voice)
         if voice is not None and not isinstance(voice, Voice):
@@ -287,11 +302,18 @@ class OmniVoiceEngine:
         if voice is not None:
             self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
             self._check_prompt_text(voice.transcript, "The voice's transcript")
+        ref_text = voice.transcript if voice else None
+        ref_frames = voice.frames if voice else None
+        # whether, and in which language, numbers are read as words (the user's language, else the text's own);
+        # the model still gets ``code``, the user's language or none, as the reference
+        normalization = choose_normalization(text, code, config.normalize_text, self.limits)
+        if normalization.language is not None:   # the reference's place: the target text only, before its length
+            self._check_before_normalising(text, ref_text, ref_frames, config)
+            text = normalize_text(text, normalization.language)
+        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
         if config.seed is None:
             config = config.replace(seed=secrets.randbelow(2**31))
 
-        ref_text = voice.transcript if voice else None
-        ref_frames = voice.frames if voice else None
         target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
                                                 duration=config.duration)
         self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
@@ -310,6 +332,18 @@ class OmniVoiceEngine:
         if config.loudness is not None:
             require_pyloudnorm()
         return plan
+
+    def _check_before_normalising(self, text: str, ref_text: Optional[str], ref_frames: Optional[int],
+                                  config: GenerationConfig) -> None:
+        """The cheap bounds of a text about to be normalised (its cost grows with them; text_work.py): its
+        characters, the digits of each number, its numbers, and the length planned from the text without its
+        numbers (a floor of the length after normalisation)."""
+        self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
+        check_number_bounds(text, self.limits)
+        if config.duration is None:
+            floor, _ = plan_target_frames(without_numbers(text) or ".", ref_text, ref_frames, speed=config.speed)
+            self.limits.check("The planned speech (before normalize_text)", round(floor / FRAME_RATE, 1),
+                              "max_audio_seconds", " s")
 
     def _check_chunks(self, plan: GenerationPlan) -> None:
         self.limits.check("The number of chunks", len(plan.chunks), "max_chunks")
@@ -353,6 +387,7 @@ class OmniVoiceEngine:
             raise InvalidInput(f"{what} must be text, not {type(text).__name__}.")
         check_unicode(text, what)
         self.limits.check(what, len(text), "max_text_chars", " characters")
+        check_control_tokens(text, what, self.control_tokens)
         self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
     def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):

@@ -192,13 +192,21 @@ class OmniVoiceOnnx:
         A causal backbone cannot let position 0 see the last position, so its
         first output is identical in both runs.
         """
+        return self.attention_verdict(length, tolerance) == "bidirectional"
+
+    def attention_verdict(self, length: int = 6, tolerance: float = 1e-6) -> str:
+        """``attends_bidirectionally``'s forwards, with the cause when it fails: ``"bidirectional"``,
+        ``"causal"`` (position 0 does not move), or ``"not finite"`` (the outputs hold NaN or infinities, so
+        nothing can be told about the attention: poisoned weights, not the graph's direction)."""
         rng = np.random.default_rng(0)
         embeds = rng.standard_normal((1, length, self.hidden_size)).astype(np.float32)
         changed = embeds.copy()
         changed[0, -1] += 1.0
         first = self.hidden_states(embeds, [length])[0, 0].astype(np.float32)
         second = self.hidden_states(changed, [length])[0, 0].astype(np.float32)
-        return bool(np.abs(first - second).max() > tolerance)
+        if not (np.isfinite(first).all() and np.isfinite(second).all()):
+            return "not finite"
+        return "bidirectional" if np.abs(first - second).max() > tolerance else "causal"
 
 
 def attention_ratio(folder: pathlib.Path) -> Optional[float]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..audio.processing import cross_fade_chunks, cross_fade_starts
 from ..constants import FRAME_RATE, SAMPLE_RATE
-from ..errors import InvalidInput
+from ..errors import CONTROL_TOKENS, InvalidInput, check_control_tokens, excerpt
 from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 from ..text.normalize_choice import normalization_settings
@@ -82,7 +82,9 @@ def prepare_turns(engine, turns: Sequence[Turn], *, language: Optional[str] = No
     limits.check("The text of all turns", sum(len(turn.text) for turn in turns), "max_text_chars", " characters")
     config = (config or GenerationConfig()).replace(**overrides)
     plans = []
-    for turn in turns:
+    for number, turn in enumerate(turns, 1):
+        check_control_tokens(turn.text, f"Turn {number} ({excerpt(turn.speaker)})",
+                             getattr(engine, "control_tokens", CONTROL_TOKENS))
         plan = engine.prepare(turn.text, language=language, instruct=turn.instruct, voice=turn.voice, config=config,
                               pronunciations=pronunciations)
         config = plan.config   # the seed drawn for the first turn is every turn's

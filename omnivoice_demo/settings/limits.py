@@ -25,6 +25,8 @@ class Limits:
     max_text_chars: int = 2000              # characters of text to speak (and of a transcript, an instruct)
     max_description_words: int = 60         # words of a voice description ("a deep, calm British man")
     max_normalize_chars: int = 600          # characters read through normalize_text (its cost grows with them)
+    max_number_digits: int = 20             # digits of one number read through normalize_text (text/text_work.py)
+    max_numbers: int = 100                  # numbers of one text read through normalize_text
     max_prompt_tokens: int = 4096           # text tokens of one forward's prompt: style, transcript and text
     max_audio_seconds: float = 180.0        # planned seconds of speech of one request
     max_chunks: int = 16                    # chunks a long text is split into
@@ -40,7 +42,8 @@ class Limits:
     @classmethod
     def local(cls) -> "Limits":
         """For one person's own machine: long texts and inputs, still bounded."""
-        return cls(max_text_chars=50000, max_description_words=200, max_normalize_chars=50000, max_prompt_tokens=32768, max_audio_seconds=3600.0,
+        return cls(max_text_chars=50000, max_description_words=200, max_normalize_chars=50000,
+                   max_number_digits=100, max_numbers=10000, max_prompt_tokens=32768, max_audio_seconds=3600.0,
                    max_chunks=400, max_steps=256,
                    max_reference_seconds=300.0, max_codec_input_seconds=1800.0,
                    max_decode_frames=3600 * FRAME_RATE,

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
 
 __all__ = ["Member", "read_npz"]
 
@@ -55,7 +55,7 @@ def read_npz(path, members: dict[str, Member], what: str, max_bytes: int) -> dic
     if not stat.S_ISREG(path.stat().st_mode) or (size == 0 and str(path.resolve()).startswith("/proc/")):
         raise InvalidInput(f"The {what} {excerpt(name)} is not a regular file.")
     if size > max_bytes:
-        raise InvalidInput(f"The {what} {excerpt(name)} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
+        raise ResourceLimitExceeded(f"The {what} {excerpt(name)} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB.",
                            param="max_upload_bytes")
     try:
         with zipfile.ZipFile(path) as archive:

@@ -17,9 +17,8 @@ import numpy as np
 
 from .atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, ResourceLimitExceeded, check_control_tokens, check_unicode, excerpt
 from .npz_check import Member, read_npz
-from ..errors import check_unicode
 
 VOICE_FORMAT_VERSION = 1
 #: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.
@@ -70,7 +69,7 @@ class Voice:
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
         if len(self.variants) > MAX_VARIANTS:
-            raise InvalidInput(f"The voice {excerpt(self.name)} has {len(self.variants)} style variants; a voice file "
+            raise ResourceLimitExceeded(f"The voice {excerpt(self.name)} has {len(self.variants)} style variants; a voice file "
                                f"holds at most {MAX_VARIANTS}.", param="max_voice_variants")
         meta = self._meta()
         arrays = {}
@@ -130,7 +129,7 @@ class Voice:
             raise InvalidInput(f"{shown} holds codes of shape {list(codes.shape)}; a voice has "
                                f"[{NUM_CODEBOOKS}, frames].")
         if codes.shape[1] > max_frames:
-            raise InvalidInput(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
+            raise ResourceLimitExceeded(f"{shown} holds {codes.shape[1]} frames of reference; the limit is {max_frames} "
                                f"({max_frames / FRAME_RATE:g} s).", param="max_reference_seconds")
         if int(codes.min()) < 0 or int(codes.max()) >= CODEBOOK_SIZE:
             raise InvalidInput(f"{shown} holds codes outside 0..{CODEBOOK_SIZE - 1}: not a voice file.")
@@ -138,6 +137,7 @@ class Voice:
         if not isinstance(transcript, str) or not transcript.strip():
             raise InvalidInput(f"{shown} has no transcript (a voice needs the text its reference says).")
         check_unicode(transcript, f"{shown}'s transcript")
+        check_control_tokens(transcript, f"{shown}'s transcript")
         rms = meta.get("rms")
         if isinstance(rms, bool) or not isinstance(rms, (int, float)) or not math.isfinite(rms) or rms <= 0:
             raise InvalidInput(f"{shown} has rms {excerpt(rms)}; it must be a finite number above 0.")

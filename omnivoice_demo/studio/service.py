@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
 
+from ..text.normalize import start_preload
 from ..errors import Busy
 from ..runtime.memory import release_free_memory
 
@@ -408,7 +409,9 @@ def add_queue_arguments(group) -> None:
 
 
 def service_from_arguments(args) -> EngineService:
-    """The service of a command line's ``--max-queue`` and ``--max-running``."""
+    """The service of a command line's ``--max-queue`` and ``--max-running`` (a server's: where normalisation is
+    on, its grammars start building in the background now, ``text.normalize.start_preload``)."""
     if args.max_queue < 0 or args.max_running < 1:
         raise SystemExit("error: --max-queue must be 0 or more and --max-running 1 or more")
+    start_preload()   # a server: the normaliser's grammars are built now, not by its first request (issue 42)
     return EngineService(max_running=args.max_running, max_waiting=args.max_queue)

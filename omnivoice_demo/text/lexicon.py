@@ -25,7 +25,7 @@ import pathlib
 import re
 from typing import Any, Iterable, Mapping, Optional, Union
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, check_control_tokens
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 5000
@@ -213,6 +213,7 @@ def _check_entries(entries: tuple[Entry, ...]) -> None:
             raise InvalidInput(f"The lexicon's entry for {entry.word[:MAX_WORD_CHARS]!r} must have a word of at most "
                                f"{MAX_WORD_CHARS} and a pronunciation of 1 to {MAX_SAY_CHARS} characters.",
                                param="lexicon")
+        check_control_tokens(entry.say, f"The lexicon's pronunciation of {entry.word!r}")
         if "[" in entry.say or "]" in entry.say:
             if kind_of(entry.say) != "cmu":
                 raise InvalidInput(f"The lexicon's pronunciation of {entry.word!r}, {entry.say!r}, is not a CMU "

@@ -33,6 +33,7 @@ from typing import Callable, Optional
 
 from ..errors import InvalidInput
 from .languages import resolve_language
+from .text_work import GATE, preload_in_background
 
 logger = logging.getLogger(__name__)
 
@@ -159,9 +160,26 @@ def normalize_text(text: str, language: Optional[str] = None) -> str:
     code = _language_code(language, text)
     if code not in ("zh", "en"):
         require(code)
-        return _apply(text, functools.partial(_num2words, code=code), pinyin=False)
-    with _LOCK:   # one normaliser per language, shared by every thread: built once, used by one at a time
-        return _apply(text, _normalizer(code), pinyin=code == "zh")
+        with GATE.slot(len(text)):   # text work has its own bounded queue (text_work.py)
+            return _apply(text, functools.partial(_num2words, code=code), pinyin=False)
+    fn = build_normalizer(code)
+    with GATE.slot(len(text)):   # one normaliser per language, shared by every thread: used by one at a time
+        return _apply(text, fn, pinyin=code == "zh")
+
+
+def start_preload(languages: tuple[str, ...] = ("en",)):
+    """A server's start: build the normalisers of ``languages`` in the background (``text_work``), so its first
+    request does not wait for WeTextProcessing's grammars; nothing when the libraries are not installed."""
+    if missing_modules():
+        return None
+    return preload_in_background(build_normalizer, languages)
+
+
+def build_normalizer(code: str) -> Callable[[str], str]:
+    """The normaliser of ``"en"`` or ``"zh"``, built once per process (a preload and a request wait for the
+    one build: ``text_work.start_preload``)."""
+    with _LOCK:
+        return _normalizer(code)
 
 
 def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ..errors import InvalidInput, ModelFolderError, check_unicode
+from ..errors import CONTROL_TOKENS, InvalidInput, ModelFolderError, check_control_tokens, check_unicode
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizers import Tokenizer
@@ -31,6 +31,8 @@ __all__ = [
     "SPLIT_PUNCTUATION",
     "add_punctuation",
     "build_condition_ids",
+    "CONTROL_TOKENS",
+    "check_control_tokens",
     "chunk_text_punctuation",
     "combine_text",
     "load_text_tokenizer",
@@ -93,6 +95,13 @@ def validate_text(text: Optional[str], what: str = "The text to speak") -> str:
     return text
 
 
+
+
+def special_tokens(tokenizer) -> frozenset:
+    """``CONTROL_TOKENS`` and every added token ``tokenizer`` marks special (a ``tokenizers.Tokenizer``)."""
+    decoder = getattr(tokenizer, "get_added_tokens_decoder", None)
+    found = {token.content for token in decoder().values() if token.special} if decoder else set()
+    return CONTROL_TOKENS | frozenset(found)
 
 
 # ---------------------------------------------------------------------------

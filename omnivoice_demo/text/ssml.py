@@ -38,7 +38,7 @@ from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidd
 from defusedxml.ElementTree import DefusedXMLParser
 
 from ..constants import SAMPLE_RATE
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, check_control_tokens, excerpt
 from ..settings.generation import GenerationConfig
 from ..settings.limits import Limits
 from .lexicon import kind_of
@@ -307,6 +307,10 @@ class _Reader:
             self.fail("<sub> needs alias, the text to read instead (e.g. <sub alias=\"World Wide Web\">WWW</sub>).",
                       element)
         self._only_text(element, "sub")
+        try:
+            check_control_tokens(alias, "The SSML's <sub alias>")
+        except InvalidInput as exc:
+            self.fail(str(exc), element)
         return " ".join(alias.split())
 
     def _say_as(self, element, context) -> str:

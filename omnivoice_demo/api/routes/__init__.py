@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP API's routes: one module per resource, each a FastAPI ``APIRouter``.
 
     POST /v1/audio/speech     text -> audio                                  (routes/speech.py)
+    GET  /v1/audio/speech/details/{token}  the whole X-OmniVoice-* values a response had to cut (api/headers.py)
     GET|POST /v1/audio/voices, GET|PATCH|DELETE /v1/audio/voices/{id}        (routes/voices.py)
     POST /v1/audio/voices/{id}/variants, DELETE .../variants/{tag}          (routes/variants.py)
     GET  /v1/models           the models that answer                         (routes/models.py)

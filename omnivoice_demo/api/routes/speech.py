@@ -16,6 +16,8 @@ from ...studio.results import checks_header, details
 from ...studio.vocabulary import resolve_voice
 from .. import encoding, speech
 from ..context import ApiContext, Context
+from ..headers import capped_response_headers
+from ..openai_errors import ApiError
 from ..schemas import SpeechBody
 from .models import model_for
 
@@ -36,7 +38,8 @@ async def create_speech(request: Request, body: SpeechBody, context: Context):
         headers["X-OmniVoice-Speed"] = parsed.speed_note
     if parsed.stream_format:
         media = "text/event-stream" if parsed.stream_format == "sse" else encoding.media_type(parsed.response_format)
-        body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format)
+        headers, whole = capped_response_headers(headers, context.details)
+        body_iter = speech.stream_body(job, plan, parsed.response_format, parsed.stream_format, details=whole)
         return StreamingResponse(body_iter, media_type=media, headers=headers)
     result = await until_done_or_gone(job, request)
     if result is None:
@@ -49,7 +52,19 @@ async def create_speech(request: Request, body: SpeechBody, context: Context):
         headers["X-OmniVoice-Checks"] = checks_header(info["checks"])
     if result.turns:  # a script: who speaks when
         headers["X-OmniVoice-Turns"] = speech.turns_header(result.turns)
+    headers, _ = capped_response_headers(headers, context.details)
     return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
+
+
+@router.get("/v1/audio/speech/details/{token}")
+async def speech_details(token: str, context: Context):
+    """The whole ``X-OmniVoice-*`` values a response had to cut (``api.headers``: each header at most 1 KB)."""
+    kept = context.details.get(token)
+    if kept is None:
+        raise ApiError(404, "No such details: they are kept for the newest responses whose X-OmniVoice headers "
+                            "were cut; take them from the X-OmniVoice-Details header of the response.",
+                       code="not_found")
+    return {"headers": kept}
 
 
 def plan_request(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
