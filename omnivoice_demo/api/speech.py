@@ -16,6 +16,8 @@ The request's fields (OpenAI's, then ours):
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
+  a ``wav`` request that says nothing of streaming is a whole file too (its header then states its
+  length; ``encoding.streamed_by_default``), pcm, mp3 and opus stream;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
@@ -103,7 +105,7 @@ def parse(body) -> SpeechRequest:
     model = _text_field(body, "model") or DEFAULT_MODEL
     default_format = "mp3" if "mp3" in encoding.formats() else "wav"
     response_format = encoding.check_format(body.get("response_format") or default_format)
-    stream_format = _stream_format(body)
+    stream_format = _stream_format(body, response_format)
     settings = {name: body[name] for name in GenerationConfig.names() if name in body}
     settings.setdefault("normalize_text", typed_default())   # on where installed: people type "$4.99" here
     speed_note = None
@@ -136,12 +138,16 @@ def parse(body) -> SpeechRequest:
                          speakers=check_speakers(body.get("speakers")) if script else None)
 
 
-def _stream_format(body: dict) -> Optional[str]:
-    """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file."""
+def _stream_format(body: dict, response_format: str) -> Optional[str]:
+    """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file, and so
+    does saying nothing of streaming for a format whose streamed header would not tell its length (WAV,
+    ``encoding.streamed_by_default``)."""
     stream, stream_format = body.get("stream"), body.get("stream_format")
     if stream is not None and not isinstance(stream, bool):
         raise InvalidInput(f"stream must be true or false, got {excerpt(stream)}.", param="stream")
     if stream_format is None:
+        if stream is None and not encoding.streamed_by_default(response_format):
+            return None
         return None if stream is False else ("sse" if stream is True else "audio")
     if stream_format not in STREAM_FORMATS:
         raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {excerpt(stream_format)} (send \"stream\": false "
