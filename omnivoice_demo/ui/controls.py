@@ -28,6 +28,7 @@ from ..studio.descriptions import Description, read_description
 from ..studio.variants import read_voice_description
 from ..engine.presets import preset_values
 from ..engine.normalize import unavailable_note
+from ..asr.scoring import jiwer_missing_note
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -119,7 +120,10 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
                                      elem_id=f"{prefix}-randomize")
         c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
     with gr.Row(equal_height=True):
-        c["guard"] = setting_widget("guard", prefix)
+        missing = jiwer_missing_note()   # greyed out up front, with what to install, rather than refused on Speak
+        c["guard"] = setting_widget("guard", prefix) if missing is None else gr.Checkbox(
+            value=False, interactive=False, label=GenerationConfig.setting("guard").label, info=missing,
+            elem_id=_element_id(prefix, "guard"))
         loudness = GenerationConfig.setting("loudness")
         c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=loudness.label, info=loudness.help,
                                     elem_id=f"{prefix}-loudness")
