@@ -386,6 +386,8 @@ def _plan(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list
 def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
     """The voice of an uploaded clip (not saved: the route saves it, as a voice or a variant)."""
     from ..audio import processing as audio_ops
+    from ..audio.best_part import best_part_of_long
+
     with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
         path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
         path.write_bytes(data)
@@ -396,6 +398,7 @@ def _clone(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Op
         if context.transcribe is None:
             raise InvalidInput("The transcript is required: send what is said in the clip as the form field "
                                "'transcript' (this server has no speech recogniser).", param="transcript")
+        audio, _ = best_part_of_long(audio, rate)   # as the Clone tab's "Keep the best 10 s": recognised and cloned
         try:
             transcript = context.transcribe(audio, rate)
         except OmniVoiceError as exc:

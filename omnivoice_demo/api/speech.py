@@ -255,12 +255,13 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
         async for event in job.aevents():
             if event.kind == "chunk":
                 data = encoder.add(chunk_output(event.audio, rms, plan.config))
-                if event.check is not None:
-                    checks.append(event.check.to_dict())
             elif event.kind == "segment":   # SSML: the next stretch of the joined audio, as it is
                 data = encoder.add(event.audio)
             elif event.kind == "result":
                 data = encoder.finish()
+                # the whole result's checks: a plain text's chunks, and an SSML text's segments' (whose chunks
+                # come out as segments)
+                checks = [check.to_dict() for check in getattr(event, "checks", None) or []]
                 if on_done is not None:
                     on_done(event)
             else:

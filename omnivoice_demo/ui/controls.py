@@ -34,6 +34,8 @@ from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
 
 NO_VOICE = "(none)"
+#: the settings a reader sets first: on a phone they come right under the text (studio.css, ``ov-quick``)
+QUICK = ["ov-quick"]
 #: a setting applied when the voice is cloned, not when speaking: the Clone tab's "Clean the reference"
 #: checkbox (the API's ``preprocess``) is its widget
 CLONE_SETTINGS = ("preprocess_prompt",)
@@ -84,14 +86,14 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     c: dict = {}
     c["language"] = gr.Dropdown([("Auto", AUTO)] + language_choices(), value=AUTO, label="Language",
                                 filterable=True, info="Type to filter; Auto lets the model decide.",
-                                elem_id=f"{prefix}-language")
+                                elem_id=f"{prefix}-language", elem_classes=QUICK)
     if with_voice:
-        with gr.Row():
+        with gr.Row(elem_classes=QUICK):
             c["voice"] = gr.Dropdown([NO_VOICE], value=NO_VOICE, label="Saved voice", scale=4,
                                      info="Voices saved in the Clone tab.", elem_id=f"{prefix}-voice")
             c["voice_refresh"] = gr.Button("↻", size="sm", scale=0, min_width=40, elem_id=f"{prefix}-voice-refresh")
     c.update(design_widgets(prefix, open_=with_voice))
-    with gr.Row():
+    with gr.Row(elem_classes=QUICK):
         c["speed"] = setting_widget("speed", prefix)
         duration = GenerationConfig.setting("duration")
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
@@ -105,7 +107,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
                                 "override). Balanced and Fast reuse the prompt (and a cloned voice's reference) "
                                 "between refreshes (every 8th step, Fast every 4th): an approximation; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
-                           elem_id=f"{prefix}-preset")
+                           elem_id=f"{prefix}-preset", elem_classes=QUICK)
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
         names = advanced_settings()
         for start in range(0, len(names), 3):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...audio import processing as audio_ops
-from ...audio.best_part import best_part
+from ...audio.best_part import BEST_PART_SECONDS, best_part
 from ...engine.config import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
@@ -41,8 +41,7 @@ from .styles import styles_section
 #: typed (recognised), is cut at a pause before REFERENCE_TRIM_TO seconds
 REFERENCE_TRIM_ABOVE = 20.0
 REFERENCE_TRIM_TO = 15.0
-#: a clip longer than this is offered "Keep the best 10 s" (the model's README: 3-10 s works best)
-BEST_PART_SECONDS = 10.0
+# a clip longer than BEST_PART_SECONDS (audio.best_part) is offered "Keep the best 10 s"
 #: references shorter than this get a warning (the reference works best with 3-10 s)
 SHORT_REFERENCE_SECONDS = 3.0
 RECOGNISING = "recognising..."

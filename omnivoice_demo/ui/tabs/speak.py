@@ -89,7 +89,7 @@ def build(studio: Studio, history: SessionHistory, browser_voices: Optional[gr.B
     ``browser_voices`` and ``browser_lexicon`` (shared mode): the visitor's voices and pronunciations, kept in
     their browser."""
     with gr.Tab("Speak", id="speak"):
-        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
+        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, language, voice, speed, Speak, result, the rest (studio.css)
             with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
                 mode = ssml_switch("speak", text["text"], studio.limits)
@@ -115,9 +115,10 @@ def build(studio: Studio, history: SessionHistory, browser_voices: Optional[gr.B
                      ssml=data[mode] == "SSML", lexicon=lexicon.value(data), speakers=speakers)
 
     wire_generation(studio, panel, history, run, extra_inputs=stored + lexicon.inputs() + script.inputs(),
-                    info_inputs=[mode],
+                    info_inputs=[mode, lexicon.table] + lexicon.inputs(),   # an entry added redraws the preview
                     voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session),
-                    ssml_of=lambda data: data[mode] == "SSML")
+                    ssml_of=lambda data: data[mode] == "SSML",
+                    pronunciations_of=lambda data: studio.lexicons.for_generation(lexicon.value(data)))
 
     def voice_for(values, data, session):  # a sentence's new take: the voice and pronunciations as Go reads them now
         voice, design = chosen_voice(studio, values.get("voice"), session,
