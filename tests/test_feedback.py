@@ -41,3 +41,21 @@ def test_the_styles_panel_refuses_a_clip_outside_3_to_10_seconds(tmp_path, secon
 
 def test_a_failed_run_clears_the_code_grid():
     assert failed_outputs()["grid"] is None
+
+
+def test_the_clone_tab_speaks_with_the_lexicon(tmp_path, monkeypatch):
+    """Clone reads the owner's pronunciations as Speak does (the studio's lexicon, or the visitor's browser's)."""
+    from omnivoice_demo.engine.lexicon import Entry, Lexicon
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+
+    studio = type("Studio", (), {})()
+    studio.lexicons = type("Lexicons", (), {"for_generation": lambda self, stored=None: Lexicon(
+        (Entry("bass", "[B EY1 S]" if stored is None else stored),))})()
+    monkeypatch.setattr(clone_tab, "clone_voice", lambda *args, **kwargs: ("the voice", ""))
+    seen = []
+    monkeypatch.setattr(clone_tab, "run_generation",
+                        lambda studio, text, values, voice, history, tab, owner: iter(seen.append(values) or [{}]))
+    list(clone_tab.clone(studio, "ref.wav", "Words.", True, "The bass is loud.", {}))
+    list(clone_tab.clone(studio, "ref.wav", "Words.", True, "The bass is loud.", {}, lexicon="[B AE1 S]"))
+    assert [v["pronunciations"].entries[0].say for v in seen] == ["[B EY1 S]", "[B AE1 S]"]
+    assert all(v["voice"] is None for v in seen)

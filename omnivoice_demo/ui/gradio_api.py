@@ -109,16 +109,20 @@ def result_outputs() -> list:
 
 
 async def run_job(studio, text: str, values: dict, voice, tab: str,
-                  owner: Optional[str] = None, voices=None) -> tuple[str, int, dict]:
+                  owner: Optional[str] = None, voices=None, prepare=None) -> tuple[str, int, dict]:
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
     ``owner``'s (``Studio.output_path``).  A text that starts with ``<speak`` is SSML, its voice names resolved by
-    ``voices`` (``studio.vocabulary``)."""
+    ``voices`` (``studio.vocabulary``); ``prepare(engine, arguments)``: another plan (a dialogue script's)."""
     from .controls import styled_request
 
     loaded = studio.models.get()
     voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()
-    plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, ssml=None, voices=voices, **arguments)
+    if prepare is not None:
+        plan = await asyncio.to_thread(prepare, loaded.engine, arguments)
+    else:
+        plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, ssml=None, voices=voices,
+                                       **arguments)
     job = studio.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                 lock=loaded.lock, label=f"gradio {tab}")
     result = None

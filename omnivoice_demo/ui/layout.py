@@ -45,7 +45,8 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
         stored = [browser_voices] if browser_voices is not None else []
         with gr.Tabs():
             speak_panel = speak.build(studio, history, browser_voices, browser_lexicon)
-            clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices)
+            clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices,
+                        lexicon=speak_panel.lexicon)
             codec.build(studio)
             bench_models = benchmark.build(studio)
             model_tab = model.ModelTab(studio, bar, bench_models, model_spec, precision, provider,

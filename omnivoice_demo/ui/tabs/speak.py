@@ -23,7 +23,7 @@ from ..sentences import wire_sentences
 from ..ssml_switch import ssml_switch
 from ...engine.lexicon import Lexicon, from_mapping
 from ...errors import InvalidInput
-from ...studio.script import plan_script
+from ...studio.script import check_speakers, plan_script
 from ...studio.descriptions import read_description
 
 
@@ -144,17 +144,48 @@ def build_api(studio: Studio) -> None:
         voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
         own = pronunciations_field(values.pop("pronunciations", ""))   # over the server's and the studio's
         values["pronunciations"] = studio.lexicons.for_generation().merged(own)
-        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner,
+        text, speakers = values.pop("text"), speakers_field(values.pop("script", False), values.pop("speakers", ""))
+        if speakers is not None:   # script mode, as the tab's: each name a voice, or given one by speakers
+            def prepare(engine, arguments):
+                return plan_script(engine, text, lambda name: chosen_voice(studio, name, session), speakers,
+                                   language=arguments["language"], config=arguments["config"],
+                                   pronunciations=arguments["pronunciations"])
+
+            return await run_job(studio, text, values, None, "speak", owner, prepare=prepare)
+        return await run_job(studio, text, with_design(values, design), voice, "speak", owner,
                              voices=lambda name: chosen_voice(studio, name, session))
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",
                             [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True,
-                            trailing=[("pronunciations", "")])
+                            trailing=[("pronunciations", ""), ("script", False), ("speakers", "")])
     inputs = describe([gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs()
-                      + [gr.Textbox(value="", label="pronunciations")])
+                      + [gr.Textbox(value="", label="pronunciations"), gr.Checkbox(value=False, label="script"),
+                         gr.Textbox(value="", label="speakers")])
     gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=result_outputs(), api_name="speak",
                                    **generation_concurrency(studio))
+
+
+def speakers_field(script, text) -> Optional[dict]:
+    """/speak's ``script`` (true: the text is a dialogue script, as the tab's Script mode) and ``speakers`` (JSON,
+    ``{"Anna": "alloy"}``: each name's voice; a name left out must be a voice itself): the speakers, or None when
+    the text is no script."""
+    import json
+
+    if not isinstance(script, bool):
+        raise InvalidInput(f"script must be true or false, got {script!r}.", param="script")
+    given = str(text or "").strip()
+    if not script:
+        if given:
+            raise InvalidInput("speakers maps the names of a script to voices: send script=true with it.",
+                               param="speakers")
+        return None
+    try:
+        value = json.loads(given) if given else {}
+    except (ValueError, RecursionError):
+        raise InvalidInput("speakers must be JSON: {\"Anna\": \"alloy\", \"Ben\": \"male, low pitch\"}.",
+                           param="speakers") from None
+    return check_speakers(value) or {}
 
 
 def pronunciations_field(text) -> Lexicon:
