@@ -56,6 +56,10 @@ DESCRIPTIONS = {
     "pronunciations": "A lexicon as JSON text: {\"bass\": \"[B EY1 S]\"} or a list of {\"word\", \"say\", "
                       "\"match_case\"}; say is a CMU override, pinyin with tones or a respelling. Over the "
                       "server's lexicon, word by word. Empty: none.",
+    "script": "True: the text is a dialogue script ('Name: text' lines), as the Speak tab's Script mode; each name "
+              "is a voice, or is given one by speakers. The details list the turns.",
+    "speakers": "With script: each name's voice as JSON text, {\"Anna\": \"alloy\", \"Ben\": \"male, low "
+                "pitch\"}; a name left out must be a voice itself. Empty: none.",
 }
 _API_DEFAULT_NOTES = {"duration": " (0 = estimated from the text)", "seed": " (-1 = a new seed, returned)",
                       "loudness": " (0 = as generated)"}
