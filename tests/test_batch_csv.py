@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from omnivoice_demo.batch.items import BatchInputError, read_items
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
 
 CSV = '''id,text,voice,instruct,language,speed,seed,script,pronunciations,speakers

@@ -8,7 +8,7 @@ import pytest
 import soundfile
 
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.studio.script import read_script
+from omnivoice_demo.text.script import read_script
 from omnivoice_demo.studio.vocabulary import DESIGNS
 from omnivoice_demo.ui import script_mode
 from omnivoice_demo.ui.generation_panel import failed_outputs
@@ -45,7 +45,7 @@ def test_a_failed_run_clears_the_code_grid():
 
 def test_the_clone_tab_speaks_with_the_lexicon(tmp_path, monkeypatch):
     """Clone reads the owner's pronunciations as Speak does (the studio's lexicon, or the visitor's browser's)."""
-    from omnivoice_demo.engine.lexicon import Entry, Lexicon
+    from omnivoice_demo.text.lexicon import Entry, Lexicon
     from omnivoice_demo.ui.tabs import clone as clone_tab
 
     studio = type("Studio", (), {})()

@@ -13,7 +13,7 @@ import pytest
 
 from omnivoice_demo import extras
 from omnivoice_demo.asr import scoring
-from omnivoice_demo.engine import lexicon, normalize
+from omnivoice_demo.text import lexicon, normalize
 from omnivoice_demo.ui import controls, generation
 from tests.support.studios import folder_studio
 

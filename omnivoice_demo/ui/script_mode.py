@@ -3,7 +3,7 @@
 With the mode on, each ``Name: text`` (or ``[Name] text``) line of the text box is a turn, in the voice
 the table gives its name (a saved voice, a design such as ``female, low pitch``, or an OpenAI voice
 name such as ``alloy``); a name the table leaves empty must be a voice itself (``HELP`` says so).  The turns are one
-output (``studio.script``, ``engine.prepare_turns``), with the progress, player and downloads of any
+output (``text.script``, ``engine.prepare_turns``), with the progress, player and downloads of any
 Speak generation.
 """
 
@@ -14,7 +14,7 @@ import dataclasses
 import gradio as gr
 
 from ..errors import InvalidInput
-from ..studio.script import MAX_SPEAKERS, script_names
+from ..text.script import MAX_SPEAKERS, script_names
 from .error_mapping import ui_errors
 
 HEADERS = ["Name", "Voice"]
@@ -51,7 +51,7 @@ def _cell(value) -> str:
     return "" if value is None or value != value else str(value).strip()
 
 
-#: what the table takes; what an empty voice means is what ``studio.script.plan_script`` does with it
+#: what the table takes; what an empty voice means is what ``text.script.plan_script`` does with it
 HELP = ("Give each name a saved voice, a design (`female, low pitch`) or an OpenAI voice name (`alloy`). A name "
         "whose voice is left empty must be such a voice itself (`alloy: Hello.`); any other name needs its voice "
         "here, and Speak says which one.")
