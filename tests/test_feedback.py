@@ -59,3 +59,44 @@ def test_the_clone_tab_speaks_with_the_lexicon(tmp_path, monkeypatch):
     list(clone_tab.clone(studio, "ref.wav", "Words.", True, "The bass is loud.", {}, lexicon="[B AE1 S]"))
     assert [v["pronunciations"].entries[0].say for v in seen] == ["[B EY1 S]", "[B AE1 S]"]
     assert all(v["voice"] is None for v in seen)
+
+
+@pytest.fixture(scope="module")
+def two_models(tiny_fp32_folder, tmp_path_factory):
+    """A studio with the tiny model loaded under two labels (two models to benchmark side by side)."""
+    from tests.support.studios import folder_studio
+
+    studio = folder_studio(tiny_fp32_folder, tmp_path_factory.mktemp("bench-stop"))
+    first = studio.models.get()
+    studio.models.add(first.engine, label="second")
+    return studio, [first.label, "second"]
+
+
+def test_a_stopped_benchmark_keeps_its_finished_rows_and_says_it_stopped(two_models):
+    """The first model's row (and its CSV) comes out as soon as it finishes; Stop then closes the run (as Gradio
+    closes the handler), and the machine line marks it stopped; the progress moves with the steps."""
+    import csv
+
+    from omnivoice_demo.eval.quick_bench import BenchmarkProgress
+    from omnivoice_demo.ui.tabs import benchmark as benchmark_tab
+
+    studio, labels = two_models
+    updates = benchmark_tab.benchmark_updates(studio, labels, "short", 4, 1)
+    fractions, partial = [], None
+    for update in updates:
+        if isinstance(update, BenchmarkProgress):
+            fractions.append(update.fraction)
+        else:
+            partial = update
+            break
+    updates.close()   # Stop: the event is cancelled while the second model runs
+    assert [row[0] for row in partial["table"]["data"]] == [labels[0]]
+    with open(partial["csv"], newline="") as handle:
+        assert [row["model"] for row in csv.DictReader(handle)] == [labels[0]]
+    assert benchmark_tab.PARTIAL_NOTE in partial["machine"]
+    stopped = benchmark_tab.stopped_note(partial["machine"])
+    assert stopped.startswith("**Stopped**") and "finished before Stop" in stopped and "Machine" in stopped
+    assert len(set(fractions)) > 3 and fractions == sorted(fractions) and 0 < max(fractions) < 1
+    assert benchmark_tab.stopped_note("").startswith("**Stopped** before any model finished")
+    done = "**Machine:** a finished run"
+    assert benchmark_tab.stopped_note(done) == done
