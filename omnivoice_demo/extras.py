@@ -13,9 +13,10 @@ import importlib.util
 #: import name -> pip name of what ``convert`` needs beyond the runtime
 BUILD_MODULES = {"torch": "torch", "omnivoice": "omnivoice", "onnxruntime_genai": "onnxruntime-genai",
                  "olive": "olive-ai"}
-#: how to install them: the package's extra, or the checkout's development requirements
-INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[convert]' "
-                "(in a checkout: .venv/bin/pip install -r requirements-dev.txt)")
+#: how to install them: the package's extra, in an environment of its own (torch; the app's .venv stays without),
+#: or the checkout's development environment
+INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[convert]' in an environment of its own, since it brings torch "
+                "(in a checkout: bash scripts/setup_dev.sh makes .venv-dev with it; run .venv-dev/bin/python app.py)")
 
 
 def missing_build_modules(modules: dict[str, str] | None = None) -> list[str]:

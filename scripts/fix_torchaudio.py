@@ -6,7 +6,7 @@ with ``OSError: libc10_cuda.so``.  ``import omnivoice`` imports torchaudio, and
 the reference only uses its pure-Python ``functional.resample``, which works
 without the extension.  This script removes the extension files when, and only
 when, they fail to load, so that ``import torchaudio`` succeeds.  It is run by
-``scripts/setup_dev.sh`` after ``pip install`` and is idempotent.
+``scripts/setup_dev.sh`` after ``pip install`` and is idempotent; it prints nothing unless ``-v``.
 """
 
 from __future__ import annotations
@@ -34,14 +34,18 @@ def broken_extension_files() -> list[pathlib.Path]:
     return sorted(lib_dir.glob("*.so")) if broken else []
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Quiet when it works (removing the CUDA extension is the expected case on a fresh set-up, not an alarm);
+    ``-v`` says what it did. A torchaudio that still cannot be imported is an error, with its traceback."""
+    verbose = "-v" in (sys.argv[1:] if argv is None else argv)
     files = broken_extension_files()
     for so in files:
         so.unlink()
-        print(f"fix_torchaudio: removed {so.name} (CUDA build, cannot load beside CPU torch)")
+        if verbose:
+            print(f"fix_torchaudio: removed {so.name} (CUDA build, cannot load beside CPU torch)")
     import torchaudio.functional  # noqa: F401  -- must import now
 
-    if not files:
+    if verbose and not files:
         print("fix_torchaudio: torchaudio imports; nothing to do")
     return 0
 

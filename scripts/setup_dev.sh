@@ -14,7 +14,9 @@ VENV=.venv-dev
 "$VENV/bin/python" -m pip install -q -r requirements-dev.txt
 "$VENV/bin/python" scripts/fix_torchaudio.py
 # the dependencies came from requirements-dev.txt (pinned); this adds the project and its commands
-"$VENV/bin/python" -m pip install -q --no-deps -e .
+# setuptools warns on every editable install that a folder named like the package may be imported instead;
+# this checkout is that folder, so the warning (not an error) is silenced
+PYTHONWARNINGS="ignore:Editable installation" "$VENV/bin/python" -m pip install -q --no-deps -e .
 
 # --- chromium for tests/test_app_browser.py --------------------------------------------------
 # Playwright (requirements-dev.txt) drives the system's Chromium by its executable path: no

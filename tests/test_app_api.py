@@ -74,6 +74,20 @@ def test_speak(client):
     assert again_details["codes_sha256"] == details["codes_sha256"]
 
 
+def test_speak_has_the_tabs_script_mode(client):
+    """/speak with script=true reads a dialogue script, as the Speak tab's Script mode: each name a voice, or given
+    one by speakers (JSON); who speaks when is in the details."""
+    script = "Anna: The first line is here.\nalloy: And the second one."
+    path, seed, details = client.predict(text=script, script=True, speakers='{"Anna": "female, low pitch"}',
+                                         num_step=4, seed=3, api_name="/speak")
+    assert sf.read(path)[1] == 24000
+    assert [turn["speaker"] for turn in details["turns"]] == ["Anna", "alloy"]
+    with pytest.raises(AppError, match="Nobody"):
+        client.predict(text="Nobody: Hello.", script=True, num_step=4, api_name="/speak")
+    with pytest.raises(AppError, match="script=true"):
+        client.predict(text="Hello.", speakers='{"Anna": "alloy"}', num_step=4, api_name="/speak")
+
+
 def test_speak_with_defaults_only(client):
     path, seed, details = client.predict(text="Only the text.", api_name="/speak")
     audio, rate = sf.read(path)

@@ -66,20 +66,25 @@ def _open_tab(page, name: str, ready: str) -> None:
 
 
 def test_on_a_phone_the_result_follows_the_speak_button_and_every_tab_is_reachable(page, artifacts_dir):
-    """On a 390 px screen: the text, Speak, progress and result with its files, then the language, voice and
-    preset controls; the progress in sight after a tap on Speak; every tab reachable."""
+    """On a 390x844 screen: the text, then the language, voice, speed and preset right under it, then Speak,
+    progress and the result with its files, then the other settings; the progress in sight after a tap on
+    Speak; every tab reachable."""
     _tab(page, "Speak", "#speak-text")
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         page.wait_for_timeout(500)
         top = {name: page.locator(f"#{name}").bounding_box()["y"]
                for name in ("speak-text", "speak-go", "speak-progress", "speak-audio", "speak-files",
-                            "speak-language", "speak-voice", "speak-preset")}
+                            "speak-language", "speak-voice", "speak-speed", "speak-preset", "speak-seed",
+                            "speak-advanced")}
         _screenshot(page, artifacts_dir / "browser-phone.png")
-        # text, Speak, then progress and result, then the settings
-        assert top["speak-text"] < top["speak-go"] < top["speak-progress"] < top["speak-audio"], top
-        assert top["speak-audio"] < top["speak-files"] < top["speak-language"], top
-        assert top["speak-language"] < top["speak-voice"] < top["speak-preset"], top
+        # text, then language, voice, speed and preset, then Speak, progress and result, then the rest
+        assert top["speak-text"] < top["speak-language"] < top["speak-voice"] < top["speak-speed"], top
+        assert top["speak-speed"] < top["speak-preset"] < top["speak-go"], top
+        assert top["speak-go"] < top["speak-progress"] < top["speak-audio"] < top["speak-files"], top
+        assert top["speak-files"] < top["speak-advanced"] and top["speak-files"] < top["speak-seed"], top
+        # right under the text: within the first screen and a half, not 2,500 px down a 4,700 px page
+        assert top["speak-speed"] - top["speak-text"] < 1.5 * 844, top
         # after a tap on Speak the progress is on the screen without scrolling
         page.locator("#speak-text textarea").fill("On a phone.")
         page.locator("#speak-go").click()

@@ -263,3 +263,29 @@ def test_header_values_keep_printable_ascii_and_percent_encode_the_rest():
                         ("青年", "%E9%9D%92%E5%B9%B4"), ("é", "%C3%A9")):
         assert header_text(value) == sent and urllib.parse.unquote(sent) == value
         sent.encode("latin-1")
+
+
+# --- places: "from London" is a British accent; a place not known stays ignored and reported ----------------
+
+PLACES = [
+    ("a calm woman from Texas", ["female", "american accent"], ["calm"]),
+    ("an elderly gentleman born in Manchester", ["elderly", "male", "british accent"], []),
+    ("a young bloke from Sydney", ["young adult", "male", "australian accent"], []),
+    ("deep voice, grew up in Glasgow", ["low pitch", "british accent"], []),
+    ("a teenage girl from Toronto", ["teenager", "female", "canadian accent"], []),
+    ("a man from Mumbai, high pitch", ["male", "indian accent", "high pitch"], []),
+    ("a woman from New Orleans", ["female", "american accent"], []),
+    ("来自悉尼的女声", ["australian accent", "female"], []),
+    ("a man from Lyon", ["male"], ["Lyon"]),
+    ("a woman from Reykjavik", ["female"], ["Reykjavik"]),
+    ("a British man from Boston", ["male"], ["British", "Boston"]),
+]
+
+
+@pytest.mark.parametrize("text, items, ignored", PLACES, ids=[row[0] for row in PLACES])
+def test_a_well_known_place_gives_its_accent_and_an_unknown_one_is_reported(text, items, ignored):
+    description = read_description(text)
+    assert list(description.items) == items
+    assert list(description.ignored) == ignored
+    if ignored:
+        assert all(any(word in why for why in description.why) for word in ignored)

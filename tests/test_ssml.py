@@ -128,7 +128,10 @@ def test_say_as_in_a_num2words_language_and_chinese():
 
 def test_say_as_without_the_normaliser_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(normalize, "missing_modules", lambda: ["pynini"])
-    with pytest.raises(SsmlError, match=r"line 1.*cardinal.*pynini.*pip install"):
+    with pytest.raises(SsmlError, match=r"line 1.*date.*pynini.*pip install"):
+        parse(speak('<say-as interpret-as="date">2025-12-01</say-as>'))
+    monkeypatch.setattr(normalize, "missing_modules", lambda: ["num2words", "pynini"])   # numbers need num2words
+    with pytest.raises(SsmlError, match=r"line 1.*cardinal.*num2words, pynini.*pip install"):
         parse(speak('<say-as interpret-as="cardinal">12</say-as>'))
     assert spoken(speak('<say-as interpret-as="characters">12</say-as>'))[0].text == "1 2"   # needs none
 
@@ -393,3 +396,29 @@ def test_wyoming_speaks_ssml_with_its_pauses_and_voices(wyoming):
     assert audio_of(received) == pcm16(expected.audio) and len(expected.segments) == 2
     error = talk(server.port, [synthesize(BILLION_LAUGHS)], until=("error",))[-1][1]
     assert "DTD" in error.data["text"] and error.data["code"] == "invalid_value"
+
+
+README_SSML = '''<speak>Welcome.<break time="500ms"/>
+  <voice name="onyx">I am <say-as interpret-as="ordinal">2</say-as> in line.</voice>
+  <prosody rate="slow">The <phoneme alphabet="cmu-arpabet" ph="B EY1 S">bass</phoneme> is loud.</prosody>
+</speak>'''
+
+
+def test_the_readmes_ssml_reads_with_the_default_install_without_wetextprocessing(monkeypatch):
+    """The default install has num2words, not WeTextProcessing (pynini, about 740 MB): the README's example (an
+    ordinal) and the other number kinds read through num2words; a date still says what to install."""
+    import pathlib
+    import sys
+
+    assert README_SSML in (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for module in ("tn", "pynini"):
+        monkeypatch.setitem(sys.modules, module, None)
+    assert normalize.missing_modules() == ["WeTextProcessing", "pynini"]
+    texts = " ".join(s.text for s in spoken(README_SSML))
+    assert "I am second in line." in texts
+    said = [spoken(speak(f'<say-as interpret-as="{kind}">{content}</say-as>'))[0].text
+            for kind, content in (("cardinal", "1,234"), ("digits", "42"), ("telephone", "555-01"))]
+    assert said == ["one thousand, two hundred and thirty-four", "four two", "five five five, zero one"]
+    assert spoken(speak('<say-as interpret-as="ordinal">3</say-as>', **{"xml:lang": "de"}))[0].text == "dritte"
+    with pytest.raises(SsmlError, match="WeTextProcessing.*740 MB"):
+        parse(speak('<say-as interpret-as="date">2025-12-01</say-as>'))

@@ -262,6 +262,31 @@ def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, e
         assert later.voice.transcript == first.chunks[0]
 
 
+def test_text_stream_keeps_ssml_whole_until_its_end():
+    stream = TextStream()
+    assert stream.add("<speak>Hello there. <break time=") == ""       # no sentence cut out of markup
+    assert stream.add('"200ms"/>Second part.</speak> ') == '<speak>Hello there. <break time="200ms"/>Second part.</speak>'
+    assert stream.add("Plain text. Then") == "Plain text."              # plain text after it: sentence by sentence
+
+
+def test_ssml_over_streamed_text_is_read_as_ssml(server, engine, monkeypatch):
+    """SSML sent as synthesize-chunks (Home Assistant streams an LLM's answer) is spoken as SSML: its pause is a
+    pause and its tags are not read out."""
+    from omnivoice_demo.engine.segments import SegmentsPlan
+
+    record = recording_run(engine, monkeypatch)
+    start = _Extended(SynthesizeStart(), {"seed": SEED})
+    parts = ['<speak>Hello there. <break time="300ms"/>', "The second part.</speak>"]
+    received = talk(server.port, [start] + [SynthesizeChunk(text=part) for part in parts] + [SynthesizeStop()],
+                    until=("synthesize-stopped", "error"))
+    types = [event.type for _, event in received]
+    assert types[-1] == "synthesize-stopped" and "error" not in types, types
+    whole = [plan for plan in record["plans"] if isinstance(plan, SegmentsPlan)]
+    assert len(whole) == 1 and record["plans"][0] is whole[0]   # one document (its segments run as its parts)
+    spoken = " ".join(item.text for item in whole[0].items if hasattr(item, "text"))
+    assert "Hello there." in spoken and "second part" in spoken and "<" not in spoken and "break" not in spoken
+
+
 # --- errors and disconnects ---------------------------------------------------------------------------
 
 def test_an_unknown_voice_and_a_bad_language_are_error_events_and_the_connection_goes_on(server):

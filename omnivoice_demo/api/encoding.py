@@ -16,7 +16,8 @@ to fill in sizes cannot do so once the start was sent, so streams carry
 "length unknown" headers, which decoders accept: WAV's sizes are set to
 0xFFFFFFFF (as streaming servers send them), MP3 is written at a constant
 bitrate (its first frame's VBR table is then not needed to find the length).
-FLAC is not streamed (``WHOLE_ONLY``): its "unknown" total sample count (0) is
+A request that does not ask for a stream gets a whole WAV, with its true sizes
+(``WHOLE_UNLESS_ASKED``). FLAC is not streamed (``WHOLE_ONLY``): its "unknown" total sample count (0) is
 legal, but libsndfile (``soundfile.read``) then takes the file for an endless
 one and cannot read it, so a streamed FLAC request gets the whole file, with
 its length, when the last chunk is done.
@@ -45,6 +46,15 @@ FORMATS: dict[str, tuple[Optional[str], Optional[str], dict, str]] = {
 NOT_AVAILABLE = {"aac": "libsndfile has no AAC encoder"}
 #: formats a stream sends whole at the end (see the module docstring)
 WHOLE_ONLY = frozenset({"flac"})
+#: formats sent whole unless the client asks for a stream (``stream: true`` or a ``stream_format``): a streamed
+#: WAV's sizes are "unknown" (0xFFFFFFFF), which a saved file keeps (``soxi`` reads 24.8 hours, Python's ``wave``
+#: 2^31 frames), so OpenAI's default of streaming is not applied to it
+WHOLE_UNLESS_ASKED = frozenset({"wav"})
+
+
+def streamed_by_default(name: str) -> bool:
+    """Whether a request for ``name`` that says nothing of streaming is streamed (OpenAI's default)."""
+    return name not in WHOLE_UNLESS_ASKED
 
 
 def formats() -> list[str]:

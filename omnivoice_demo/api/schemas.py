@@ -194,10 +194,14 @@ class _SpeechFields(RequestBody):
     @field_validator("stream_format", mode="before")
     @classmethod
     def _stream_format(cls, value, info: ValidationInfo):
-        """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file
-        (the field holds what was resolved: None for a whole file)."""
+        """OpenAI's default is to stream the audio as it is made; ``stream: false`` asks for one whole file, and so
+        does saying nothing of streaming for a format whose streamed header would not tell its length (WAV,
+        ``encoding.streamed_by_default``).  The field holds what was resolved: None for a whole file."""
         stream = info.data.get("stream")
         if value is None:
+            response_format = info.data.get("response_format")
+            if stream is None and response_format and not encoding.streamed_by_default(response_format):
+                return None
             return None if stream is False else ("sse" if stream is True else "audio")
         if value not in STREAM_FORMATS:
             raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {excerpt(value)} (send \"stream\": false "

@@ -16,6 +16,8 @@ The request's fields (OpenAI's, then ours):
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
+  a ``wav`` request that says nothing of streaming is a whole file too (its header then states its
+  length; ``encoding.streamed_by_default``), pcm, mp3 and opus stream;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
@@ -152,12 +154,13 @@ async def stream_body(job, plan, response_format: str, stream_format: str, on_do
         async for event in job.aevents():
             if event.kind == "chunk":
                 data = encoder.add(chunk_output(event.audio, rms, plan.config))
-                if event.check is not None:
-                    checks.append(event.check.to_dict())
             elif event.kind == "segment":   # SSML: the next stretch of the joined audio, as it is
                 data = encoder.add(event.audio)
             elif event.kind == "result":
                 data = encoder.finish()
+                # the whole result's checks: a plain text's chunks, and an SSML text's segments' (whose chunks
+                # come out as segments)
+                checks = [check.to_dict() for check in getattr(event, "checks", None) or []]
                 if on_done is not None:
                     on_done(event)
             else:

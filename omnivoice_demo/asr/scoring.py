@@ -20,7 +20,7 @@ import unicodedata
 from ..errors import OmniVoiceError
 
 APOSTROPHES = "'\u2019\u02bc"
-JIWER_INSTALL = "pip install 'omnivoice-onnx-studio[eval]' (or: pip install jiwer)"
+JIWER_INSTALL = "pip install jiwer (in a checkout: .venv/bin/pip install jiwer==4.0.0; scripts/run_app.sh installs it)"
 #: languages written without spaces between words: read their character error rate
 UNSPACED_LANGUAGES = frozenset({"zh", "ja", "yue", "th", "lo", "km", "my", "bo"})
 
@@ -57,6 +57,15 @@ class ErrorRates:
 
     def to_dict(self) -> dict:
         return dict(dataclasses.asdict(self), wer=self.wer, cer=self.cer)
+
+
+def jiwer_missing_note() -> str | None:
+    """One line for the controls of the sentence check when jiwer is not installed (they are greyed out), else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("jiwer") is not None:
+        return None
+    return f"Off: the sentence check needs jiwer (about 13 MB), which is not installed: {JIWER_INSTALL}."
 
 
 def require_jiwer():

@@ -26,7 +26,11 @@ import numpy as np
 
 from .processing import frame_power, to_mono
 
-__all__ = ["Part", "best_part"]
+__all__ = ["BEST_PART_SECONDS", "Part", "best_part", "best_part_of_long"]
+
+#: the longest reference kept by the Clone tab's "Keep the best 10 s" and by an upload without a transcript
+#: (the model's README: 3-10 s of reference works best)
+BEST_PART_SECONDS = 10.0
 
 FRAME_SECONDS = 0.01
 #: a frame this far under the loudest frame is silent (the reference's pause search uses -40 dBFS)
@@ -95,3 +99,14 @@ def _pauses(silent: np.ndarray) -> list[tuple[int, int]]:
     runs = zip(edges[::2], edges[1::2])
     shortest = int(round(MIN_PAUSE_SECONDS / FRAME_SECONDS))
     return [(int(a), int(b)) for a, b in runs if b - a >= shortest]
+
+
+def best_part_of_long(audio: np.ndarray, sample_rate: int, max_seconds: float = BEST_PART_SECONDS):
+    """(``audio`` cut to its best part, mono, when longer than ``max_seconds``, else as it is; the ``Part`` kept,
+    or None when nothing was cut): what a clip without a transcript is recognised and cloned from, so that
+    clip and transcript match and the recogniser hears the speech, not a long clip's first seconds."""
+    audio = np.asarray(audio, dtype=np.float32)
+    if audio.shape[-1] <= max_seconds * sample_rate:
+        return audio, None
+    part = best_part(audio, sample_rate, max_seconds)
+    return to_mono(audio)[:, part.start:part.end], part

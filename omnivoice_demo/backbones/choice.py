@@ -88,6 +88,23 @@ def most_faithful(probe_s: dict[str, float], origin: str, margin: float = KEEP_M
     return max(near, key=closeness)
 
 
+def weights_unused_reason(folder: pathlib.Path, mode: str) -> str | None:
+    """Why the original weights would change nothing for the model ``folder`` run with ``mode`` (as
+    ``choose_backbone`` decides), or None where they are used: said before they are downloaded."""
+    from ..storage.manifest import BACKBONE_GRAPHS
+
+    source = graph_precision(pathlib.Path(folder) / BACKBONE_GRAPHS["backbone"])
+    if source in EIGHT_BIT:
+        return (f"this folder's backbone is built in {source} already and runs as built; the original weights build "
+                "the backbone of an int4 or fp32 folder")
+    if mode == "int4":
+        return "the backbone runs as int4 (backbone='int4'); the original weights build fp32 and 8-bit choices"
+    if source == "fp32" and mode in ("fp32", "auto"):
+        return ("this folder is built in fp32: its backbone is the exact model already, which the original weights "
+                "would only rebuild; they make the 8-bit choices of an int4 folder (load one with precision int4)")
+    return None
+
+
 def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[str], options_factory,
                     threads: int | None = None, cache_dir: pathlib.Path | None = None, weights=None) -> dict:
     """Set ``model.backbone`` for ``mode`` and say what was chosen.

@@ -14,12 +14,12 @@ AUDIO_FORMATS = ("wav", "flac")
 
 def add_batch_command(commands, add_model_arguments) -> None:
     batch = commands.add_parser(
-        "batch", help="speak every item of a .jsonl/.txt file into a folder (resumable)",
+        "batch", help="speak every item of a .jsonl/.csv/.txt file into a folder (resumable)",
         description="Speak every item of a JSONL file (rows: id, text, and any of voice, language, instruct and "
                     "the generation settings below) or a text file (one item per line). Rerunning the same "
                     "command skips the items already done; the settings given here are every item's defaults.")
     add_model_arguments(batch)
-    batch.add_argument("--input", required=True, help="items.jsonl or items.txt")
+    batch.add_argument("--input", required=True, help="items.jsonl, items.csv (a header row: text, id, voice, ...) or items.txt")
     batch.add_argument("--output", required=True, help="the output folder (shared by every node with --ray)")
     batch.add_argument("--workers", type=int, default=1,
                        help="local worker processes, each with its own engine and its share of the cores")

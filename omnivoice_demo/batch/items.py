@@ -9,7 +9,9 @@ left out in ``instruct_ignored``) and the ``GenerationConfig`` fields (``seed``,
 ``script: true`` (``text`` is a dialogue script, ``text.script``, its names voices or given one by
 ``speakers``: ``{"Anna": "alloy"}``; its subtitles name the speakers).  A ``text`` that starts with
 ``<speak`` is SSML (``text/ssml.py``): its ``<voice name>``s are read as ``voice`` is, when the file is
-read.  A ``.txt`` file is one item per
+read.  A ``.csv`` file has a header row naming its columns (``text`` and any of the JSONL keys), then one
+item per row (a quoted cell may hold commas and line breaks; an empty cell is a key not given;
+``pronunciations`` and ``speakers`` cells hold JSON; ``script`` is true/false).  A ``.txt`` file is one item per
 non-empty line; a line starting with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
 the row or the batch's settings) get one from their id and text.  Every bad row is
@@ -21,6 +23,7 @@ alone), ``read_items`` and ``read_rows`` refuse the whole file with one
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import json
@@ -117,7 +120,7 @@ class BatchItem:
 
 def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None,
                lexicon: Optional[Lexicon] = None) -> list[BatchItem]:
-    """All items of a ``.jsonl`` or ``.txt`` file, or a ``BatchInputError`` listing every bad row."""
+    """All items of a ``.jsonl``, ``.csv`` or ``.txt`` file, or a ``BatchInputError`` listing every bad row."""
     items, problems = read_batch(path, base, voices_dir, lexicon)
     if problems:
         raise BatchInputError(pathlib.Path(path).name, problems)
@@ -126,24 +129,26 @@ def read_items(path, base: Optional[GenerationConfig] = None, voices_dir=None,
 
 def read_batch(path, base: Optional[GenerationConfig] = None, voices_dir=None,
                lexicon: Optional[Lexicon] = None) -> tuple[list[BatchItem], list[tuple[int, str]]]:
-    """(the good items, ``(line, message)`` of every bad row) of a ``.jsonl`` or ``.txt`` file; ``InvalidInput``
-    only for the file as a whole (missing, of another kind, without a single row, too many rows)."""
+    """(the good items, ``(line, message)`` of every bad row) of a ``.jsonl``, ``.csv`` or ``.txt`` file;
+    ``InvalidInput`` only for the file as a whole (missing, of another kind, without a single row, too many rows,
+    a CSV without a ``text`` column)."""
     path = pathlib.Path(path)
     if not path.is_file():
-        raise InvalidInput(f"The batch input {path} does not exist; give a .jsonl or .txt file.", param="input")
-    if path.suffix.lower() not in (".jsonl", ".txt"):
-        raise InvalidInput(f"The batch input {path.name} is neither .jsonl nor .txt.", param="input")
+        raise InvalidInput(f"The batch input {path} does not exist; give {INPUT_FORMATS}.", param="input")
+    kind = path.suffix.lower()
+    if kind not in (".jsonl", ".csv", ".txt"):
+        raise InvalidInput(f"The batch input {path.name} is not a batch file; give {INPUT_FORMATS}.", param="input")
     base = base or GenerationConfig()
     from ..studio import VoiceLibrary
 
     voices = VoiceLibrary(voices_dir)  # default: the app's saved voices
-    jsonl = path.suffix.lower() == ".jsonl"
 
-    def item_of(line: str, number: int) -> BatchItem:
-        row = parse_json_row(line) if jsonl else {"text": line.strip()}
+    def item_of(line, number: int) -> BatchItem:
+        row = parse_json_row(line) if kind == ".jsonl" else csv_row(line) if kind == ".csv" else {"text": line.strip()}
         return _item_from_row(row, number, base, voices, path.parent, lexicon or Lexicon())
 
-    items, problems = collect_rows(path, item_of, MAX_ITEMS, comments=not jsonl)
+    items, problems = collect_rows(path, item_of, MAX_ITEMS, comments=kind == ".txt",
+                                   entries=csv_entries(path) if kind == ".csv" else None)
     if not items and not problems:
         raise InvalidInput(f"The batch input {path.name} has no items.", param="input")
     return items, problems
@@ -158,20 +163,21 @@ def read_rows(path: pathlib.Path, item_of, max_items: int, comments: bool = Fals
     return items
 
 
-def collect_rows(path: pathlib.Path, item_of, max_items: int,
-                 comments: bool = False) -> tuple[list, list[tuple[int, str]]]:
+def collect_rows(path: pathlib.Path, item_of, max_items: int, comments: bool = False,
+                 entries=None) -> tuple[list, list[tuple[int, str]]]:
     """(``item_of(line, number)`` of every good non-empty line of ``path`` (and, with ``comments``, not a ``#``
     line), ``(line, message)`` of every bad one): ids unique; each row read on its own, so whatever is wrong
     with one (even an error of ours, logged) leaves the others.  Past ``max_items`` rows the whole file is
-    refused (``BatchInputError``): the rows after it are not read."""
-    count_rows(path, max_items, comments)   # the file's size first: nothing is parsed or kept for one too big
+    refused (``BatchInputError``): the rows after it are not read.  ``entries``: ``(line number, row)`` pairs to
+    read instead of the file's lines (a CSV's rows, ``csv_entries``)."""
+    count_rows(path, max_items + (entries is not None), comments)   # the file's size first: nothing parsed for one too big
     items: list = []
     problems: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     # a byte that is not UTF-8 becomes a lone surrogate, which its row's checks refuse (the other rows are read)
     with open(path, encoding="utf-8-sig", errors="surrogateescape") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip() or (comments and line.lstrip().startswith("#")):
+        for number, line in (entries if entries is not None else enumerate(handle, start=1)):
+            if isinstance(line, str) and (not line.strip() or (comments and line.lstrip().startswith("#"))):
                 continue
             if len(items) + len(problems) >= max_items:
                 raise BatchInputError(str(path.name),
@@ -212,6 +218,51 @@ def count_rows(path: pathlib.Path, max_items: int, comments: bool = False) -> in
             if rows > max_items:
                 raise BatchInputError(str(path.name), [(number, f"more than {max_items} items; split the file")])
     return rows
+
+
+#: what ``--input`` takes, for the messages that refuse another file
+INPUT_FORMATS = ("a .jsonl file (one JSON object per line: text, id, voice, ...), a .csv file with a header row "
+                 "(text, id, voice, ...: the same keys as columns) or a .txt file (one text per line)")
+
+
+def csv_entries(path: pathlib.Path):
+    """``(line number, {column: cell})`` of each row of a CSV file after its header (``csv``'s own reader: quoted
+    cells with commas, quotes and line breaks); a file whose header has no ``text`` column is refused whole."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        names = [name.strip() for name in header or []]
+        if "text" not in names:
+            raise InvalidInput(f"The batch input {path.name} needs a header row naming its columns, with at least "
+                               f"\"text\" (and any of {', '.join(k for k in ITEM_KEYS if k != 'text')} and the "
+                               "generation settings); got " + (", ".join(repr(n) for n in names[:8]) or "an empty "
+                               "file") + ".", param="input")
+        start = reader.line_num + 1
+        for cells in reader:
+            if any(cell.strip() for cell in cells):
+                yield start, {"cells": cells, "names": names}
+            start = reader.line_num + 1
+
+
+def csv_row(entry: dict) -> dict:
+    """One CSV row as a JSONL row: empty cells left out, ``script`` read as true/false, ``pronunciations`` and
+    ``speakers`` as JSON."""
+    cells, names = entry["cells"], entry["names"]
+    if len(cells) > len(names):
+        raise InvalidInput(f"the row has {len(cells)} cells but the header names {len(names)} columns (quote a "
+                           "cell that holds a comma)")
+    row = {name: cell for name, cell in zip(names, cells) if cell.strip()}
+    if "script" in row:
+        flag = row["script"].strip().lower()
+        row["script"] = True if flag in ("true", "1", "yes") else False if flag in ("false", "0", "no") else row["script"]
+    for key in ("pronunciations", "speakers"):
+        if key in row:
+            try:
+                row[key] = json.loads(row[key])
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"the {key} cell is not valid JSON ({exc.msg}); write it as in a JSONL row, "
+                                   "e.g. {\"bass\": \"[B EY1 S]\"}") from None
+    return row
 
 
 def parse_json_row(line: str) -> dict:

@@ -71,12 +71,15 @@ def machine_info(engine=None) -> dict:
 
 @dataclasses.dataclass
 class BenchmarkProgress:
-    """An event of ``benchmark_events``: what runs now and the fraction done (``rows`` on the last one)."""
+    """An event of ``benchmark_events``: what runs now and the fraction done; ``rows``: the models finished so far
+    (after each model; ``final`` on the last event); ``span``: the share of the whole this run's steps fill."""
 
     message: str
     fraction: float
     rows: Optional[list] = None
     kind: str = "bench"
+    span: float = 0.0
+    final: bool = False
 
 
 def run_benchmark(engines: dict, text: str, num_step: int = 32, repeats: int = 1, seed: int = 0,
@@ -128,7 +131,7 @@ def benchmark_events(engines: dict, text: str, num_step: int = 32, repeats: int 
         timings: list[dict] = []
         result = None
         for index in range(repeats):
-            yield BenchmarkProgress(f"{label}: run {index + 1} of {repeats}", done / total_runs)
+            yield BenchmarkProgress(f"{label}: run {index + 1} of {repeats}", done / total_runs, span=1 / total_runs)
             result = yield from generate(num_step=num_step, seed=seed + index)
             timings.append(result.timings)
             done += 1
@@ -150,7 +153,9 @@ def benchmark_events(engines: dict, text: str, num_step: int = 32, repeats: int 
         row["peak_rss_scope"] = "this model's runs" if reset else "process so far"
         row.update({k: v for k, v in machine_info().items()})
         rows.append(row)
-    yield BenchmarkProgress("done", 1.0, rows)
+        if len(rows) < len(engines):   # the finished models, kept should the benchmark be stopped
+            yield BenchmarkProgress(f"{label}: done", done / total_runs, list(rows))
+    yield BenchmarkProgress("done", 1.0, rows, final=True)
 
 
 def rows_to_csv(rows: list[dict]) -> str:

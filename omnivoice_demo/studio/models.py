@@ -20,6 +20,7 @@ from typing import Optional
 from ..settings.limits import Limits
 from ..engine.loop import OmniVoiceEngine
 from ..errors import ModelNotAvailable, OmniVoiceError
+from ..backbones.choice import weights_unused_reason
 from .sharing import refuse_model_changes
 
 log = logging.getLogger(__name__)
@@ -223,7 +224,11 @@ class ModelManager:
                                          progress=self._on_progress, force_download=force_download)
             folder = resolved.path
             weights = self.backbone_weights or resolved.backbone_weights
-            if backbone_weights:
+            notices = list(resolved.notices)
+            unused = backbone_weights and weights_unused_reason(folder, self.backbone)
+            if unused:   # said, not downloaded for nothing ("Build from the original weights" on an fp32 folder)
+                notices.append(f"The original weights ({backbone_weights}) were not used: {unused}.")
+            elif backbone_weights:
                 from ..hub.weights import backbone_weights as find_weights
 
                 self._set_status(stage="weights", message=f"the original weights: {backbone_weights}", fraction=None)
@@ -236,7 +241,6 @@ class ModelManager:
             # the resolver has just checked every file: the engine checks sizes only
             engine = OmniVoiceEngine(folder, provider=provider, threads=self.threads, verify="size", limits=self.limits,
                                      backbone=self.backbone, backbone_weights=weights)
-            notices = list(resolved.notices)
             precision = resolved.precision or precision or engine.profile
             loaded = LoadedModel(
                 label=self._label(precision, provider, folder), engine=engine, folder=folder,

@@ -20,7 +20,8 @@ def details(result, model_label: str) -> dict:
             "frames": result.frames, "chunks": len(result.chunks), "rtf": round(result.rtf, 4),
             "timings": {k: round(v, 4) for k, v in result.timings.items()},
             "settings": {k: v for k, v in result.settings.items()}, "codes_sha256": codes_digest(result.codes),
-            **({"checks": checks_of(result)} if result.checks else {})}
+            **({"checks": checks_of(result)} if result.checks else {}),
+            **({"turns": [dict(turn) for turn in result.turns]} if getattr(result, "turns", None) else {})}
 
 
 def checks_of(result) -> list[dict]:

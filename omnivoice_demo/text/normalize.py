@@ -18,7 +18,7 @@ The model's own inline controls are held out and put back verbatim: any ``[...]`
 Chinese, upper-case pinyin with a tone digit (``NI3``), so their digits are not read as numbers.
 
 The libraries are an extra (``pip install 'omnivoice-onnx-studio[normalize]'``): pynini,
-which WeTextProcessing needs, installs about 700 MB.  They are imported on first use and
+which WeTextProcessing needs, installs about 740 MB.  They are imported on first use and
 each normaliser is built once per process.
 """
 
@@ -39,8 +39,10 @@ logger = logging.getLogger(__name__)
 
 #: import name -> pip name of what normalisation needs
 MODULES = {"tn": "WeTextProcessing", "pynini": "pynini", "num2words": "num2words"}
-INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[normalize]' "
-                "(in a checkout: .venv/bin/pip install -r requirements-dev.txt)")
+#: pynini, which WeTextProcessing needs, is about 740 MB installed (its RECORD): not in the default install.  The
+#: checkout's command installs into the app's own torch-free .venv (requirements-dev.txt would bring torch there)
+INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[normalize]', about 740 MB "
+                "(in a checkout: .venv/bin/pip install WeTextProcessing==1.2.0 pynini==2.1.7)")
 
 _BRACKET_TAG_RE = re.compile(r"\[[^\[\]]*\]")   # non-verbal tags and CMU overrides
 _PINYIN_TONE_RE = re.compile(r"[A-Z]+[1-5]")    # upper-case pinyin + tone digit

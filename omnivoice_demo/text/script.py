@@ -109,8 +109,10 @@ def read_script(text: str, resolve: Callable[[str], tuple[object, Optional[str]]
                 voices[name] = resolve(value)
             except InvalidInput as exc:
                 given = f" (given as {excerpt(value)})" if mapped is not None else ""
+                what = ("" if mapped is not None else
+                        " Give the name a voice (the Speak tab's voice table, speakers, --speaker) or use a voice's name.")
                 raise InvalidInput(f"The script's speaker {excerpt(name)}{given} on line {number} is not a saved "
-                                   f"voice, a design or an OpenAI voice name: {exc}", param="speakers") from None
+                                   f"voice, a design or an OpenAI voice name: {exc}{what}", param="speakers") from None
             key = name
         voice, design = voices[key]
         turns.append(Turn(speaker=key, text=said, voice=voice, instruct=None if voice is not None else design))

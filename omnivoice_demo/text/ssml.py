@@ -390,17 +390,48 @@ class _Reader:
         return out
 
 
+#: say-as kinds num2words reads alone (the default install has it; WeTextProcessing, about 740 MB, is an extra)
+NUMBER_KINDS = ("cardinal", "ordinal", "digits", "telephone")
+
+
+def _num2words_say_as(kind: str, text: str, code: str, fail) -> str:
+    """``say-as`` of a number through num2words alone, where WeTextProcessing is not installed: the words of the
+    number (``cardinal``, ``ordinal``), or of each digit (``digits``; ``telephone`` by groups)."""
+    from num2words import num2words
+
+    def words(value, **options) -> str:
+        try:
+            return num2words(value, lang=code, **options)
+        except (NotImplementedError, OverflowError, ValueError):   # a language num2words does not know
+            fail(f"<say-as interpret-as=\"{kind}\"> is not known in the language {excerpt(code)} without the "
+                 f"text normaliser's WeTextProcessing; write the words out.")
+            raise AssertionError("fail raises") from None
+
+    if kind in ("cardinal", "ordinal"):
+        number = text.replace(",", "")
+        if kind == "ordinal":
+            return words(int(re.sub(r"\D", "", number)), to="ordinal")
+        return words(float(number) if "." in number else int(number))
+    groups = [text] if kind == "digits" else re.findall(r"\d+", text)
+    spoken = [" ".join(words(int(ch)) for ch in group if ch.isdigit()) for group in groups]
+    if not any(spoken):
+        fail(f"<say-as interpret-as=\"{kind}\"> holds no digits.")
+    return ", ".join(part for part in spoken if part)
+
+
 def _normalised(kind: str, text: str, language: Optional[str], fail) -> str:
     """``say-as`` of numbers, dates, times and telephone numbers, read through the text normaliser."""
     from . import normalize
 
-    missing = normalize.missing_modules()
-    if missing:
-        fail(f"<say-as interpret-as=\"{kind}\"> reads through the text normaliser, which needs "
-             f"{', '.join(missing)}: {normalize.INSTALL_HINT}; or write the words out.")
     code = normalize._language_code(language, text)
     if kind in ("ordinal", "cardinal") and not re.fullmatch(r"[+-]?\d[\d,.]*", text):
         fail(f"<say-as interpret-as=\"{kind}\"> holds a number, got {excerpt(text)}.")
+    missing = normalize.missing_modules()
+    if missing and kind in NUMBER_KINDS and "num2words" not in missing:
+        return _num2words_say_as(kind, text, code, fail)
+    if missing:
+        fail(f"<say-as interpret-as=\"{kind}\"> reads through the text normaliser, which needs "
+             f"{', '.join(missing)}: {normalize.INSTALL_HINT}; or write the words out.")
     if kind == "ordinal":
         number = int(re.sub(r"\D", "", text))
         if code == "en":

@@ -29,11 +29,14 @@ from ..text.descriptions import Description, read_description
 from ..studio.variants import read_voice_description
 from ..settings.presets import preset_values
 from ..text.normalize import unavailable_note
+from ..asr.scoring import jiwer_missing_note
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
 
 NO_VOICE = "(none)"
+#: the settings a reader sets first: on a phone they come right under the text (studio.css, ``ov-quick``)
+QUICK = ["ov-quick"]
 #: a setting applied when the voice is cloned, not when speaking: the Clone tab's "Clean the reference"
 #: checkbox (the API's ``preprocess``) is its widget
 CLONE_SETTINGS = ("preprocess_prompt",)
@@ -99,14 +102,14 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     c: dict = {}
     c["language"] = gr.Dropdown([("Auto", AUTO)] + language_choices(), value=AUTO, label="Language",
                                 filterable=True, info="Type to filter; Auto lets the model decide.",
-                                elem_id=f"{prefix}-language")
+                                elem_id=f"{prefix}-language", elem_classes=QUICK)
     if with_voice:
-        with gr.Row():
+        with gr.Row(elem_classes=QUICK):
             c["voice"] = gr.Dropdown([NO_VOICE], value=NO_VOICE, label="Saved voice", scale=4,
                                      info="Voices saved in the Clone tab.", elem_id=f"{prefix}-voice")
             c["voice_refresh"] = gr.Button("↻", size="sm", scale=0, min_width=40, elem_id=f"{prefix}-voice-refresh")
     c.update(design_widgets(prefix, open_=with_voice))
-    with gr.Row():
+    with gr.Row(elem_classes=QUICK):
         c["speed"] = setting_widget("speed", prefix)
         duration = GenerationConfig.setting("duration")
         c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
@@ -118,7 +121,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
                                 "longer) between refreshes (every 8th step, Fast every 4th): an approximation; a design runs "
                                 "whole; Reference is exact. The "
                                 "estimated time of each preset for your text is under the text box.",
-                           elem_id=f"{prefix}-preset")
+                           elem_id=f"{prefix}-preset", elem_classes=QUICK)
     with gr.Accordion("Advanced", open=False, elem_id=f"{prefix}-advanced"):
         names = advanced_settings()
         for start in range(0, len(names), 3):
@@ -133,7 +136,10 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
                                      elem_id=f"{prefix}-randomize")
         c["dice"] = gr.Button("New seed", size="sm", elem_id=f"{prefix}-dice")
     with gr.Row(equal_height=True):
-        c["guard"] = setting_widget("guard", prefix)
+        missing = jiwer_missing_note()   # greyed out up front, with what to install, rather than refused on Speak
+        c["guard"] = setting_widget("guard", prefix) if missing is None else gr.Checkbox(
+            value=False, interactive=False, label=GenerationConfig.setting("guard").label, info=missing,
+            elem_id=_element_id(prefix, "guard"))
         loudness = GenerationConfig.setting("loudness")
         c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=loudness.label, info=loudness.help,
                                     elem_id=f"{prefix}-loudness")

@@ -25,7 +25,7 @@ from ..text.normalize_choice import normalization_note
 from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
-from ..errors import InvalidInput
+from ..errors import InvalidInput, OmniVoiceError
 from ..storage.voice_file import Voice
 from . import pictures
 from .controls import generation_request, styled_request
@@ -52,7 +52,7 @@ def text_info(studio: Studio, text: str, values: dict, voice: Optional[Voice] = 
     try:
         arguments = generation_request(values, studio.limits).engine_arguments()
         plan = loaded.engine.prepare(text, voice=voice, **arguments)
-    except InvalidInput as exc:
+    except OmniVoiceError as exc:   # a wrong request, or a setting whose package or model is missing: said, never a 500
         return f"{count} · ⚠ {_first_line(exc)}"
     estimate = loaded.engine.estimate_seconds(plan)
     parts = [count, f"about {fmt_seconds(plan.target_frames / FRAME_RATE)} of speech"]

@@ -44,10 +44,13 @@ def _insert_tag_js(elem_id: str, tag: str) -> str:
 
 def text_block(prefix: str, label: str, placeholder: str = "Type what to say…") -> dict:
     """The text box, its info line and a button per non-verbal tag."""
-    parts = {"text": gr.Textbox(label=label, lines=4, max_lines=12, placeholder=placeholder, elem_id=f"{prefix}-text"),
-             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info"),
-             "shortcuts": gr.HTML("", js_on_load=SHORTCUT_JS, elem_id=f"{prefix}-shortcuts")}  # Ctrl+Enter = Go
-    with gr.Row(elem_classes="ov-tags"):
+    first = ["ov-first"]   # on a phone, the text comes first (studio.css)
+    parts = {"text": gr.Textbox(label=label, lines=4, max_lines=12, placeholder=placeholder, elem_id=f"{prefix}-text",
+                                elem_classes=first),
+             "text_info": gr.Markdown("0 characters", elem_id=f"{prefix}-text-info", elem_classes=first),
+             "shortcuts": gr.HTML("", js_on_load=SHORTCUT_JS, elem_id=f"{prefix}-shortcuts",  # Ctrl+Enter = Go
+                                  elem_classes=first)}
+    with gr.Row(elem_classes=["ov-tags", "ov-first"]):
         for tag in NONVERBAL_TAGS:
             button = gr.Button(f"[{tag}]", size="sm", variant="secondary", min_width=0)
             button.click(None, inputs=parts["text"], outputs=parts["text"],
@@ -110,7 +113,7 @@ class SessionHistory:
 
 def failed_outputs() -> dict:
     """What the output panel shows after a failed run: no progress, audio, files or info of an earlier run."""
-    return {"progress": failed_progress(), "chunks": "", "audio": None, "files": None, "info": "",
+    return {"progress": failed_progress(), "grid": None, "chunks": "", "audio": None, "files": None, "info": "",
             "checks": gr.update(value=[], visible=False), "sentences": "", "takes": None}
 
 
@@ -126,8 +129,10 @@ class GenerationPanel:
     stop: gr.Button
 
 
-#: Go on a narrow screen (studio.css's one column): scroll the panel's progress to the top of the screen
-SHOW_PROGRESS_ON_A_PHONE_JS = """() => {
+#: Go: the toasts of an earlier run (an error such as "consent is needed") are closed, so they do not stand over
+#: this one; on a narrow screen (studio.css's one column) the panel's progress is scrolled to the top of the screen
+ON_GO_JS = """() => {
+  document.querySelectorAll('[data-testid="toast-close"]').forEach((button) => button.click());
   const progress = document.getElementById("%s-progress");
   if (progress && window.innerWidth <= 640) progress.scrollIntoView({block: "start"});
 }"""
@@ -140,12 +145,14 @@ Run = Callable[[str, dict, list, dict, Optional[str], Optional[str]], Iterator[d
 def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHistory, run: Run,
                     extra_inputs: Iterable = (),
                     voice_of: Optional[Callable[[dict, Optional[str], dict], Optional[Voice]]] = None,
-                    info_inputs: Iterable = (), ssml_of: Optional[Callable[[dict], bool]] = None):
+                    info_inputs: Iterable = (), ssml_of: Optional[Callable[[dict], bool]] = None,
+                    pronunciations_of: Optional[Callable[[dict], object]] = None):
     """Live text info and instruct check, Go (``run``) and Stop (cancels Go's event) of one panel.
 
     ``voice_of(values, session, data)`` is the voice the text info estimates with; ``info_inputs`` are the
     further components it reads (``data``) and that redraw the info when they change; ``ssml_of(data)``: whether
-    the text is SSML (then the info is its length only)."""
+    the text is SSML (then the info is its length only); ``pronunciations_of(data)``: the lexicon Go speaks with,
+    which the info's "What will be read" shows applied."""
     text_box, controls = panel.text["text"], panel.controls
     names = dict(panel.outputs, seed=controls["seed"], history=history.state, history_table=history.table)
     info_extra = list(info_inputs)
@@ -159,6 +166,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
 
     def info(data, request: gr.Request):
         values = values_of(controls, data)
+        if pronunciations_of is not None:
+            values = dict(values, pronunciations=pronunciations_of(data))
         return text_info(studio, data[text_box], values, voice_now(values, data, request),
                          ssml=bool(ssml_of and ssml_of(data)))
 
@@ -196,8 +205,8 @@ def wire_generation(studio: Studio, panel: GenerationPanel, history: SessionHist
                            show_progress="minimal", show_progress_on=[panel.outputs["info"]], api_visibility="private")
     event.then(info, inputs=info_inputs, outputs=panel.text["text_info"], show_progress="hidden",
                api_visibility="private", queue=False)
-    # on a phone the settings come after the result (studio.css): bring the progress into sight
-    panel.go.click(None, js=SHOW_PROGRESS_ON_A_PHONE_JS % panel.prefix, api_visibility="private", queue=False)
+    # the last run's toasts closed; on a phone, the progress brought into sight
+    panel.go.click(None, js=ON_GO_JS % panel.prefix, api_visibility="private", queue=False)
     # cancel first (Gradio closes the handler's generator, which closes the engine's within a step), then say so
     # once the cancelled run can send nothing more
     panel.stop.click(None, js=STOP_PLAYBACK_JS, cancels=[event], api_visibility="private", queue=False).then(

@@ -56,6 +56,10 @@ DESCRIPTIONS = {
     "pronunciations": "A lexicon as JSON text: {\"bass\": \"[B EY1 S]\"} or a list of {\"word\", \"say\", "
                       "\"match_case\"}; say is a CMU override, pinyin with tones or a respelling. Over the "
                       "server's lexicon, word by word. Empty: none.",
+    "script": "True: the text is a dialogue script ('Name: text' lines), as the Speak tab's Script mode; each name "
+              "is a voice, or is given one by speakers. The details list the turns.",
+    "speakers": "With script: each name's voice as JSON text, {\"Anna\": \"alloy\", \"Ben\": \"male, low "
+                "pitch\"}; a name left out must be a voice itself. Empty: none.",
 }
 _API_DEFAULT_NOTES = {"duration": " (0 = estimated from the text)", "seed": " (-1 = a new seed, returned)",
                       "loudness": " (0 = as generated)"}
@@ -109,16 +113,20 @@ def result_outputs() -> list:
 
 
 async def run_job(studio, text: str, values: dict, voice, tab: str,
-                  owner: Optional[str] = None, voices=None) -> tuple[str, int, dict]:
+                  owner: Optional[str] = None, voices=None, prepare=None) -> tuple[str, int, dict]:
     """Plan, queue and run one generation through the studio's service: (wav path, seed, details); the file is
     ``owner``'s (``Studio.output_path``).  A text that starts with ``<speak`` is SSML, its voice names resolved by
-    ``voices`` (``studio.vocabulary``)."""
+    ``voices`` (``studio.vocabulary``); ``prepare(engine, arguments)``: another plan (a dialogue script's)."""
     from .controls import styled_request
 
     loaded = studio.models.get()
     voice, request = styled_request(values, studio.limits, voice)
     arguments = request.engine_arguments()
-    plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, ssml=None, voices=voices, **arguments)
+    if prepare is not None:
+        plan = await asyncio.to_thread(prepare, loaded.engine, arguments)
+    else:
+        plan = await asyncio.to_thread(loaded.engine.prepare, text, voice=voice, ssml=None, voices=voices,
+                                       **arguments)
     job = studio.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                 lock=loaded.lock, label=f"gradio {tab}")
     result = None

@@ -45,17 +45,19 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
         stored = [browser_voices] if browser_voices is not None else []
         with gr.Tabs():
             speak_panel = speak.build(studio, history, browser_voices, browser_lexicon)
-            clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices)
+            clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices,
+                        lexicon=speak_panel.lexicon)
             codec.build(studio)
             bench_models = benchmark.build(studio)
-            model_tab = model.ModelTab(studio, bar, bench_models, model_spec, precision, provider)
+            model_tab = model.ModelTab(studio, bar, bench_models, model_spec, precision, provider,
+                                       follow=[(speak_panel.go, speak_panel.outputs["progress"])])
         history.render()
 
-        def on_page_load(browser=None, request: gr.Request = None):
+        def on_page_load(progress, browser=None, request: gr.Request = None):
             names = speak.voice_names(studio, session_of(request), browser)
-            return model_tab.view() + (gr.update(choices=names, value=NO_VOICE),)
+            return model_tab.view(progress) + (gr.update(choices=names, value=NO_VOICE),)
 
-        demo.load(on_page_load, inputs=stored, outputs=model_tab.outputs + [speak_panel.controls["voice"]],
+        demo.load(on_page_load, inputs=model_tab.follow_inputs + stored, outputs=model_tab.outputs + [speak_panel.controls["voice"]],
                   api_visibility="private", queue=False)
         lexicon = speak_panel.lexicon   # the owner's pronunciations: from their browser, or the studio's file
         demo.load(lambda *value: lexicon_editor.load_rows(studio, *value), inputs=lexicon.inputs(),

@@ -16,7 +16,7 @@ import gradio as gr
 
 from ..audio.processing import save_audio
 from ..settings.generation import GenerationConfig
-from ..text.lexicon import Entry, Lexicon, SuggestionsMissing, cmu_pronunciations
+from ..text.lexicon import Entry, Lexicon, SuggestionsMissing, cmu_pronunciations, suggestions_missing_note
 from ..engine.loop import GenerationResult
 from ..errors import InvalidInput, one_line
 from ..studio import Studio
@@ -59,11 +59,13 @@ def build(studio: Studio, stored: Optional[gr.BrowserState]) -> LexiconEditor:
             say = gr.Textbox(label="Say", max_lines=1, elem_id="speak-lexicon-say", scale=3)
             match_case = gr.Checkbox(label="Match case", value=False, elem_id="speak-lexicon-case", scale=1)
         with gr.Row():
-            suggest = gr.Button("Suggest (CMU, English)", size="sm", elem_id="speak-lexicon-suggest")
+            missing = suggestions_missing_note()   # greyed out up front, with what to install
+            suggest = gr.Button("Suggest (CMU, English)", size="sm", elem_id="speak-lexicon-suggest",
+                                interactive=missing is None)
             play = gr.Button("Play", size="sm", elem_id="speak-lexicon-play")
             add = gr.Button("Add", size="sm", variant="primary", elem_id="speak-lexicon-add")
             delete = gr.Button("Delete", size="sm", variant="stop", elem_id="speak-lexicon-delete")
-        note = gr.Markdown("", elem_id="speak-lexicon-note")
+        note = gr.Markdown(missing or "", elem_id="speak-lexicon-note")
         preview = gr.Audio(label="Preview", type="filepath", interactive=False, autoplay=True,
                            elem_id="speak-lexicon-preview", buttons=["download"])
         table = gr.Dataframe(headers=HEADERS, value=[], interactive=False, elem_id="speak-lexicon-table",

@@ -2,7 +2,7 @@
 
 With the mode on, each ``Name: text`` (or ``[Name] text``) line of the text box is a turn, in the voice
 the table gives its name (a saved voice, a design such as ``female, low pitch``, or an OpenAI voice
-name such as ``alloy``); a name the table leaves empty is read as a voice itself.  The turns are one
+name such as ``alloy``); a name the table leaves empty must be a voice itself (``HELP`` says so).  The turns are one
 output (``text.script``, ``engine.prepare_turns``), with the progress, player and downloads of any
 Speak generation.
 """
@@ -51,13 +51,18 @@ def _cell(value) -> str:
     return "" if value is None or value != value else str(value).strip()
 
 
+#: what the table takes; what an empty voice means is what ``text.script.plan_script`` does with it
+HELP = ("Give each name a saved voice, a design (`female, low pitch`) or an OpenAI voice name (`alloy`). A name "
+        "whose voice is left empty must be such a voice itself (`alloy: Hello.`); any other name needs its voice "
+        "here, and Speak says which one.")
+
+
 def build(text_box: gr.Textbox) -> ScriptMode:
     """The mode's accordion (inside the Speak tab) for the tab's ``text_box``."""
     with gr.Accordion("Script (several speakers)", open=False, elem_id="speak-script"):
         on = gr.Checkbox(label="Read the text as a script: 'Name: text' lines, each name a voice", value=False,
                          elem_id="speak-script-on")
-        gr.Markdown("Give each name a saved voice, a design (`female, low pitch`) or an OpenAI voice name "
-                    "(`alloy`); an empty voice reads the name itself as one. Example:\n\n"
+        gr.Markdown(HELP + " Example:\n\n"
                     "```\n" + EXAMPLE + "\n```")
         table = gr.Dataframe(headers=HEADERS, value=[["", ""]], column_count=2, interactive=True,
                              elem_id="speak-script-speakers", label="Voices of the names")

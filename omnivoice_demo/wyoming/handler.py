@@ -58,6 +58,7 @@ from ..storage.voice_file import Voice
 from .framing import MalformedEvent, read_event
 from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
+from ..text.ssml import looks_like_ssml
 from .text_stream import TextStream
 
 log = logging.getLogger(__name__)
@@ -318,9 +319,11 @@ class SpeechHandler(AsyncEventHandler):
         config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
                                   normalize_text=NORMALIZE_AUTO,   # by the text's language (en, zh)
                                   guard=self.context.guard)
-        # a whole text (synthesize) that starts with <speak is SSML; a streamed one is read as it comes
+        # a text that starts with <speak is SSML: a whole one (synthesize), or a streamed one, which TextStream
+        # keeps whole until its </speak>; other streamed text is read as it comes
+        ssml = None if piece.stream is None or looks_like_ssml(piece.text) else False
         plan = engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
-                              config=config, ssml=None if piece.stream is None else False, voices=voices,
+                              config=config, ssml=ssml, voices=voices,
                               pronunciations=self.context.lexicon)
         log.info("Numbers: %s", normalization_note(plan))   # Wyoming has no field for it: the server's log says
         return plan

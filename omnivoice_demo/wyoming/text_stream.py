@@ -3,7 +3,9 @@
 A sentence is complete when its end mark (``.``, ``!``, ``?``, ``…``, with any closing quotes or
 brackets) is followed by white space, or at a CJK full stop (``。！？``), which needs none.  Until the
 text stops, a sentence whose end mark has arrived without the following space is still open (``3.5``,
-``e.g.`` at the end of a chunk).
+``e.g.`` at the end of a chunk).  A stream whose text starts with a tag (``<speak``, ``<?xml``) is SSML: it is not
+cut into sentences (a sentence of markup is no document) but held until its ``</speak>`` and then spoken whole,
+as SSML (``text/ssml.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..text.prompt import CLOSING_MARKS
 _CLOSING = "".join(re.escape(mark) for mark in sorted(CLOSING_MARKS))
 _WIDE_END = "。！？"
 _NARROW_END = "".join(re.escape(mark) for mark in sorted(SENTENCE_END - set(_WIDE_END)))
+_SSML_END = re.compile(r"</\s*speak\s*>", re.I)
 _BOUNDARY = re.compile(rf"[{_NARROW_END}]+[{_CLOSING}]*\s+|[{_WIDE_END}]+[{_CLOSING}]*")
 
 
@@ -30,6 +33,12 @@ class TextStream:
         """The complete sentences now (joined, stripped; "" when none) after adding ``text``."""
         self.total += len(text)
         self._buffer += text
+        if self._buffer.lstrip().startswith("<"):   # markup (SSML): whole, once its </speak> has come
+            end = _SSML_END.search(self._buffer)
+            if end is None:
+                return ""
+            done, self._buffer = self._buffer[:end.end()], self._buffer[end.end():]
+            return done.strip()
         end = 0
         for match in _BOUNDARY.finditer(self._buffer):
             end = match.end()
@@ -40,3 +49,4 @@ class TextStream:
         """The text after the last complete sentence (the stream stopped)."""
         rest, self._buffer = self._buffer.strip(), ""
         return rest
+

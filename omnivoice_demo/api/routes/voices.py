@@ -98,6 +98,8 @@ def saved_voice_object(context: ApiContext, voice) -> dict:
 def clone_upload(context: ApiContext, loaded, data: bytes, suffix: str, transcript: Optional[str], name: str):
     """The voice of an uploaded clip (not saved: the route saves it, as a voice or a variant)."""
     from ...audio import processing as audio_ops
+    from ...audio.best_part import best_part_of_long
+
     with tempfile.TemporaryDirectory(prefix="omnivoice-upload-") as folder:
         path = pathlib.Path(folder) / f"reference{suffix if suffix.isascii() and len(suffix) <= 6 else ''}"
         path.write_bytes(data)
@@ -108,6 +110,7 @@ def clone_upload(context: ApiContext, loaded, data: bytes, suffix: str, transcri
         if context.transcribe is None:
             raise InvalidInput("The transcript is required: send what is said in the clip as the form field "
                                "'transcript' (this server has no speech recogniser).", param="transcript")
+        audio, _ = best_part_of_long(audio, rate)   # as the Clone tab's "Keep the best 10 s": recognised and cloned
         try:
             transcript = context.transcribe(audio, rate)
         except OmniVoiceError as exc:

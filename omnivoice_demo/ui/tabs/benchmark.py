@@ -88,10 +88,37 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
         elif isinstance(event, BenchmarkProgress):
             stage, rows = event, event.rows or rows
             yield event
-        elif event.kind == "step":
-            yield BenchmarkProgress(f"{stage.message}: step {event.step} of {event.num_steps}", stage.fraction)
+            if event.rows and not event.final:   # the models finished so far: shown, and kept if it is stopped
+                yield _result(studio, chosen, event.rows, length, num_step, repeats, owner, finished=False)
+        elif event.kind == "step":   # the fraction moves with the steps, not only at each run's start
+            within = (event.chunk + event.step / event.num_steps) / max(event.num_chunks, 1)
+            yield BenchmarkProgress(f"{stage.message}: step {event.step} of {event.num_steps}"
+                                    + (f" (chunk {event.chunk + 1} of {event.num_chunks})" if event.num_chunks > 1
+                                       else ""), stage.fraction + stage.span * within)
     if rows is None:
         raise InvalidInput("The benchmark was cancelled before it finished.")
+    yield _result(studio, chosen, rows, length, num_step, repeats, owner)
+
+
+#: what the machine line says while a benchmark of several models runs (its finished rows are in the table)
+PARTIAL_NOTE = "Running: the table and the CSV hold the models finished so far."
+#: what Stop adds to it
+STOPPED_NOTE = "**Stopped**: the table and the CSV hold the models that finished before Stop"
+
+
+def stopped_note(machine: str) -> str:
+    """The machine line after Stop: the run marked stopped, saying what the table holds."""
+    text = (machine or "").strip()
+    if not text:
+        return "**Stopped** before any model finished: no rows."
+    if PARTIAL_NOTE not in text:   # a finished run (or a stopped one already said so): as it is
+        return machine
+    return f"{STOPPED_NOTE}. {text.replace(PARTIAL_NOTE, '').strip()}"
+
+
+def _result(studio: Studio, chosen, rows: list, length: str, num_step: int, repeats: int, owner,
+            finished: bool = True) -> dict:
+    """The table, chart, machine line and CSV of ``rows`` (``finished`` False: the models done so far)."""
     machine = machine_info(chosen[0].engine)
     chart = pictures.bar_chart(list(STAGES) + ["total"],
                                {r["model"]: [r[f"{s}_s"] for s in STAGES] + [r["total_s"]] for r in rows},
@@ -101,7 +128,9 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
     machine_md = (f"**Machine:** {machine['cpu']} · {machine['usable_cores']} of {machine['cores']} cores usable · "
                   f"{machine['os']} · Python {machine['python']} · onnxruntime {machine['onnxruntime']} · "
                   f"provider {machine['provider']} · threads {machine['threads']}")
-    yield {"table": {"headers": BENCH_COLUMNS, "data": [[r.get(c) for c in BENCH_COLUMNS] for r in rows]},
+    if not finished:
+        machine_md = f"{PARTIAL_NOTE} {machine_md}"
+    return {"table": {"headers": BENCH_COLUMNS, "data": [[r.get(c) for c in BENCH_COLUMNS] for r in rows]},
            "chart": chart, "machine": machine_md, "csv": str(csv_path), "rows": rows}
 
 
@@ -224,6 +253,9 @@ def build(studio: Studio) -> gr.CheckboxGroup:
     event = go.click(run, inputs=[models, length, steps, repeats], outputs=[table, chart, machine, csv],
                      concurrency_id=ENGINE_GROUP, concurrency_limit=1, api_visibility="private")
     stop_cancels(stop, event)
+    # once the cancelled run can send nothing more: the run marked stopped, its finished rows kept
+    stop.click(None, api_visibility="private", queue=False).then(stopped_note, inputs=machine, outputs=machine,
+                                                                 api_visibility="private", queue=False)
     return models
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...audio import processing as audio_ops
-from ...audio.best_part import best_part
+from ...audio.best_part import BEST_PART_SECONDS, best_part
 from ...settings.generation import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
@@ -41,8 +41,7 @@ from .styles import styles_section
 #: typed (recognised), is cut at a pause before REFERENCE_TRIM_TO seconds
 REFERENCE_TRIM_ABOVE = 20.0
 REFERENCE_TRIM_TO = 15.0
-#: a clip longer than this is offered "Keep the best 10 s" (the model's README: 3-10 s works best)
-BEST_PART_SECONDS = 10.0
+# a clip longer than BEST_PART_SECONDS (audio.best_part) is offered "Keep the best 10 s"
 #: references shorter than this get a warning (the reference works best with 3-10 s)
 SHORT_REFERENCE_SECONDS = 3.0
 RECOGNISING = "recognising..."
@@ -249,12 +248,14 @@ def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: b
 @ui_errors
 def clone(studio: Studio, reference: Optional[str], transcript: str, consent: bool, text: str, values: dict,
           preprocess: bool = PREPROCESS_DEFAULT, history: Optional[list] = None,
-          owner: Optional[str] = None) -> Iterator[dict]:
-    """Reference + transcript + consent + text -> speech in that voice (the files are ``owner``'s)."""
+          owner: Optional[str] = None, lexicon=None) -> Iterator[dict]:
+    """Reference + transcript + consent + text -> speech in that voice (the files are ``owner``'s), with the
+    owner's pronunciations as in Speak (``lexicon``: their stored lexicon, shared mode: their browser's)."""
     voice, note = clone_voice(studio, reference, transcript, consent, preprocess)
     if CUT_NOTE in note:
         gr.Warning(user_message(note))
-    yield from run_generation(studio, text, dict(values, voice=None), voice, history, "Clone", owner)
+    values = dict(values, voice=None, pronunciations=studio.lexicons.for_generation(lexicon))
+    yield from run_generation(studio, text, values, voice, history, "Clone", owner)
 
 
 @ui_errors
@@ -282,9 +283,10 @@ def save_voice(studio: Studio, reference: Optional[str], transcript: str, consen
 
 
 def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
-          browser_voices: Optional[gr.BrowserState] = None) -> GenerationPanel:
+          browser_voices: Optional[gr.BrowserState] = None, lexicon=None) -> GenerationPanel:
     """The tab's widgets and events; a saved voice is offered in ``speak_voice`` (the Speak tab's list) and,
-    in shared mode, kept in ``browser_voices`` (the visitor's browser)."""
+    in shared mode, kept in ``browser_voices`` (the visitor's browser); ``lexicon``: the Speak tab's lexicon
+    editor, whose pronunciations Clone speaks with too."""
     with gr.Tab("Clone", id="clone"):
         with gr.Row():
             with gr.Column(scale=3):
@@ -315,11 +317,13 @@ def build(studio: Studio, history: SessionHistory, speak_voice: gr.Dropdown,
                 controls = generation_controls("clone", with_voice=False)
     panel = GenerationPanel("clone", text, controls, outputs, go, stop)
 
+    stored_lexicon = lexicon.inputs() if lexicon is not None else []
+
     def run(text_value, values, history_value, data, session, owner):
         return clone(studio, data[ref], data[transcript], data[consent], text_value, values, data[pre], history_value,
-                     owner)
+                     owner, lexicon=lexicon.value(data) if lexicon is not None else None)
 
-    wire_generation(studio, panel, history, run, extra_inputs=(ref, transcript, consent, pre),
+    wire_generation(studio, panel, history, run, extra_inputs=(ref, transcript, consent, pre, *stored_lexicon),
                     voice_of=lambda values, session, data: reference_for_estimate(studio, data.get(ref),
                                                                                   data.get(transcript), data.get(pre)),
                     info_inputs=(ref, transcript, pre))

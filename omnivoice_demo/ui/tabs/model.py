@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Optional
+from typing import Optional, Sequence
 
 import gradio as gr
 
 from ...hub import DEFAULT_REPO, PRECISIONS
 from ...hub.weights import DEFAULT_WEIGHTS_REPO
+from ..display import idle_progress
 from ..error_mapping import ui_errors
 from ...studio.models import ModelNotReady, available_providers
 from ...studio import Studio
@@ -120,8 +121,12 @@ class ModelTab:
     """The Model tab's widgets and events; ``view()`` refreshes the bar, the details and every model list."""
 
     def __init__(self, studio: Studio, bar: gr.HTML, bench_models: gr.CheckboxGroup, model_spec: Optional[str],
-                 precision: Optional[str], provider: str):
+                 precision: Optional[str], provider: str, follow: Sequence[tuple[gr.Button, gr.HTML]] = ()):
+        """``follow``: (a generate button, its progress) pairs that say whether a model is ready: the button
+        is active only with a model, and an idle progress says "Ready." only then."""
         self.studio = studio
+        self.follow = list(follow)
+        self.follow_inputs = [progress for _, progress in self.follow]
         editable = not studio.shared
         with gr.Tab("Model", id="model"):
             # inside the tab: a Timer made directly in gr.Tabs became a second "Model" tab button on each click
@@ -162,48 +167,73 @@ class ModelTab:
                                           label="Active model (Speak, Clone, Codec)", interactive=editable, elem_id="model-active")
                 unload = gr.Button("Unload", scale=1, interactive=editable, elem_id="model-unload")
             self.details = gr.Markdown(model_details(studio), elem_id="model-details")
-        self.outputs = [bar, self.details, self.active, bench_models, self.timer]
+        self.outputs = [bar, self.details, self.active, bench_models, self.timer] + [
+            part for pair in self.follow for part in pair]
+        follow = self.follow_inputs
 
-        load.click(self._load, inputs=[spec, precision_choice, provider_choice, offline, build], outputs=self.outputs,
-                   api_visibility="private", concurrency_id="model-load", concurrency_limit=1)
-        build_weights.click(self._build_from_weights, inputs=[spec, precision_choice, provider_choice, offline, weights],
+        load.click(self._load, inputs=[spec, precision_choice, provider_choice, offline, build] + follow,
+                   outputs=self.outputs, api_visibility="private", concurrency_id="model-load", concurrency_limit=1)
+        build_weights.click(self._build_from_weights,
+                            inputs=[spec, precision_choice, provider_choice, offline, weights] + follow,
                             outputs=self.outputs, api_visibility="private", concurrency_id="model-load",
                             concurrency_limit=1)
-        self.timer.tick(self.view, outputs=self.outputs, api_visibility="private", show_progress="hidden",
-                        queue=False)
-        self.active.input(self._set_active, inputs=self.active, outputs=self.outputs, api_visibility="private",
-                          queue=False)
-        unload.click(self._unload, inputs=self.active, outputs=self.outputs, api_visibility="private", queue=False)
+        self.timer.tick(self.view, inputs=follow, outputs=self.outputs, api_visibility="private",
+                        show_progress="hidden", queue=False)
+        self.active.input(self._set_active, inputs=[self.active] + follow, outputs=self.outputs,
+                          api_visibility="private", queue=False)
+        unload.click(self._unload, inputs=[self.active] + follow, outputs=self.outputs, api_visibility="private",
+                     queue=False)
 
-    def view(self) -> tuple:
-        """New values for ``self.outputs``."""
+    def view(self, *progress) -> tuple:
+        """New values for ``self.outputs``; ``progress``: the followed progress bars as the page shows them."""
         models = self.studio.models
         labels = models.labels()
-        return (model_bar(self.studio), model_details(self.studio), gr.update(choices=labels, value=models.active),
-                gr.update(choices=labels, value=benchmark_tab.ticked(self.studio)), gr.Timer(active=models.loading))
+        shown = (model_bar(self.studio), model_details(self.studio), gr.update(choices=labels, value=models.active),
+                 gr.update(choices=labels, value=benchmark_tab.ticked(self.studio)), gr.Timer(active=models.loading))
+        return shown + readiness(self.studio, len(self.follow), progress)
 
-    def _load(self, spec, precision, provider, offline, build):
+    def _load(self, spec, precision, provider, offline, build, *progress):
         # ModelManager refuses in shared mode, whatever the page shows: this event can be called by fn_index
         if not ui_errors(self.studio.models.start_load)((spec or "").strip() or None, precision, provider,
                                                         offline or None, build):
             gr.Warning("A model is loading already; wait for it to finish.")
-        return self.view()
+        return self.view(*progress)
 
-    def _build_from_weights(self, spec, precision, provider, offline, weights):
+    def _build_from_weights(self, spec, precision, provider, offline, weights, *progress):
         """Load the model folder of ``spec`` with its backbone built from the original ``weights`` (refused in
         shared mode by ModelManager, as ``_load``)."""
         if not ui_errors(self.studio.models.start_load)((spec or "").strip() or None, precision, provider,
                                                         offline or None,
                                                         backbone_weights=(weights or "").strip() or DEFAULT_WEIGHTS_REPO):
             gr.Warning("A model is loading already; wait for it to finish.")
-        return self.view()
+        return self.view(*progress)
 
-    def _set_active(self, label):
+    def _set_active(self, label, *progress):
         if label:
             ui_errors(self.studio.models.set_active)(label)
-        return self.view()
+        return self.view(*progress)
 
-    def _unload(self, label):
+    def _unload(self, label, *progress):
         if label:
             ui_errors(self.studio.models.unload)(label)
-        return self.view()
+        return self.view(*progress)
+
+
+#: what an idle progress bar says with no model (Speak would only fail)
+NO_MODEL_PROGRESS = "No model is loaded yet: see the bar at the top (the Model tab loads one)."
+
+
+def readiness(studio: Studio, count: int, progress: Sequence) -> tuple:
+    """For each of ``count`` followed (button, progress) pairs: the button active only with a model ready, and
+    an idle progress bar saying "Ready." or why not (a bar showing a run, its result or its error is kept)."""
+    try:
+        ready = studio.models.get() is not None
+    except ModelNotReady:
+        ready = False
+    text = "Ready." if ready else NO_MODEL_PROGRESS
+    out: list = []
+    for index in range(count):
+        current = progress[index] if index < len(progress) else None
+        idle = current is None or 'ov-progress ov-idle"' in str(current)
+        out += [gr.update(interactive=ready), idle_progress(text) if idle else gr.update()]
+    return tuple(out)

@@ -23,7 +23,7 @@ from ..sentences import wire_sentences
 from ..ssml_switch import ssml_switch
 from ...text.lexicon import Lexicon, from_mapping
 from ...errors import InvalidInput
-from ...text.script import plan_script
+from ...text.script import check_speakers, plan_script
 from ...text.descriptions import read_description
 
 
@@ -89,7 +89,7 @@ def build(studio: Studio, history: SessionHistory, browser_voices: Optional[gr.B
     ``browser_voices`` and ``browser_lexicon`` (shared mode): the visitor's voices and pronunciations, kept in
     their browser."""
     with gr.Tab("Speak", id="speak"):
-        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, then the controls, then the result (studio.css)
+        with gr.Row(elem_classes="ov-panel"):  # on a phone: text, language, voice, speed, Speak, result, the rest (studio.css)
             with gr.Column(scale=3, elem_classes="ov-main"):
                 text = text_block("speak", "Text")
                 mode = ssml_switch("speak", text["text"], studio.limits)
@@ -115,9 +115,10 @@ def build(studio: Studio, history: SessionHistory, browser_voices: Optional[gr.B
                      ssml=data[mode] == "SSML", lexicon=lexicon.value(data), speakers=speakers)
 
     wire_generation(studio, panel, history, run, extra_inputs=stored + lexicon.inputs() + script.inputs(),
-                    info_inputs=[mode],
+                    info_inputs=[mode, lexicon.table] + lexicon.inputs(),   # an entry added redraws the preview
                     voice_of=lambda values, session, data: saved_voice(studio, values.get("voice"), session),
-                    ssml_of=lambda data: data[mode] == "SSML")
+                    ssml_of=lambda data: data[mode] == "SSML",
+                    pronunciations_of=lambda data: studio.lexicons.for_generation(lexicon.value(data)))
 
     def voice_for(values, data, session):  # a sentence's new take: the voice and pronunciations as Go reads them now
         voice, design = chosen_voice(studio, values.get("voice"), session,
@@ -143,17 +144,48 @@ def build_api(studio: Studio) -> None:
         voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
         own = pronunciations_field(values.pop("pronunciations", ""))   # over the server's and the studio's
         values["pronunciations"] = studio.lexicons.for_generation().merged(own)
-        return await run_job(studio, values.pop("text"), with_design(values, design), voice, "speak", owner,
+        text, speakers = values.pop("text"), speakers_field(values.pop("script", False), values.pop("speakers", ""))
+        if speakers is not None:   # script mode, as the tab's: each name a voice, or given one by speakers
+            def prepare(engine, arguments):
+                return plan_script(engine, text, lambda name: chosen_voice(studio, name, session), speakers,
+                                   language=arguments["language"], config=arguments["config"],
+                                   pronunciations=arguments["pronunciations"])
+
+            return await run_job(studio, text, values, None, "speak", owner, prepare=prepare)
+        return await run_job(studio, text, with_design(values, design), voice, "speak", owner,
                              voices=lambda name: chosen_voice(studio, name, session))
 
     endpoint = api_function("speak", "Text (with an optional saved voice and voice design) -> speech (24 kHz WAV), "
                             "the seed used and the generation's details (settings, timings, codes digest).",
                             [("text", inspect.Parameter.empty), ("voice", "")], handle, with_session=True,
-                            trailing=[("pronunciations", "")])
+                            trailing=[("pronunciations", ""), ("script", False), ("speakers", "")])
     inputs = describe([gr.Textbox(label="text"), gr.Textbox(value="", label="voice")] + api_setting_inputs()
-                      + [gr.Textbox(value="", label="pronunciations")])
+                      + [gr.Textbox(value="", label="pronunciations"), gr.Checkbox(value=False, label="script"),
+                         gr.Textbox(value="", label="speakers")])
     gr.Button(visible=False).click(endpoint, inputs=inputs, outputs=result_outputs(), api_name="speak",
                                    **generation_concurrency(studio))
+
+
+def speakers_field(script, text) -> Optional[dict]:
+    """/speak's ``script`` (true: the text is a dialogue script, as the tab's Script mode) and ``speakers`` (JSON,
+    ``{"Anna": "alloy"}``: each name's voice; a name left out must be a voice itself): the speakers, or None when
+    the text is no script."""
+    import json
+
+    if not isinstance(script, bool):
+        raise InvalidInput(f"script must be true or false, got {script!r}.", param="script")
+    given = str(text or "").strip()
+    if not script:
+        if given:
+            raise InvalidInput("speakers maps the names of a script to voices: send script=true with it.",
+                               param="speakers")
+        return None
+    try:
+        value = json.loads(given) if given else {}
+    except (ValueError, RecursionError):
+        raise InvalidInput("speakers must be JSON: {\"Anna\": \"alloy\", \"Ben\": \"male, low pitch\"}.",
+                           param="speakers") from None
+    return check_speakers(value) or {}
 
 
 def pronunciations_field(text) -> Lexicon:

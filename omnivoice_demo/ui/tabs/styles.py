@@ -40,12 +40,34 @@ def _change(studio: Studio, name: str, update, session: Optional[str], browser):
     return None, studio.voices.change(name, update, session)
 
 
+#: the length of a style clip the panel asks for (the model's README: 3-10 s of reference works best)
+STYLE_SECONDS = (3.0, 10.0)
+
+
+def check_clip_length(clip: Optional[str]) -> None:
+    """Refuse a style clip outside ``STYLE_SECONDS``, saying its length, before it is encoded (a clip that cannot
+    be read is left to the Clone tab's reader, which says what is wrong with it)."""
+    import soundfile
+
+    if not clip:
+        return
+    try:
+        seconds = soundfile.info(clip).duration
+    except Exception:   # not a file libsndfile reads: the Clone tab's reader decides
+        return
+    low, high = STYLE_SECONDS
+    if not low <= seconds <= high + 0.05:
+        raise InvalidInput(f"The style clip is {seconds:.1f} s; give {low:.0f}-{high:.0f} s of the speaker in that "
+                           f"style ({'record or upload a longer one' if seconds < low else 'cut it shorter'}).")
+
+
 def add_style(studio: Studio, clip_of: Callable, name: Optional[str], tag: str, clip: Optional[str],
               transcript: str, consent: bool, session: Optional[str] = None, browser=None) -> dict:
     """Add the clip as the voice's style ``tag``: the tag and the room for it are checked before the clip is
     encoded by ``clip_of(clip, transcript, consent, tag)`` (the Clone tab's: the clip, its transcript, consent)."""
     most = _store(studio).max_variants
     tag = check_room(_load(studio, name, session, browser), tag, most)
+    check_clip_length(clip)
     variant = clip_of(clip, transcript, consent, tag)
     store, voice = _change(studio, name, lambda saved: add_variant(saved, tag, variant, most), session, browser)
     return {"message": f"Added the style **{html.escape(tag)}** ({variant.seconds:.1f} s) to **{html.escape(name)}**. "
