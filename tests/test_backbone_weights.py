@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.backbones import choice as backbone_choice
+from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.backbones.checkpoint import CheckpointWeights, read_header
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.errors import ModelFolderError, ModelNotAvailable
@@ -80,7 +81,8 @@ def test_auto_with_the_weights_chooses_among_the_choices_built_from_them(tiny_ch
     assert "int8-row" in gated and "int8" in gated and not fidelity.passes_gate("int4", "int8")
     probed = []
     monkeypatch.setattr(backbone_choice, "backbone_probe", lambda model, sessions, **k: probed.append(set(sessions))
-                        or {label: (0.5 if label == "int8-row" else 1.0) for label in sessions})
+                        or ProbeResult.given({label: (0.5 if label == "int8-row" else 1.0) for label in sessions},
+                                             k["baseline"]))
     model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
     info = backbone_choice.choose_backbone(model, "auto", tiny_int4_folder / GRAPH, providers_for("cpu"),
                                            lambda: session_options(1), threads=1, cache_dir=tmp_path,
