@@ -208,3 +208,35 @@ def test_steps_consistent_with_the_probe_do_not_probe_again():
             watch.observe_step(125, 125, 50.0, paired=True, whole=False)    # steps on a kept prompt: not counted
         assert bool(reasons) == probed, pace
         reasons.clear()
+
+
+def test_steps_run_together_and_a_probe_made_again_runs_alone():
+    gate = backbone_choice.StepGate()
+    events, release = [], threading.Event()
+
+    def probe():
+        with gate.alone():
+            events.append("probe")
+            release.wait(10)
+
+    def late_step():
+        with gate.step():
+            events.append("late step")
+
+    prober, late = threading.Thread(target=probe), threading.Thread(target=late_step)
+    with gate.step(), gate.step():  # two generations' steps at once: no wait
+        prober.start()
+        prober.join(timeout=0.3)
+        assert prober.is_alive() and events == []     # the probe waits for the steps in flight
+        late.start()
+        late.join(timeout=0.3)
+        events.append("steps done")
+    for _ in range(100):
+        if "probe" in events:
+            break
+        time.sleep(0.05)
+    assert events == ["steps done", "probe"] and late.is_alive()   # a new step waits for the probe
+    release.set()
+    prober.join(timeout=5)
+    late.join(timeout=5)
+    assert events == ["steps done", "probe", "late step"]

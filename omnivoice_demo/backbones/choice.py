@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -521,12 +522,47 @@ class ChoiceCache:
 
 # --- after the choice: the generations' own steps, and probes made again ------------------------
 
+class StepGate:
+    """Generations' steps share it (any number at once); a probe made again holds it alone, waiting for the
+    steps in flight and holding back new ones (a readers-writer lock: ``threading`` has none)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._steps = 0
+        self._probing = False
+
+    @contextlib.contextmanager
+    def step(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._probing)
+            self._steps += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._steps -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._probing)
+            self._probing = True
+            self._cond.wait_for(lambda: self._steps == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._probing = False
+                self._cond.notify_all()
+
+
 class BackboneWatch:
     """What follows an ``auto`` choice on one engine (``choose_backbone(..., watch=)``).
 
-    * The engine runs each step's forwards under ``lock``; a probe made again holds it, so a probe
-      never times its candidates while a generation's forwards share the cores, and a generation never
-      runs on a backbone being swapped.
+    * The engine runs each step's forwards inside ``gate.step()``; a probe made again runs inside
+      ``gate.alone()``, so it never times its candidates while a generation's forwards share the cores,
+      and a generation never runs on a backbone being swapped.
     * ``observe_step`` compares each guided whole step's measured time with what the probe predicted
       for the choice (its figure scaled to the step's positions, ``probe.step_cost``); after
       ``RECHECK_STEPS`` steps a median off by more than ``RECHECK_TOLERANCE`` either way is a clear
@@ -538,7 +574,7 @@ class BackboneWatch:
 
     def __init__(self, kappa: float = 0.0, quiet: Optional[Callable[[int], bool]] = None,
                  wait_s: float = REPROBE_WAIT_S, wait_max_s: float = REPROBE_WAIT_MAX_S):
-        self.lock = threading.RLock()
+        self.gate = StepGate()
         self.kappa = float(kappa or 0.0)
         self.quiet = quiet or machine_quiet
         self.wait_s, self.wait_max_s = wait_s, wait_max_s
@@ -601,7 +637,7 @@ class BackboneWatch:
                 wait = min(wait * 2, self.wait_max_s)
                 continue
             try:
-                with self.lock:
+                with self.gate.alone():
                     contention = auto.probe_and_choose(reprobe=True)
             except Exception as exc:  # noqa: BLE001 - the background must never take the engine down
                 auto.info["reprobe"] = f"failed ({type(exc).__name__}: {str(exc)[:200]}); the choice stays"

@@ -545,7 +545,7 @@ class OmniVoiceEngine:
             cond = (cond_embeds, [cond_embeds.shape[1]])
             if prompt is not None:  # kept on whole steps, given as the past on the others
                 cond += (None, prompt) if whole else (prompt,)
-            with self.backbone_watch.lock:  # never while a probe made again swaps the backbone
+            with self.backbone_watch.gate.step():  # never while a probe made again swaps the backbone
                 tick = time.perf_counter()
                 if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
                     cond_hidden, uncond_hidden = model.hidden_states_pair(cond, (uncond_embeds, [frames]))
