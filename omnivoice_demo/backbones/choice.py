@@ -188,9 +188,10 @@ class AutoChoice:
             (c for c in probe.ratios if c != baseline), key=probe.ratios.get, default=None)
         record = probe.as_record(decisive)
         agreement = self._agreement(choice, sessions, built_sessions)
-        if reprobe:  # what the earlier choice set is undone before the new one is applied
+        if reprobe:  # what the earlier choice set is undone before the new one is applied (why it was made kept)
+            why = {k: self.info[k] for k in ("recheck", "reprobe") if k in self.info}
             self.info.clear()
-            self.info.update(self.base)
+            self.info.update(self.base, **why)
         self.info.update(probe_s=probe_s, probe=record, agreement=agreement, remembered=False)
         if record["contention"] is None:
             self.cache.put(self.key, choice, probe_s, record, agreement)
