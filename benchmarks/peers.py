@@ -39,8 +39,8 @@ DURATION = 5.0
 
 def measure(model: str, threads: int, rounds: int, backbone: str) -> dict:
     from omnivoice_demo import OmniVoiceEngine
-    from omnivoice_demo.engine.config import GenerationConfig
-    from omnivoice_demo.engine.quick_bench import TEXTS
+    from omnivoice_demo.settings.generation import GenerationConfig
+    from omnivoice_demo.eval.quick_bench import TEXTS
 
     engine = OmniVoiceEngine(model, threads=threads, verify="size", backbone=backbone)
     engine.backbone_watch.close()

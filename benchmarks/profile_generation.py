@@ -103,8 +103,8 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="ov-profile-")
     patch_options(os.path.join(workdir, "ort"))
     from omnivoice_demo import OmniVoiceEngine
-    from omnivoice_demo.engine.config import GenerationConfig
-    from omnivoice_demo.engine.quick_bench import TEXTS
+    from omnivoice_demo.settings.generation import GenerationConfig
+    from omnivoice_demo.eval.quick_bench import TEXTS
 
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", calibrate=False, backbone=args.backbone)
     config = GenerationConfig.preset(args.preset).replace(seed=0, duration=args.duration)

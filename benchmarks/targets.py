@@ -58,8 +58,8 @@ def main() -> None:
     from omnivoice import OmniVoice
 
     from omnivoice_demo import OmniVoiceEngine
-    from omnivoice_demo.engine.config import GenerationConfig
-    from omnivoice_demo.engine.quick_bench import TEXTS
+    from omnivoice_demo.settings.generation import GenerationConfig
+    from omnivoice_demo.eval.quick_bench import TEXTS
 
     torch.set_num_threads(args.threads)
     text = TEXTS["medium"]

@@ -27,7 +27,7 @@ from omnivoice_demo import OmniVoiceEngine
 from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones import probe as backbone_probe
 from omnivoice_demo.backbones.probe import ProbeResult, sign_confidence
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.runtime.sessions import providers_for, session_options
 from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS

@@ -129,7 +129,7 @@ class OmniVoiceEngine:
 
             weights = find_weights(backbone_weights)
         # auto's choice is checked against the generations' own steps, and probed again when the machine is
-        # quiet where its probe was contended (``BackboneWatch``); each step's forwards run under its lock
+        # quiet where its probe was contended (``BackboneWatch``); each step's forwards pass its gate
         self.backbone_watch = BackboneWatch(kappa=attention_ratio(self.folder) or 0.0)
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
                                                providers_for(provider), lambda: session_options(threads), threads=threads,
