@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.backbones import choice as backbone_choice
+from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.errors import ModelFolderError
 from omnivoice_demo.runtime.sessions import providers_for, session_options
@@ -115,10 +116,12 @@ def test_a_remembered_choice_outside_the_gate_is_probed_again(tiny_int4_folder, 
     assert not passes_gate("int4", "int8-tensor")
     probes = []
     monkeypatch.setattr(backbone_choice, "backbone_probe", lambda model, sessions, **k: probes.append(set(sessions))
-                        or {label: (0.5 if label == "int8-block" else 1.0) for label in sessions})
+                        or ProbeResult.given({label: (0.5 if label == "int8-block" else 1.0) for label in sessions},
+                                             k["baseline"]))
     key = backbone_choice.choice_key(tiny_int4_folder / GRAPH, providers_for("cpu"), 1)
     (tmp_path / "backbone-choice.json").write_text(json.dumps(
-        {key: {"choice": "int8-tensor", "probe_s": {"int4": 1.0, "int8-tensor": 0.1}}}))
+        {key: {"choice": "int8-tensor", "probe_s": {"int4": 1.0, "int8-tensor": 0.1},
+               "probe": ProbeResult.given({"int4": 1.0, "int8-tensor": 0.1}, "int4").as_record()}}))
     _, info = choose(tiny_int4_folder, "auto", tmp_path)
     assert len(probes) == 1 and "int8-tensor" not in probes[0] and not info["remembered"]
     assert info["choice"] == "int8-block"
@@ -136,7 +139,7 @@ def test_two_first_starts_on_one_empty_cache_make_one_choice(tiny_int4_folder, t
         winner = next(winners)
         probes.append(winner)
         time.sleep(0.5)              # long enough for the other start to arrive while this one measures
-        return {label: (0.1 if label == winner else 1.0) for label in sessions}
+        return ProbeResult.given({label: (0.1 if label == winner else 1.0) for label in sessions}, kwargs["baseline"])
 
     monkeypatch.setattr(backbone_choice, "backbone_probe", probe)
     results = at_once(lambda: choose(tiny_int4_folder, "auto", tmp_path)[1])

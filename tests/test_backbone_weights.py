@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.backbones import choice as backbone_choice
+from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.backbones.checkpoint import CheckpointWeights, read_header
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
 from omnivoice_demo.errors import ModelFolderError, ModelNotAvailable
@@ -80,7 +81,8 @@ def test_auto_with_the_weights_chooses_among_the_choices_built_from_them(tiny_ch
     assert "int8-row" in gated and "int8" in gated and not fidelity.passes_gate("int4", "int8")
     probed = []
     monkeypatch.setattr(backbone_choice, "backbone_probe", lambda model, sessions, **k: probed.append(set(sessions))
-                        or {label: (0.5 if label == "int8-row" else 1.0) for label in sessions})
+                        or ProbeResult.given({label: (0.5 if label == "int8-row" else 1.0) for label in sessions},
+                                             k["baseline"]))
     model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
     info = backbone_choice.choose_backbone(model, "auto", tiny_int4_folder / GRAPH, providers_for("cpu"),
                                            lambda: session_options(1), threads=1, cache_dir=tmp_path,
@@ -101,7 +103,9 @@ def test_auto_with_the_weights_keeps_the_most_faithful_of_a_near_tie():
     assert most_faithful({"int8-row": 1.00, "int8-tensor": 0.97}, "checkpoint") == "int8-row"
     assert most_faithful({"int8-row": 1.00, "int8-tensor": 0.80}, "checkpoint") == "int8-tensor"
     assert most_faithful({"int8-row": 1.00, "fp32": 1.02, "int8-block": 1.5}, "checkpoint") == "fp32"
-    assert backbone_choice.fastest({"int8-row": 1.00, "int8-tensor": 0.97}) == "int8-tensor"  # without weights
+    # without weights the fastest clear of int4 wins, however coarse
+    assert backbone_choice.fastest(ProbeResult.given({"int4": 1.0, "int8-row": 0.90, "int8-tensor": 0.87},
+                                                     "int4")) == "int8-tensor"
 
 
 def test_two_starts_building_from_the_weights_build_once(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):

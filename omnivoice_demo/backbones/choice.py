@@ -19,19 +19,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
+import statistics
+import threading
 import time
-from typing import Sequence
-
-import numpy as np
+from typing import Callable, Optional, Sequence
 
 from .precision import PRECISIONS, graph_precision, outlier_channels, rebuild
-from .dequantize import alternated_best, resident_mb
+from .dequantize import resident_mb
 from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
 from ..storage.cache import CACHE_ENV, folder_lock
-from .fidelity import fidelity_of, passes_gate, published_table
+from .fidelity import agreement_on, fidelity_of, passes_gate, published_table
+from .probe import ProbeResult, machine_quiet, step_cost, step_probe
 
 EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
 BACKBONE_MODES = ("auto", "int4", "fp32") + EIGHT_BIT
@@ -40,9 +42,20 @@ BACKBONE_MODES = ("auto", "int4", "fp32") + EIGHT_BIT
 #: the least memory, and a near tie should not flip between loads (so auto is never >5% slower)
 KEEP_MARGIN = 0.05
 
-#: rows of the probe forward: between a 5 s auto-voice step's conditional row (~275) and a
-#: paragraph's (~700)
-PROBE_POSITIONS = 384
+#: a faster choice replaces int4 only with at least this confidence (one-sided sign test over the probe's
+#: paired ratios: 6 of 7 rounds faster gives 0.94, 5 of 7 0.77)
+CONFIDENCE = 0.9
+
+#: what a remembered probe measured: an entry of another kind (the single forward of earlier versions,
+#: which load could fool) is probed again
+PROBE_KIND = "step"
+
+#: after this many guided whole steps of real generations, their median time is checked against the probe
+RECHECK_STEPS = 16
+#: a clear contradiction: the steps ran this much slower, or faster (1 / (1 + it)), than the probe predicted
+RECHECK_TOLERANCE = 0.5
+#: a background re-probe first waits this long, then twice as long after each busy look, up to the ceiling
+REPROBE_WAIT_S, REPROBE_WAIT_MAX_S = 60.0, 900.0
 
 #: bump when the 8-bit graphs change, so cached builds of an older form are not reused
 BUILD_VERSION = 5
@@ -51,28 +64,21 @@ BUILD_VERSION = 5
 BUILD_RECORD = "build.json"
 
 
-def backbone_probe(model, sessions: dict, positions: int = PROBE_POSITIONS, repeats: int = 5) -> dict[str, float]:
-    """Seconds of one backbone forward over ``positions`` rows with each of ``sessions`` (best of ``repeats``).
-
-    The whole graph, not its MatMuls alone: timed one by one, the int4 and
-    fp32 products came out even on an AVX-512 VNNI Xeon, while the whole
-    forward ran 4-36% faster in fp32 (``benchmarks/profile_backbone.py``).
-    """
-    embeds = (0.02 * np.random.default_rng(0).standard_normal((1, positions, model.hidden_size))).astype(np.float32)
-
-    def forward(session):
-        model.backbone = session
-        model.hidden_states(embeds, [positions])
-
-    return alternated_best({label: (lambda s=session: forward(s)) for label, session in sessions.items()}, repeats)
+def backbone_probe(model, sessions: dict, baseline: str, threads: int | None = None) -> ProbeResult:
+    """A guided step's two forwards with each of ``sessions``, taking turns (``probe.step_probe``)."""
+    return step_probe(model, sessions, baseline, threads or os.cpu_count() or 1)
 
 
-def fastest(probe_s: dict[str, float], keep: str = "int4", margin: float = KEEP_MARGIN) -> str:
-    """The fastest of ``probe_s``, unless ``keep`` is within ``margin`` of it."""
-    best = min(probe_s, key=probe_s.get)
-    if keep in probe_s and not probe_s[best] < (1.0 - margin) * probe_s[keep]:
-        return keep
-    return best
+def fastest(probe: ProbeResult, keep: str = "int4", margin: float = KEEP_MARGIN) -> str:
+    """The candidate with the lowest median paired ratio, where that ratio is under ``1 - margin`` of
+    ``keep``'s (the baseline) with at least ``CONFIDENCE`` (sign test); else ``keep``."""
+    clear = [c for c in probe.ratios if c != keep and probe.ratios[c] < 1.0 - margin
+             and sign_confidence_of(probe, c) >= CONFIDENCE]
+    return min(clear, key=probe.ratios.get) if clear else keep
+
+
+def sign_confidence_of(probe: ProbeResult, candidate: str) -> float:
+    return probe.confidence.get(candidate, 0.0) if probe.ratios.get(candidate, 1.0) < 1.0 else 0.0
 
 
 def most_faithful(probe_s: dict[str, float], origin: str, margin: float = KEEP_MARGIN) -> str:
@@ -106,7 +112,8 @@ def weights_unused_reason(folder: pathlib.Path, mode: str) -> str | None:
 
 
 def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[str], options_factory,
-                    threads: int | None = None, cache_dir: pathlib.Path | None = None, weights=None) -> dict:
+                    threads: int | None = None, cache_dir: pathlib.Path | None = None, weights=None,
+                    watch: "BackboneWatch | None" = None) -> dict:
     """Set ``model.backbone`` for ``mode`` and say what was chosen.
 
     Returns ``{"mode", "choice", "compute", "added_mb", "probe_s", "remembered", "fidelity"}``:
@@ -119,6 +126,11 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
     8-bit choices are made from those weights instead of the folder's (``fp32`` is then the exact
     model), and ``auto`` chooses among them alone, gated by the table's rows "from the original
     weights"; ``weights`` in the result says where the backbone's weights came from.
+
+    ``auto`` adds ``probe`` (the probe's figures: ``probe.ProbeResult.as_record``, with when it was
+    measured and why it was contended, if it was) and ``agreement`` (the choice against the fp32 graph
+    on these weights).  With a ``watch`` (``BackboneWatch``), a contended probe is made again in the
+    background when the machine is quiet, and the generations' step times are checked against it.
     """
     if mode not in BACKBONE_MODES:
         raise InvalidInput(f"backbone must be one of {', '.join(BACKBONE_MODES)}, got {mode!r}.", param="backbone")
@@ -144,33 +156,91 @@ def choose_backbone(model, mode: str, path: pathlib.Path, providers: Sequence[st
     build = lambda choice: _build(model, choice, path, providers, options_factory, cache_dir, weights)  # noqa: E731
     if mode != "auto":
         return _switch(model, info, mode, build(mode), weights=weights)
-    choices = ChoiceCache(cache_dir)
-    key = choice_key(path, providers, threads, weights)
-    origin = source if weights is None else "checkpoint"
-    candidates = [c for c in ("fp32",) + EIGHT_BIT if passes_gate(origin, c)]
+    auto = AutoChoice(model, info, path, providers, options_factory, threads, cache_dir, weights, build)
     # one probe for starts at the same moment: the second waits here and takes what the first chose
-    with folder_lock(choices.path.parent, choices.path):
-        known = choices.get(key)
-        if known is not None and known["choice"] in ("int4", *candidates):  # else re-probed: outside today's gate
-            info.update(probe_s=known["probe_s"], remembered=True)
-            if known["choice"] == "int4":
-                info.update(compute="int4 (measured before on this machine: the fastest that passes the gate)")
-                return info
-            return _switch(model, info, known["choice"], build(known["choice"]), measured=True, weights=weights)
+    with folder_lock(auto.cache.path.parent, auto.cache.path):
+        known = auto.cache.get(auto.key)
+        if known is not None and known["choice"] in ("int4", *auto.candidates):  # else re-probed: outside the gate
+            auto.take_remembered(known)
+        else:
+            auto.probe_and_choose()
+    if watch is not None:
+        watch.arm(auto)
+    return info
+
+
+class AutoChoice:
+    """``backbone="auto"`` on one engine: the probe, the decision, the agreement check, what is remembered,
+    and (through ``BackboneWatch``) the probes made again later.  ``info`` is the engine's
+    ``backbone_choice`` dict, updated in place (the Model tab reads it)."""
+
+    def __init__(self, model, info: dict, path: pathlib.Path, providers, options_factory, threads, cache_dir,
+                 weights, build):
+        self.model, self.info, self.path, self.weights, self.build = model, info, path, weights, build
+        self.threads = threads or os.cpu_count() or 1
+        self.base = dict(info)  # the folder's graph as built, before any choice
+        self.cache = ChoiceCache(cache_dir)
+        self.key = choice_key(path, providers, threads, weights)
+        self.origin = info["source"] if weights is None else "checkpoint"
+        self.candidates = [c for c in ("fp32",) + EIGHT_BIT if passes_gate(self.origin, c)]
+
+    def take_remembered(self, known: dict) -> None:
+        self.info.update(probe_s=known["probe_s"], probe=known.get("probe"), agreement=known.get("agreement"),
+                         remembered=True)
+        if known["choice"] == "int4":
+            self.info.update(compute="int4 (measured before on this machine: the fastest that passes the gate)")
+            return
+        _switch(self.model, self.info, known["choice"], self.build(known["choice"]), measured=True,
+                weights=self.weights)
+
+    def probe_and_choose(self, reprobe: bool = False) -> Optional[str]:
+        """Probe every gated choice, choose, measure the choice's agreement with fp32 on these weights, and
+        remember it unless the probe was contended.  Returns why it was contended, or None."""
         # the folder's own graph, opened only now that it is timed; with the original weights it is not a
         # candidate (every gated choice made from them is closer to the model than int4)
-        built = model.backbone if weights is None else None
-        built_sessions = {c: build(c) for c in candidates}
-        probe = backbone_probe(model, {**({"int4": built} if built is not None else {}),
-                                       **{c: b[0] for c, b in built_sessions.items()}})
-        info["probe_s"] = {label: round(seconds, 4) for label, seconds in probe.items()}
-        choice = fastest(probe) if weights is None else most_faithful(probe, origin)
-        choices.put(key, choice, info["probe_s"])
-    if choice == "int4":
-        model.backbone = built
-        info["compute"] = "int4 (measured: the fastest that passes the gate)"
-        return info
-    return _switch(model, info, choice, built_sessions[choice], measured=True, weights=weights)
+        built = None
+        if self.weights is None:
+            built = self.model.open_folder_backbone() if reprobe else self.model.backbone
+        built_sessions = {c: self.build(c) for c in self.candidates}
+        sessions = {**({"int4": built} if built is not None else {}), **{c: b[0] for c, b in built_sessions.items()}}
+        baseline = "int4" if built is not None else ("fp32" if "fp32" in sessions else next(iter(sessions)))
+        probe = backbone_probe(self.model, sessions, baseline=baseline, threads=self.threads)
+        probe_s = {label: round(seconds, 4) for label, seconds in probe.seconds.items()}
+        choice = fastest(probe) if self.weights is None else most_faithful(probe_s, self.origin)
+        decisive = choice if choice != baseline else min(
+            (c for c in probe.ratios if c != baseline), key=probe.ratios.get, default=None)
+        record = probe.as_record(decisive)
+        agreement = self._agreement(choice, sessions, built_sessions)
+        if reprobe:  # what the earlier choice set is undone before the new one is applied (why it was made kept)
+            why = {k: self.info[k] for k in ("recheck", "reprobe") if k in self.info}
+            self.info.clear()
+            self.info.update(self.base, **why)
+        self.info.update(probe_s=probe_s, probe=record, agreement=agreement, remembered=False)
+        if record["contention"] is None:
+            self.cache.put(self.key, choice, probe_s, record, agreement)
+        if choice == "int4":
+            self.model.backbone = built
+            self.info["compute"] = "int4 (measured: the fastest that passes the gate)"
+        else:
+            _switch(self.model, self.info, choice, built_sessions[choice], measured=True, weights=self.weights)
+        return record["contention"]
+
+    def _agreement(self, choice: str, sessions: dict, built_sessions: dict) -> Optional[dict]:
+        """The chosen backbone against the fp32 graph of the same weights, on these (the user's) weights
+        (``fidelity.agreement_on``): hidden-state cosine and greedy-code agreement.  None where no fp32
+        graph can be made."""
+        against = (f"fp32 from {self.weights.label}, the model itself" if self.weights is not None else
+                   f"fp32 of the same {self.info['source']} weights (what the arithmetic alone changes)")
+        if choice == "fp32":
+            return {"cosine": 1.0, "agreement": 1.0, "against": against, "positions": 0}
+        reference = sessions.get("fp32")
+        if reference is None:
+            try:
+                reference = self.build("fp32")[0]
+            except (ModelFolderError, ModelNotAvailable, MemoryError):
+                return None
+        figures = agreement_on(self.model, reference, sessions["int4" if choice == "int4" else choice])
+        return {**figures, "against": against}
 
 
 def _build(model, precision: str, path: pathlib.Path, providers, options_factory, cache_dir, weights=None):
@@ -454,22 +524,158 @@ class ChoiceCache:
         return data if isinstance(data, dict) else {}
 
     def get(self, key: str) -> dict | None:
+        """The remembered outcome for ``key``, or None: none, unreadable, or measured by another kind of probe
+        (earlier versions timed one forward, which load could fool: issue 42)."""
         entry = self._read().get(key)
         valid = isinstance(entry, dict) and entry.get("choice") in ("int4",) + PRECISIONS and isinstance(
-            entry.get("probe_s"), dict)
+            entry.get("probe_s"), dict) and isinstance(entry.get("probe"), dict) and (
+            entry["probe"].get("kind") == PROBE_KIND and entry["probe"].get("contention") is None)
         return entry if valid else None
 
-    def put(self, key: str, choice: str, probe_s: dict) -> None:
+    def put(self, key: str, choice: str, probe_s: dict, probe: dict, agreement: Optional[dict] = None) -> None:
         from ..storage.atomic import atomic_write_json
 
         data = self._read()
-        data[key] = {"choice": choice, "probe_s": probe_s, "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                     time.gmtime())}
+        data[key] = {"choice": choice, "probe_s": probe_s, "probe": probe, "agreement": agreement,
+                     "measured": probe.get("measured") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(self.path, data)
         except OSError:
             pass
+
+
+# --- after the choice: the generations' own steps, and probes made again ------------------------
+
+class StepGate:
+    """Generations' steps share it (any number at once); a probe made again holds it alone, waiting for the
+    steps in flight and holding back new ones (a readers-writer lock: ``threading`` has none)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._steps = 0
+        self._probing = False
+
+    @contextlib.contextmanager
+    def step(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._probing)
+            self._steps += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._steps -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._probing)
+            self._probing = True
+            self._cond.wait_for(lambda: self._steps == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._probing = False
+                self._cond.notify_all()
+
+
+class BackboneWatch:
+    """What follows an ``auto`` choice on one engine (``choose_backbone(..., watch=)``).
+
+    * The engine runs each step's forwards inside ``gate.step()``; a probe made again runs inside
+      ``gate.alone()``, so it never times its candidates while a generation's forwards share the cores,
+      and a generation never runs on a backbone being swapped.
+    * ``observe_step`` compares each guided whole step's measured time with what the probe predicted
+      for the choice (its figure scaled to the step's positions, ``probe.step_cost``); after
+      ``RECHECK_STEPS`` steps a median off by more than ``RECHECK_TOLERANCE`` either way is a clear
+      contradiction: the probe did not measure what runs here, and it is made again (once per probe).
+    * A contended probe, or a contradiction, starts a background thread that looks every
+      ``REPROBE_WAIT_S`` (doubling up to ``REPROBE_WAIT_MAX_S``) whether the machine is quiet
+      (``probe.machine_quiet``), and then probes again under ``lock``, until a probe is not contended.
+    """
+
+    def __init__(self, kappa: float = 0.0, quiet: Optional[Callable[[int], bool]] = None,
+                 wait_s: float = REPROBE_WAIT_S, wait_max_s: float = REPROBE_WAIT_MAX_S):
+        self.gate = StepGate()
+        self.kappa = float(kappa or 0.0)
+        self.quiet = quiet or machine_quiet
+        self.wait_s, self.wait_max_s = wait_s, wait_max_s
+        self.auto: Optional[AutoChoice] = None
+        self.ratios: list[float] = []
+        self.checked = False
+        self.thread: Optional[threading.Thread] = None
+        self.reason: Optional[str] = None
+        self._stop = threading.Event()
+
+    def arm(self, auto: "AutoChoice") -> None:
+        self.auto = auto
+        contention = (auto.info.get("probe") or {}).get("contention")
+        if contention is not None and not auto.info.get("remembered"):
+            self.reprobe(f"the probe at load was contended ({contention})")
+
+    def observe_step(self, cond: int, uncond: int, seconds: float, paired: bool, whole: bool) -> None:
+        """One step of a generation: ``cond`` and ``uncond`` positions, its forwards' ``seconds``."""
+        auto = self.auto
+        probe = auto.info.get("probe") if auto is not None else None
+        if not (paired and whole) or self.checked or not probe or self.reprobing:
+            return
+        chosen = "int4" if auto.info["choice"] == "as built" else auto.info["choice"]
+        figure = (probe.get("seconds") or {}).get(chosen)
+        if not figure:
+            return
+        probed_cond, probed_uncond = probe["positions"]
+        predicted = figure * step_cost(cond, uncond, self.kappa) / step_cost(probed_cond, probed_uncond, self.kappa)
+        self.ratios.append(seconds / predicted)
+        if len(self.ratios) < RECHECK_STEPS:
+            return
+        self.checked = True
+        ratio = statistics.median(self.ratios)
+        if ratio > 1.0 + RECHECK_TOLERANCE or ratio < 1.0 / (1.0 + RECHECK_TOLERANCE):
+            auto.info["recheck"] = f"steps ran at {ratio:.2f}x the probe's figure for {chosen}"
+            self.reprobe(f"the generations' steps ran at {ratio:.2f}x the probe's figure for {chosen}")
+        else:
+            auto.info["recheck"] = f"steps ran at {ratio:.2f}x the probe's figure for {chosen}: consistent"
+
+    @property
+    def reprobing(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def reprobe(self, reason: str) -> None:
+        """Probe again in the background once the machine is quiet (one thread at a time)."""
+        if self.auto is None or self.reprobing:
+            return
+        self.reason = reason
+        self.auto.info["reprobe"] = f"pending, when the machine is quiet: {reason}"
+        self.thread = threading.Thread(target=self._reprobe_when_quiet, name="omnivoice-backbone-reprobe",
+                                       daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _reprobe_when_quiet(self) -> None:
+        auto, wait = self.auto, self.wait_s
+        while not self._stop.wait(wait):
+            if not self.quiet(auto.threads):
+                wait = min(wait * 2, self.wait_max_s)
+                continue
+            try:
+                with self.gate.alone():
+                    contention = auto.probe_and_choose(reprobe=True)
+            except Exception as exc:  # noqa: BLE001 - the background must never take the engine down
+                auto.info["reprobe"] = f"failed ({type(exc).__name__}: {str(exc)[:200]}); the choice stays"
+                return
+            if contention is None:
+                auto.info["reprobe"] = f"done ({self.reason})"
+                # the steps are checked against the new figures, unless a contradiction caused this one:
+                # one re-probe per contradiction, never a loop of them
+                self.ratios, self.checked = [], "steps ran" in self.reason
+                return
+            auto.info["reprobe"] = f"pending, when the machine is quiet: contended again ({contention})"
+            wait = min(wait * 2, self.wait_max_s)
 
 
 def add_backbone_argument(parser) -> None:

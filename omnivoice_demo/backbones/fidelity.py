@@ -91,12 +91,31 @@ def compare(reference, candidate, input_ids: np.ndarray, audio_mask: np.ndarray)
     (two ``OmniVoiceOnnx``, typically the same folder with different backbones)."""
     length = input_ids.shape[-1]
     embeds = reference.embed(input_ids, audio_mask)
-    expected = reference.hidden_states(embeds, [length])[0].astype(np.float64)
-    got = candidate.hidden_states(embeds, [length])[0].astype(np.float64)
+    expected = reference.hidden_states(embeds, [length])[0]
+    got = candidate.hidden_states(embeds, [length])[0]
+    return figures_of(reference, expected, got, audio_mask[0])
+
+
+def agreement_on(model, reference_session, candidate_session, length: int = 256) -> dict:
+    """``compare``'s figures of ``candidate_session`` against ``reference_session`` as the backbone of one
+    ``model``, on ``check_sequence``: what ``auto`` measures on the weights the user loaded (issue 38).
+    ``model.backbone`` is left at ``candidate_session``."""
+    input_ids, audio_mask = check_sequence(model, length)
+    embeds = model.embed(input_ids, audio_mask)
+    model.backbone = reference_session
+    expected = model.hidden_states(embeds, [length])[0]
+    model.backbone = candidate_session
+    got = model.hidden_states(embeds, [length])[0]
+    return {**figures_of(model, expected, got, audio_mask[0]), "positions": length}
+
+
+def figures_of(model, expected: np.ndarray, got: np.ndarray, audio: np.ndarray) -> dict:
+    """Mean and least hidden-state cosine over positions, and the greedy audio codes' agreement at the
+    ``audio`` positions (``model``'s heads), of ``got`` against ``expected`` (``[L, H]``)."""
+    expected, got = expected.astype(np.float64), got.astype(np.float64)
     cosines = (expected * got).sum(-1) / np.maximum(np.linalg.norm(expected, axis=-1) * np.linalg.norm(got, axis=-1),
                                                    1e-30)
-    audio = audio_mask[0]
-    codes_expected = reference.audio_logits(expected[np.newaxis, audio].astype(np.float32))[0].argmax(-1)
-    codes_got = reference.audio_logits(got[np.newaxis, audio].astype(np.float32))[0].argmax(-1)
+    codes_expected = model.audio_logits(expected[np.newaxis, audio].astype(np.float32))[0].argmax(-1)
+    codes_got = model.audio_logits(got[np.newaxis, audio].astype(np.float32))[0].argmax(-1)
     return {"cosine": round(float(cosines.mean()), 5), "cosine_min": round(float(cosines.min()), 5),
             "agreement": round(float((codes_expected == codes_got).mean()), 5)}

@@ -42,7 +42,7 @@ from ..audio.loudness import normalise_loudness, require_pyloudnorm
 from ..settings.generation import GenerationConfig
 from ..settings.limits import Limits
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from ..backbones.choice import choose_backbone
+from ..backbones.choice import BackboneWatch, choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
@@ -132,9 +132,12 @@ class OmniVoiceEngine:
             from ..hub.weights import backbone_weights as find_weights
 
             weights = find_weights(backbone_weights)
+        # auto's choice is checked against the generations' own steps, and probed again when the machine is
+        # quiet where its probe was contended (``BackboneWatch``); each step's forwards pass its gate
+        self.backbone_watch = BackboneWatch(kappa=attention_ratio(self.folder) or 0.0)
         self.backbone_choice = choose_backbone(self.model, backbone, self.folder / BACKBONE_GRAPHS["backbone"],
                                                providers_for(provider), lambda: session_options(threads), threads=threads,
-                                               weights=weights)
+                                               weights=weights, watch=self.backbone_watch)
         verdict = self.model.attention_verdict()
         if verdict != "bidirectional":
             self._refuse_backbone(verdict)
@@ -592,11 +595,15 @@ class OmniVoiceEngine:
             cond = (cond_embeds, [cond_embeds.shape[1]])
             if prompt is not None:  # kept on whole steps, given as the past on the others
                 cond += (None, prompt) if whole else (prompt,)
-            if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
-                cond_hidden, uncond_hidden = model.hidden_states_pair(cond, (uncond_embeds, [frames]))
-            else:
-                cond_hidden = model.hidden_states(*cond)
-            estimator.observe_step(length, frames, time.perf_counter() - tick, paired=fresh, whole=whole)
+            with self.backbone_watch.gate.step():  # never while a probe made again swaps the backbone
+                tick = time.perf_counter()
+                if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
+                    cond_hidden, uncond_hidden = model.hidden_states_pair(cond, (uncond_embeds, [frames]))
+                else:
+                    cond_hidden = model.hidden_states(*cond)
+                seconds = time.perf_counter() - tick
+            estimator.observe_step(length, frames, seconds, paired=fresh, whole=whole)
+            self.backbone_watch.observe_step(length, frames, seconds, paired=fresh, whole=whole)
             cond_hidden = cond_hidden[:, -frames:]
             tick = timer.add("backbone", tick)
             # both rows' target frames through the heads in one call (one larger GEMM is faster)

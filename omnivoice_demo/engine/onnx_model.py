@@ -104,6 +104,10 @@ class OmniVoiceOnnx:
     def backbone(self, session) -> None:
         self._backbone = session
 
+    def open_folder_backbone(self):
+        """A new session of the folder's own backbone graph (``backbone_choice`` probes it again beside others)."""
+        return self._backbone_opener()
+
     # --- the three stages ---------------------------------------------------------
 
     def embed(self, input_ids: np.ndarray, audio_mask: np.ndarray) -> np.ndarray:

@@ -345,7 +345,10 @@ class ModelManager:
     def unload(self, label: str) -> None:
         refuse_model_changes(self.locked)
         with self._lock:
-            self.models.pop(label, None)
+            gone = self.models.pop(label, None)
+            watch = getattr(getattr(gone, "engine", None), "backbone_watch", None)
+            if watch is not None:  # a probe waiting to be made again is not made for a model that is gone
+                watch.close()
             if self.active == label:
                 self.active = next(reversed(self.models), None) if self.models else None
                 if self.active is None:

@@ -74,14 +74,42 @@ def backbone_compute(choice: dict) -> str:
             text += f" (memory grew by {choice['rss_added_mb']:.0f} MB at load)"
     fidelity = choice.get("fidelity")
     if fidelity:
-        text += (f"; against fp32 on the planted-outlier check (auto's gate: a table measured once on planted "
-                 f"random weights, not on these weights): hidden-state cosine {fidelity['cosine']:.4f}, "
+        text += (f"; against fp32 on the planted-outlier check (the gate's table, measured once on random weights "
+                 f"with planted outliers, not on yours): hidden-state cosine {fidelity['cosine']:.4f}, "
                  f"greedy codes agreement {fidelity['agreement']:.3f}")
     elif "fidelity" in choice:
         text += "; fidelity not measured"
-    if choice.get("probe_s"):
+    agreement = choice.get("agreement")
+    if agreement:
+        text += (f"; on these weights, against {agreement['against']}: hidden-state cosine "
+                 f"{agreement['cosine']:.4f}, greedy codes agreement {agreement['agreement']:.3f}")
+    probe = choice.get("probe")
+    if probe and probe.get("seconds"):
+        text += "; " + probe_summary(probe, remembered=bool(choice.get("remembered")))
+    elif choice.get("probe_s"):
         timed = ", ".join(f"{label} {seconds:.2f} s" for label, seconds in choice["probe_s"].items())
         text += f" (one forward: {timed})"
+    for key in ("recheck", "reprobe"):
+        if choice.get(key):
+            text += f"; {'checked against the generations' if key == 'recheck' else 'probe again'}: {choice[key]}"
+    return text
+
+
+def probe_summary(probe: dict, remembered: bool = False) -> str:
+    """The figures of ``auto``'s probe (``ProbeResult.as_record``) in one sentence."""
+    base = probe["baseline"]
+    timed = ", ".join(f"{label} {seconds:.2f} s" + ("" if label == base else
+                      f" ({probe['ratios'][label]:.2f}x {base}, confidence {probe['confidence'][label]:.2f})")
+                      for label, seconds in probe["seconds"].items())
+    cond, uncond = probe["positions"]
+    text = (f"probe {'remembered, ' if remembered else ''}measured {probe['measured']}: a step's two forwards "
+            f"({cond} + {uncond} positions), median of {probe['rounds']} alternating rounds: {timed}")
+    if probe.get("utilisation") is not None:
+        text += f"; this process had {probe['utilisation']:.0%} of its threads' CPU time"
+        if probe.get("others_cores") is not None:
+            text += f", other processes used {probe['others_cores']:.1f} cores"
+    if probe.get("contention"):
+        text += f"; not remembered: {probe['contention']}"
     return text
 
 

@@ -1,0 +1,112 @@
+"""Issue 42's speed targets, measured beside the PyTorch reference in one process, rounds alternating.
+
+    OMNIVOICE_CACHE=/tmp/ov-cache python benchmarks/targets.py --model /work/models/full-int4 \
+        --reference /work/models/ckpt-full --threads 2 [--rounds 2] [--json out.json]
+
+Each round runs, in an order that rotates from round to round: PyTorch's ``OmniVoice.generate`` (32 steps,
+fp32, ``torch.set_num_threads``), our engine at the Reference preset, and at the Fast preset, all on the
+same text with a fixed 5 s of speech and seed.  Every run records its wall seconds, this process's CPU
+seconds and the load average before it (the machine may be shared).  The targets (issue 42, item 3):
+
+* Reference at least 4.5x PyTorch's 32-step generate;
+* Fast at least 30x PyTorch's 32-step generate.
+
+The ratios are paired per round (PyTorch's time over ours in the same round) and their median is
+reported; on a machine whose load changes from minute to minute the seconds themselves say little.
+Both models are held at once (about 4 GB at full size), so the rounds differ in nothing but the order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from omnivoice_demo.runtime.machine import cpu_name  # noqa: E402
+
+TARGETS = {"reference": 4.5, "fast": 30.0}
+DURATION = 5.0
+
+
+def timed(run) -> dict:
+    load = os.getloadavg()[0]
+    started, cpu = time.perf_counter(), time.process_time()
+    audio_s = run()
+    wall = time.perf_counter() - started
+    return {"wall_s": round(wall, 3), "cpu_s": round(time.process_time() - cpu, 3), "load": round(load, 2),
+            "audio_s": round(audio_s, 3), "rtf": round(wall / audio_s, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--reference", required=True, help="the PyTorch checkpoint folder")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--backbone", default="auto")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    import torch
+    from omnivoice import OmniVoice
+
+    from omnivoice_demo import OmniVoiceEngine
+    from omnivoice_demo.settings.generation import GenerationConfig
+    from omnivoice_demo.eval.quick_bench import TEXTS
+
+    torch.set_num_threads(args.threads)
+    text = TEXTS["medium"]
+    reference = OmniVoice.from_pretrained(args.reference, attn_implementation="sdpa", dtype=torch.float32).eval()
+    engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
+    engine.backbone_watch.close()  # no background probe during the rounds
+    configs = {name: GenerationConfig.preset(name).replace(seed=args.seed, duration=DURATION)
+               for name in ("reference", "fast")}
+
+    def pytorch(steps=32):
+        torch.manual_seed(args.seed)
+        with torch.inference_mode():
+            audio = reference.generate(text=text, duration=DURATION, num_step=steps)[0]
+        return len(audio) / 24000
+
+    def ours(name):
+        result = engine.generate(text, config=configs[name])
+        return result.duration
+
+    runs = {"pytorch": pytorch, "reference": lambda: ours("reference"), "fast": lambda: ours("fast")}
+    pytorch(2), ours("fast")  # warm-up: allocations, prepacking
+    labels = list(runs)
+    rounds = []
+    for index in range(args.rounds):
+        order = labels[index % len(labels):] + labels[:index % len(labels)]
+        row = {label: timed(runs[label]) for label in order}
+        rounds.append(row)
+        print(json.dumps({"round": index, **row}), flush=True)
+    ratios = {name: statistics.median(r["pytorch"]["wall_s"] / r[name]["wall_s"] for r in rounds)
+              for name in ("reference", "fast")}
+    print(f"\nCPU {cpu_name()}, {args.threads} threads, backbone {engine.backbone_choice['compute']}")
+    print("| run | wall s per round | RTF | load before | x PyTorch (median of paired ratios) | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for name in labels:
+        walls = ", ".join(f"{r[name]['wall_s']:.1f}" for r in rounds)
+        rtfs = ", ".join(f"{r[name]['rtf']:.2f}" for r in rounds)
+        loads = ", ".join(f"{r[name]['load']:.1f}" for r in rounds)
+        if name == "pytorch":
+            print(f"| PyTorch generate, 32 steps | {walls} | {rtfs} | {loads} | 1 | - | - |")
+            continue
+        met = "yes" if ratios[name] >= TARGETS[name] else f"no ({ratios[name] / TARGETS[name]:.0%} of it)"
+        print(f"| ours, {name} | {walls} | {rtfs} | {loads} | {ratios[name]:.2f}x | {TARGETS[name]}x | {met} |")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({
+            "cpu": cpu_name(), "threads": args.threads, "backbone": engine.backbone_choice, "rounds": rounds,
+            "ratios": ratios, "targets": TARGETS}, indent=1, default=str), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
