@@ -1,0 +1,260 @@
+"""Word times from the recogniser: forced alignment against transformers on the same random weights.
+
+``SpeechRecognizer.align_window`` must give every text token the time that
+``WhisperForConditionalGeneration.generate(..., return_token_timestamps=True)`` gives it when the same text
+is forced after the same prompt (a logits processor that allows only the next token of the text), for
+several sets of alignment heads and clip lengths.  The NumPy median filter and time warping are checked
+against transformers' own functions, the word grouping against its ``_combine_tokens_into_words``.
+Random weights attend anywhere, so these tests check the computation, not that the times are good.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from omnivoice_demo.asr import SpeechRecognizer
+from omnivoice_demo.asr.alignment import WordTiming, dynamic_time_warping, group_words, median_filter
+from omnivoice_demo.asr.attention_graph import RECORD_NAME, alignment_rel
+from omnivoice_demo.errors import InvalidInput, ModelFolderError
+from tests.support.signals import speech_like
+from tests.test_asr import recognizer_folder, whisper_checkpoint  # noqa: F401 - shared fixtures
+
+TEXT = "Hello there, this is a small test of words. (Quoted) \"speech\" it's fine!"
+
+
+@pytest.fixture(scope="module")
+def rec(recognizer_folder):  # noqa: F811
+    return SpeechRecognizer(recognizer_folder, precision="fp32", threads=2)
+
+
+@pytest.fixture(scope="module")
+def eager(whisper_checkpoint):  # noqa: F811
+    import torch
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    torch.set_num_threads(2)
+    model = WhisperForConditionalGeneration.from_pretrained(str(whisper_checkpoint), attn_implementation="eager")
+    return model.eval(), WhisperFeatureExtractor.from_pretrained(str(whisper_checkpoint))
+
+
+def transformers_token_times(eager, rec, wav, ids, lang, heads) -> np.ndarray:
+    """``generate`` with the text forced token by token, ``return_token_timestamps=True``: the text's times."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    model, extractor = eager
+
+    class Force(LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            k = input_ids.shape[1] - 4
+            out = torch.full_like(scores, -float("inf"))
+            out[:, ids[k] if k < len(ids) else rec.eos_id] = 0
+            return out
+
+    model.generation_config.alignment_heads = [list(h) for h in heads]
+    features = extractor(wav, sampling_rate=16000, return_tensors="pt", return_attention_mask=True)
+    prompt = torch.tensor([[rec.start_id, lang, rec.transcribe_id, rec.no_timestamps_id]])
+    with torch.no_grad():
+        out = model.generate(features.input_features, attention_mask=features.attention_mask,
+                             decoder_input_ids=prompt, logits_processor=LogitsProcessorList([Force()]),
+                             return_token_timestamps=True, return_dict_in_generate=True,
+                             max_new_tokens=len(ids) + 1)
+    assert out["sequences"][0].tolist()[4:] == list(ids) + [rec.eos_id]
+    return out["token_timestamps"][0].numpy()[4:4 + len(ids)]
+
+
+# --- the NumPy pieces against transformers' own ------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 40), (2, 17, 3), (4, 1, 9), (1, 30, 200)])
+def test_median_filter_equals_transformers(shape):
+    import torch
+    from transformers.models.whisper.generation_whisper import _median_filter
+
+    x = np.random.default_rng(sum(shape)).standard_normal((1, *shape)).astype(np.float32)
+    for width in (1, 3, 7):
+        expected = _median_filter(torch.from_numpy(x), width).numpy()
+        np.testing.assert_array_equal(median_filter(x, width), expected)
+
+
+@pytest.mark.parametrize("rows,cols,seed", [(1, 10, 0), (7, 50, 1), (20, 20, 2), (30, 400, 3), (12, 13, 4)])
+def test_time_warping_equals_transformers(rows, cols, seed):
+    from transformers.models.whisper.generation_whisper import _dynamic_time_warping
+
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((rows, cols))
+    if seed == 4:  # ties everywhere: the order of ties must be transformers'
+        matrix = np.round(matrix)
+    text, time = dynamic_time_warping(matrix)
+    expected_text, expected_time = _dynamic_time_warping(matrix)
+    np.testing.assert_array_equal(text, expected_text)
+    np.testing.assert_array_equal(time, expected_time)
+
+
+# --- token times against generate ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("heads", [[(1, 0), (1, 1)], [(0, 1)], [(0, 0), (1, 1), (1, 0)]])
+@pytest.mark.parametrize("seconds,text", [(1.7, "Short one."), (4.0, TEXT), (12.5, TEXT + " " + TEXT),
+                                          (29.5, "Near the end of the window, " * 3)])
+def test_token_times_equal_transformers(rec, eager, heads, seconds, text):
+    wav = speech_like(seconds, 16000, seed=int(seconds * 10))[0]
+    ids = rec.text_tokens(text)
+    lang = rec.lang_to_id["<|en|>"]
+    rec.alignment_heads = heads
+    try:
+        ours, probabilities, _ = rec.align_window(wav, ids, lang)
+    finally:
+        rec.alignment_heads = [(1, 0), (1, 1)]
+    expected = transformers_token_times(eager, rec, wav, ids, lang, heads)
+    np.testing.assert_allclose(ours, expected, atol=1e-6)
+    assert ours.max() > 0 and ours.max() <= seconds, "the times must lie in the clip"
+    assert probabilities.shape == (len(ids),) and ((probabilities > 0) & (probabilities < 1)).all()
+
+
+def test_default_heads_are_the_checkpoints(rec, whisper_checkpoint):  # noqa: F811
+    generation = json.loads((whisper_checkpoint / "generation_config.json").read_text())
+    assert [tuple(h) for h in generation["alignment_heads"]] == rec.alignment_heads == [(1, 0), (1, 1)]
+
+
+# --- words ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,language", [(TEXT, "en"), ("“Well,” she said — ¿qué? 3.5 km/h...", "es"),
+                                           ("我们今天去公园散步，好吗？", "zh"), ("東京は晴れです。", "ja")])
+def test_words_are_grouped_as_whisper_groups_them(rec, whisper_checkpoint, text, language):  # noqa: F811
+    from transformers import WhisperTokenizerFast
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES, _combine_tokens_into_words
+
+    tokenizer = WhisperTokenizerFast.from_pretrained(str(whisper_checkpoint))
+    ids = rec.text_tokens(text)
+    expected_words, _, expected_indices = _combine_tokens_into_words(tokenizer, ids, LANGUAGES[language])
+    ours = group_words(ids, lambda t: rec.tokenizer.decode(t, skip_special_tokens=False), language, rec.eos_id)
+    assert [w for w, _ in ours] == expected_words
+    assert [i for _, i in ours] == expected_indices
+
+
+def test_align_gives_the_words_of_the_text_with_times(rec):
+    wav = speech_like(4.0, 24000, seed=4)[0]
+    words = rec.align(wav, 24000, TEXT, language="en")
+    assert all(isinstance(w, WordTiming) for w in words)
+    assert " ".join(w.word for w in words) == TEXT
+    starts = [w.start for w in words]
+    assert starts == sorted(starts) and all(w.start <= w.end <= 4.0 for w in words)
+    assert all(0 < w.probability < 1 for w in words)
+    assert words[0].to_dict()["word"] == "Hello" and "speaker" not in words[0].to_dict()
+    detected = rec.align(wav, 24000, TEXT)
+    assert [w.word for w in detected] == [w.word for w in words]
+
+
+def test_long_text_is_aligned_window_by_window(rec):
+    """44 s of audio and text over one window: aligned in pieces, every word once, in order, in the clip."""
+    wav = speech_like(44.0, 16000, seed=44)[0]
+    text = " ".join(f"word{i}" for i in range(120))
+    words = rec.align(wav, 16000, text, language="en")
+    assert [w.word for w in words] == text.split()
+    starts = [w.start for w in words]
+    assert starts == sorted(starts) and starts[-1] <= 44.0
+    assert starts[-1] > 30.0, "the words of the second window must be placed in it"
+
+
+def test_more_tokens_than_one_window_holds(rec):
+    wav = speech_like(20.0, 16000, seed=20)[0]
+    text = " ".join(["one two three four five six seven eight nine ten"] * 50)  # 500 words
+    assert len(rec.text_tokens(text)) > rec.max_text_tokens
+    words = rec.align(wav, 16000, text, language="en")
+    assert len(words) == 500 and [w.start for w in words] == sorted(w.start for w in words)
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def test_bad_input_is_refused_with_what_to_do(rec):
+    wav = speech_like(2.0, 16000, seed=2)[0]
+    for text in ("", "   ", None):
+        with pytest.raises(InvalidInput, match="no text to align"):
+            rec.align(wav, 16000, text)
+    with pytest.raises(InvalidInput, match="too short for its text"):
+        rec.align(wav[:1600], 16000, TEXT)  # 0.1 s for ~25 tokens
+    with pytest.raises(InvalidInput, match="Klingon"):
+        rec.align(wav, 16000, TEXT, language="Klingon")
+    with pytest.raises(InvalidInput, match="shape"):
+        rec.align(np.zeros(0, np.float32), 16000, TEXT)
+
+
+def test_text_not_in_the_audio_is_aligned_with_low_probability(rec):
+    """Random weights cannot tell heard words from unheard ones; the contract is that any text is aligned
+    and every word gets a probability (the guard's test plants low ones)."""
+    silence = np.zeros(16000 * 3, np.float32)
+    words = rec.align(silence, 16000, "Words nobody said.", language="en")
+    assert [w.word for w in words] == ["Words", "nobody", "said."] and all(w.probability < 0.5 for w in words)
+
+
+def test_folder_without_alignment_heads_says_what_to_do(tmp_path):
+    from convert.whisper import convert_whisper
+    from convert.whisper_checkpoint import build_checkpoint
+
+    checkpoint = build_checkpoint("test", tmp_path / "ckpt", seed=1, max_length=20, alignment_heads=None)
+    folder = convert_whisper(checkpoint, tmp_path / "onnx", ("fp32",))
+    rec = SpeechRecognizer(folder, precision="fp32")
+    assert rec.transcribe(speech_like(1.0, 16000, seed=1)[0], 16000).language  # transcription still works
+    with pytest.raises(ModelFolderError, match="alignment_heads.*convert.whisper"):
+        rec.align(speech_like(1.0, 16000, seed=1)[0], 16000, "Hello.")
+
+
+# --- the graph with the attention -------------------------------------------------------------------
+
+
+def test_built_folders_carry_the_alignment_graph(recognizer_folder):  # noqa: F811
+    from omnivoice_demo.asr.folder import RECOGNIZER_MANIFEST
+
+    manifest = json.loads((recognizer_folder / RECOGNIZER_MANIFEST).read_text())
+    for suffix in ("", "_int8"):
+        assert alignment_rel(suffix) in manifest["files"]
+    rec = SpeechRecognizer(recognizer_folder, precision="int8", threads=1)
+    words = rec.align(speech_like(3.0, 16000, seed=3)[0], 16000, "Three little words.", language="en")
+    assert [w.word for w in words] == ["Three", "little", "words."]
+
+
+def test_hub_layout_folder_gets_its_graph_built_once_in_the_cache(recognizer_folder, tmp_path, monkeypatch):  # noqa: F811
+    """A folder without the alignment graph (the Hub's exports): the copy is built once into our cache,
+    reused, and a changed copy is refused; the source folder is not written to."""
+    from omnivoice_demo.asr.folder import REQUIRED_CONFIG
+
+    hub_like = tmp_path / "hub"
+    (hub_like / "onnx").mkdir(parents=True)
+    for name in REQUIRED_CONFIG:
+        shutil.copy2(recognizer_folder / name, hub_like / name)
+    for name in ("encoder_model.onnx", "decoder_model.onnx", "decoder_with_past_model.onnx"):
+        shutil.copy2(recognizer_folder / "onnx" / name, hub_like / "onnx" / name)
+    before = sorted(p.name for p in hub_like.rglob("*"))
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "cache"))
+    wav = speech_like(3.0, 16000, seed=7)[0]
+    expected = SpeechRecognizer(recognizer_folder, precision="fp32").align(wav, 16000, TEXT, language="en")
+    assert SpeechRecognizer(hub_like, precision="fp32").align(wav, 16000, TEXT, language="en") == expected
+    assert sorted(p.name for p in hub_like.rglob("*")) == before
+    built = list((tmp_path / "cache" / "asr" / "alignment").rglob("*.onnx"))
+    assert len(built) == 1 and (built[0].parent / RECORD_NAME).is_file()
+    stamp = built[0].stat().st_mtime_ns
+    assert SpeechRecognizer(hub_like, precision="fp32").align(wav, 16000, TEXT, language="en") == expected
+    assert built[0].stat().st_mtime_ns == stamp, "the copy must be reused, not rebuilt"
+    assert not [p for p in built[0].parent.iterdir() if p.name.endswith((".part", ".partial"))]
+    built[0].write_bytes(built[0].read_bytes() + b"\0")
+    with pytest.raises(ModelFolderError, match="does not match its record"):
+        SpeechRecognizer(hub_like, precision="fp32").align(wav, 16000, TEXT, language="en")
+
+
+def test_a_graph_with_fused_attention_is_named():
+    from onnx import TensorProto, helper
+
+    from omnivoice_demo.asr.attention_graph import add_cross_attention_outputs
+
+    key = helper.make_tensor_value_info("present.0.encoder.key", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["present.0.encoder.key"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [key])
+    with pytest.raises(ModelFolderError, match="layer 0 cannot be found.*convert.whisper"):
+        add_cross_attention_outputs(helper.make_model(graph), 1)
