@@ -21,18 +21,17 @@ from omnivoice_demo.asr.alignment import WordTiming, dynamic_time_warping, group
 from omnivoice_demo.asr.attention_graph import RECORD_NAME, alignment_rel
 from omnivoice_demo.errors import InvalidInput, ModelFolderError
 from tests.support.signals import speech_like
-from tests.test_asr import recognizer_folder, whisper_checkpoint  # noqa: F401 - shared fixtures
 
 TEXT = "Hello there, this is a small test of words. (Quoted) \"speech\" it's fine!"
 
 
 @pytest.fixture(scope="module")
-def rec(recognizer_folder):  # noqa: F811
+def rec(recognizer_folder):
     return SpeechRecognizer(recognizer_folder, precision="fp32", threads=2)
 
 
 @pytest.fixture(scope="module")
-def eager(whisper_checkpoint):  # noqa: F811
+def eager(whisper_checkpoint):
     import torch
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
 
@@ -116,7 +115,7 @@ def test_token_times_equal_transformers(rec, eager, heads, seconds, text):
     assert probabilities.shape == (len(ids),) and ((probabilities > 0) & (probabilities < 1)).all()
 
 
-def test_default_heads_are_the_checkpoints(rec, whisper_checkpoint):  # noqa: F811
+def test_default_heads_are_the_checkpoints(rec, whisper_checkpoint):
     generation = json.loads((whisper_checkpoint / "generation_config.json").read_text())
     assert [tuple(h) for h in generation["alignment_heads"]] == rec.alignment_heads == [(1, 0), (1, 1)]
 
@@ -126,7 +125,7 @@ def test_default_heads_are_the_checkpoints(rec, whisper_checkpoint):  # noqa: F8
 
 @pytest.mark.parametrize("text,language", [(TEXT, "en"), ("“Well,” she said — ¿qué? 3.5 km/h...", "es"),
                                            ("我们今天去公园散步，好吗？", "zh"), ("東京は晴れです。", "ja")])
-def test_words_are_grouped_as_whisper_groups_them(rec, whisper_checkpoint, text, language):  # noqa: F811
+def test_words_are_grouped_as_whisper_groups_them(rec, whisper_checkpoint, text, language):
     from transformers import WhisperTokenizerFast
     from transformers.models.whisper.tokenization_whisper import LANGUAGES, _combine_tokens_into_words
 
@@ -209,7 +208,7 @@ def test_folder_without_alignment_heads_says_what_to_do(tmp_path):
 # --- the graph with the attention -------------------------------------------------------------------
 
 
-def test_built_folders_carry_the_alignment_graph(recognizer_folder):  # noqa: F811
+def test_built_folders_carry_the_alignment_graph(recognizer_folder):
     from omnivoice_demo.asr.folder import RECOGNIZER_MANIFEST
 
     manifest = json.loads((recognizer_folder / RECOGNIZER_MANIFEST).read_text())
@@ -220,7 +219,7 @@ def test_built_folders_carry_the_alignment_graph(recognizer_folder):  # noqa: F8
     assert [w.word for w in words] == ["Three", "little", "words."]
 
 
-def test_hub_layout_folder_gets_its_graph_built_once_in_the_cache(recognizer_folder, tmp_path, monkeypatch):  # noqa: F811
+def test_hub_layout_folder_gets_its_graph_built_once_in_the_cache(recognizer_folder, tmp_path, monkeypatch):
     """A folder without the alignment graph (the Hub's exports): the copy is built once into our cache,
     reused, and a changed copy is refused; the source folder is not written to."""
     from omnivoice_demo.asr.folder import REQUIRED_CONFIG
@@ -258,3 +257,137 @@ def test_a_graph_with_fused_attention_is_named():
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [key])
     with pytest.raises(ModelFolderError, match="layer 0 cannot be found.*convert.whisper"):
         add_cross_attention_outputs(helper.make_model(graph), 1)
+
+
+# --- through the post-processing ----------------------------------------------------------------------
+
+
+def bursts(places: list[tuple[float, float]], seconds: float, rate: int = 24000) -> np.ndarray:
+    audio = np.zeros(int(seconds * rate), np.float32)
+    for start, end in places:
+        n = int((end - start) * rate)
+        audio[int(start * rate):int(start * rate) + n] = 0.5 * np.sin(np.arange(n) * 0.3)
+    return audio
+
+
+def test_silence_removal_ranges_are_what_it_keeps():
+    """The ranges ``remove_silence_ranges`` reports, cut from the input, are ``remove_silence``'s output, sample for
+    sample (both through pydub's 16-bit signal)."""
+    from omnivoice_demo.audio import processing as audio_ops
+
+    audio = bursts([(0.4, 1.0), (1.3, 1.8), (3.5, 4.1), (6.0, 6.2)], 7.0)[None]
+    for mid in (500, 300):
+        out = audio_ops.remove_silence(audio, 24000, mid_sil=mid, lead_sil=100, trail_sil=100)
+        ranges = audio_ops.remove_silence_ranges(audio, 24000, mid_sil=mid, lead_sil=100, trail_sil=100)
+        quantised = audio_ops.audiosegment_to_numpy(audio_ops.numpy_to_audiosegment(audio, 24000))
+        np.testing.assert_array_equal(np.concatenate([quantised[:, a:b] for a, b in ranges], axis=1), out)
+        assert out.shape[-1] < audio.shape[-1]  # something was removed: the map is not the identity
+
+
+def test_word_times_follow_the_audio_through_post_processing():
+    """Planted: 'words' are bursts between long silences; their times, placed on the final audio, must land on
+    the same bursts after the cross-fade, the silence removal and the padding."""
+    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.engine.loop import join_chunks
+    from omnivoice_demo.engine.word_times import place_words
+
+    chunks = [bursts([(0.2, 0.6), (2.0, 2.5)], 3.0), bursts([(0.1, 0.4), (1.9, 2.2)], 2.6)]
+    words = [[WordTiming("a", 0.2, 0.6, 0.9), WordTiming("b", 2.0, 2.5, 0.9)],
+             [WordTiming("c", 0.1, 0.4, 0.9), WordTiming("d", 1.9, 2.2, 0.9)]]
+    config = GenerationConfig()
+    final = join_chunks(chunks, None, config)
+    placed = place_words(words, chunks, config, len(final))
+    frames = final[:len(final) // 24 * 24].reshape(-1, 24)  # 1 ms frames
+    loud = np.concatenate([[False], np.sqrt((frames ** 2).mean(axis=1)) > 0.05])
+    edges = np.flatnonzero(np.diff(loud.astype(np.int8)) == 1) / 1000  # where each burst starts in the final audio
+    assert len(edges) == 4 and [w.word for w in placed] == ["a", "b", "c", "d"]
+    np.testing.assert_allclose([w.start for w in placed], edges, atol=0.003)
+    assert placed[-1].end <= len(final) / 24000
+
+
+# --- the engine -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def words_engine(tiny_fp32_folder, recognizer_folder):
+    from omnivoice_demo.asr import LazyRecognizer
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    return OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32",
+                           recognizer=LazyRecognizer(str(recognizer_folder), "fp32", threads=1))
+
+
+SENTENCES = ("The first sentence is here, and it is long enough to stand on its own. Then a second one follows it "
+             "closely, with a comma, and it goes on for a while longer than the first.")
+
+
+def test_generate_with_word_timestamps(words_engine):
+    from omnivoice_demo.engine.word_times import place_words, stream_offsets
+
+    events = list(words_engine.stream(SENTENCES, num_step=2, seed=3, word_timestamps=True, sentence_streaming=True))
+    result = events[-1]
+    chunks = [e for e in events if e.kind == "chunk"]
+    assert len(chunks) == 2 and len(result.chunk_words) == 2
+    assert [w.word for w in result.words] == SENTENCES.split()
+    starts = [w.start for w in result.words]
+    assert starts == sorted(starts) and 0 <= starts[0] and result.words[-1].end <= result.duration
+    assert all(w.start <= w.end for w in result.words)
+    # the stream: each chunk's words as it arrives, on the playback pieces' time line
+    offsets = stream_offsets([e.audio for e in chunks])
+    for event, offset, own in zip(chunks, offsets, result.chunk_words):
+        assert [w.word for w in event.words] == [w.word for w in own]
+        assert [w.start for w in event.words] == [round(w.start + offset, 3) for w in own]
+    assert chunks[1].words[0].start >= offsets[1]
+    assert result.words == place_words(result.chunk_words, [e.audio for e in chunks], result.config,
+                                       len(result.audio))
+    assert "align" in result.timings
+
+    plain = words_engine.generate(SENTENCES, num_step=2, seed=3, sentence_streaming=True)
+    np.testing.assert_array_equal(plain.audio, result.audio)  # the words change nothing of the audio
+    assert plain.words == [] and all(e.words is None for e in
+                                     words_engine.stream("Short.", num_step=2, seed=3) if e.kind == "chunk")
+
+
+def test_dialogue_words_carry_their_speaker(words_engine):
+    from omnivoice_demo.engine.turns import Turn
+
+    plan = words_engine.prepare_turns([Turn("Anna", "Hello there Ben."), Turn("Ben", "Hello Anna.")],
+                                      num_step=2, seed=1, word_timestamps=True)
+    result = list(words_engine.run(plan))[-1]
+    assert [(w.word, w.speaker) for w in result.words] == [("Hello", "Anna"), ("there", "Anna"), ("Ben.", "Anna"),
+                                                           ("Hello", "Ben"), ("Anna.", "Ben")]
+    ben = result.turns[1]
+    assert all(ben["start"] <= w.start <= ben["end"] for w in result.words if w.speaker == "Ben")
+    assert result.words[3].to_dict()["speaker"] == "Ben"
+
+
+def test_ssml_break_moves_the_words_after_it(words_engine):
+    result = words_engine.generate('<speak>Before the pause.<break time="2s"/>After it.</speak>', ssml=True, num_step=2,
+                                   seed=1, word_timestamps=True)
+    assert [w.word for w in result.words] == ["Before", "the", "pause.", "After", "it."]
+    second = result.segments[1]
+    assert second["start"] >= 2.0 and all(second["start"] <= w.start <= second["end"] for w in result.words[3:])
+
+
+def test_a_sentence_made_again_brings_its_own_words(words_engine):
+    plan = words_engine.prepare_sentence(SENTENCES, None or words_engine.prepare(
+        SENTENCES, sentence_streaming=True).chunks, 1, num_step=2, seed=9, word_timestamps=True)
+    first = words_engine.generate(SENTENCES, num_step=2, seed=3, word_timestamps=True, sentence_streaming=True)
+    events = list(words_engine.run_sentence(plan, 1, first.codes))
+    again = events[-1]
+    assert again.kind == "chunk" and [w.word for w in again.words] == plan.chunks[1].split()
+    assert again.words[-1].end <= len(again.audio) / 24000 + 1e-6  # from the chunk's own start
+
+
+def test_word_timestamps_without_alignment_heads_is_refused_before_work(tiny_fp32_folder, tmp_path):
+    from convert.whisper import convert_whisper
+    from convert.whisper_checkpoint import build_checkpoint
+    from omnivoice_demo.asr import LazyRecognizer
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    checkpoint = build_checkpoint("test", tmp_path / "ckpt", seed=1, max_length=20, alignment_heads=None)
+    folder = convert_whisper(checkpoint, tmp_path / "onnx", ("fp32",))
+    engine = OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32",
+                             recognizer=LazyRecognizer(str(folder), "fp32"))
+    with pytest.raises(ModelFolderError, match="alignment_heads"):
+        engine.stream("Hello.", num_step=2, word_timestamps=True)

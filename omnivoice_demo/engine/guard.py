@@ -152,6 +152,20 @@ def require_recognizer(recognizer) -> None:
                                 "Or turn the check off (guard off, the default).") from None
 
 
+def require_aligner(recognizer) -> None:
+    """Refuse word timing before any work when it cannot run: no recogniser to be had, or one whose folder
+    lists no alignment heads (``SpeechRecognizer.align``'s error says what to do)."""
+    load = getattr(recognizer, "get", None)
+    try:
+        loaded = load() if load is not None else recognizer
+    except ModelNotAvailable as exc:
+        raise ModelNotAvailable(f"Word timings need a speech recogniser and none can be loaded. {exc} "
+                                "Or turn word_timestamps off.") from None
+    check = getattr(loaded, "_require_alignment_heads", None)
+    if check is not None:
+        check()
+
+
 class Guard:
     """Runs a chunk's takes until one passes; keeps ``checks``, one ``ChunkCheck`` per chunk in order."""
 

@@ -45,7 +45,8 @@ from ..backbones.choice import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
-from .guard import Guard, require_recognizer
+from . import word_times
+from .guard import Guard, require_aligner, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .languages import resolve_language
 from .lexicon import as_lexicon
@@ -296,6 +297,8 @@ class OmniVoiceEngine:
         self._check_chunks(plan)
         if config.guard:  # refused now, with what to download, rather than run unchecked
             require_recognizer(self.recognizer)
+        if config.word_timestamps:
+            require_aligner(self.recognizer)
         if config.loudness is not None:
             require_pyloudnorm()
         return plan
@@ -418,12 +421,14 @@ class OmniVoiceEngine:
         guard = self._guard(plan.config, timer)
         tokens, audio = yield from self._chunk(plan, index, self._layout(plan)[index], codes[0],
                                                np.random.default_rng(plan.config.seed), guard, timer, started)
+        words = self._words(plan, index, audio, timer)
         self.estimator.observe_run(self._work(plan, index, guard.checks if guard else None),
                                    dict(timer.seconds, total=time.perf_counter() - started))
         if guard:
             self.estimator.observe_checks(guard.checks)
         yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
-                         elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None)
+                         elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None,
+                         words=words)
 
     def _guard(self, config: GenerationConfig, timer: Timer) -> Optional[Guard]:
         if not config.guard:
@@ -470,26 +475,42 @@ class OmniVoiceEngine:
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
         guard = self._guard(config, timer)
+        all_words: list[list] = []
         for index, frames in enumerate(self._layout(plan)):
             tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
                                                    rng, guard, timer, started)
             chunk_codes.append(tokens)
             chunk_audio.append(audio)
+            words = self._words(plan, index, audio, timer)
+            if words is not None:
+                all_words.append(words)
+                words = word_times.shifted(words, word_times.stream_offsets(chunk_audio)[-1])
             yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
                              elapsed=time.perf_counter() - started,
                              playback=playback_piece(audio, index, len(plan.chunks), voice.rms if voice else None),
-                             check=guard.checks[-1] if guard else None)
+                             check=guard.checks[-1] if guard else None, words=words)
 
         tick = time.perf_counter()
         final = join_chunks(chunk_audio, voice.rms if voice else None, config)
         timer.add("postprocess", tick)
+        placed = word_times.place_words(all_words, chunk_audio, config, len(final)) if config.word_timestamps else []
         timings = dict(timer.seconds, total=time.perf_counter() - started)
         self.estimator.observe_run(self._work(plan, checks=guard.checks if guard else None), timings)
         if guard:
             self.estimator.observe_checks(guard.checks)
         yield GenerationResult(audio=final, sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
-                               settings=plan.settings, config=config, checks=guard.checks if guard else [])
+                               settings=plan.settings, config=config, checks=guard.checks if guard else [],
+                               words=placed, chunk_words=all_words)
+
+    def _words(self, plan: GenerationPlan, index: int, audio: np.ndarray, timer: Timer) -> Optional[list]:
+        """Chunk ``index``'s words in its decoded ``audio`` (``word_timestamps`` on), else None."""
+        if not plan.config.word_timestamps:
+            return None
+        tick = time.perf_counter()
+        words = word_times.chunk_words(self.recognizer, audio, plan.chunks[index], plan.language)
+        timer.add("align", tick)
+        return words
 
     def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
               plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:
