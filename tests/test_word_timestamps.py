@@ -332,12 +332,11 @@ def test_generate_with_word_timestamps(words_engine):
     starts = [w.start for w in result.words]
     assert starts == sorted(starts) and 0 <= starts[0] and result.words[-1].end <= result.duration
     assert all(w.start <= w.end for w in result.words)
-    # the stream: each chunk's words as it arrives, on the playback pieces' time line
+    # the stream: each chunk's words as it arrives, from the chunk's own start
+    for event, own in zip(chunks, result.chunk_words):
+        assert event.words == own and event.words[-1].end <= len(event.audio) / 24000 + 1e-6
     offsets = stream_offsets([e.audio for e in chunks])
-    for event, offset, own in zip(chunks, offsets, result.chunk_words):
-        assert [w.word for w in event.words] == [w.word for w in own]
-        assert [w.start for w in event.words] == [round(w.start + offset, 3) for w in own]
-    assert chunks[1].words[0].start >= offsets[1]
+    assert offsets[0] == 0 and offsets[1] == (len(chunks[0].audio) + 2400) / 24000  # the cross-fade's 0.1 s gap
     assert result.words == place_words(result.chunk_words, [e.audio for e in chunks], result.config,
                                        len(result.audio))
     assert "align" in result.timings
@@ -391,3 +390,81 @@ def test_word_timestamps_without_alignment_heads_is_refused_before_work(tiny_fp3
                              recognizer=LazyRecognizer(str(folder), "fp32"))
     with pytest.raises(ModelFolderError, match="alignment_heads"):
         engine.stream("Hello.", num_step=2, word_timestamps=True)
+
+
+# --- subtitles and the command line ---------------------------------------------------------------------
+
+
+def test_word_level_cues_and_karaoke_vtt():
+    from omnivoice_demo.batch.subtitles import cues_for_words, parse_timestamps, to_karaoke_vtt, to_srt
+
+    words = [WordTiming(w, 0.5 * i, 0.5 * i + 0.4, 0.9, "Anna" if i < 10 else "Ben")
+             for i, w in enumerate("One two three. Four five six seven eight nine ten eleven twelve".split())]
+    cues = cues_for_words(words, max_words=4)
+    assert [c.text for c in cues] == ["One two three.", "Four five six seven", "eight nine ten", "eleven twelve"]
+    assert cues[3].speaker == "Ben" and cues[2].speaker == "Anna"  # a new speaker starts a new cue
+    assert all(c.end - c.start <= 1.2 for c in cues_for_words(words, max_words=20, max_seconds=1.2))
+    srt = to_srt(cues)
+    assert parse_timestamps(srt)[0] == (0.0, 1.4) and "Anna: One two three." in srt
+    vtt = to_karaoke_vtt(cues)
+    assert vtt.startswith("WEBVTT") and "<v Anna>One <00:00:00.500>two <00:00:01.000>three." in vtt
+    assert "<v Ben>eleven <00:00:05.500>twelve" in vtt
+
+
+def test_cli_synth_writes_words_and_subtitles(tiny_fp32_folder, recognizer_folder, tmp_path):
+    import subprocess
+    import sys
+
+    out, words, subtitles = tmp_path / "out.wav", tmp_path / "words.json", tmp_path / "out.vtt"
+    base = [sys.executable, "-m", "omnivoice_demo", "synth", "--model", str(tiny_fp32_folder), "--precision",
+            "fp32", "--text", "Words with their times.", "--asr-model", str(recognizer_folder), "--asr-precision",
+            "fp32", "--steps", "2", "--seed", "1", "--output", str(out)]
+    done = subprocess.run(base + ["--words", str(words), "--subtitles", str(subtitles)], capture_output=True,
+                          text=True, timeout=600, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    data = json.loads(words.read_text())
+    assert [w["word"] for w in data["words"]] == ["Words", "with", "their", "times."]
+    assert data["audio"] == "out.wav" and all(w["end"] <= data["duration"] for w in data["words"])
+    assert subtitles.read_text().startswith("WEBVTT") and "<00:00:" in subtitles.read_text()
+    bad = subprocess.run(base + ["--words", str(tmp_path / "words.txt")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--words writes JSON" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "words.txt").exists()
+
+
+# --- the sentence check ------------------------------------------------------------------------------------
+
+
+class PlantedRecognizer:
+    """Planted behaviour (random weights cannot tell a heard word from a dropped one): the transcript is always
+    the text, and the first take's second word is aligned with a very low probability."""
+
+    def __init__(self, text: str):
+        self.text, self.aligned = text, 0
+
+    def transcribe(self, audio, sample_rate, language=None):
+        from omnivoice_demo.asr import Transcript
+
+        return Transcript(text=self.text, language="en", seconds=0.0)
+
+    def align(self, audio, sample_rate, text, language=None):
+        self.aligned += 1
+        words, seconds = text.split(), len(audio) / sample_rate
+        return [WordTiming(w, round(i * seconds / len(words), 3), round((i + 1) * seconds / len(words), 3),
+                           0.001 if self.aligned == 1 and i == 1 else 0.9) for i, w in enumerate(words)]
+
+
+def test_guard_fails_a_take_with_weak_words_and_names_them(tiny_fp32_folder):
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    text = "Hello brave new world."
+    planted = PlantedRecognizer(text)
+    engine = OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32", recognizer=planted)
+    result = engine.generate(text, num_step=2, seed=4, guard=True, guard_cer=0.5, guard_tries=3, word_timestamps=True)
+    check = result.checks[0]
+    assert [t.problems for t in check.takes][0][-1] == "weak words" and check.takes[0].weak_words == ("brave",)
+    assert check.kept == 2 and check.passed and "weak_words" in check.to_dict()["takes"][0]
+    assert "(brave)" not in check.line() and planted.aligned == 2  # the kept take's words are not aligned again
+    assert [w.word for w in result.words] == text.split() and all(w.probability == 0.9 for w in result.words)
+    assert result.chunk_words[0] == list(check.takes[1].words)
+    without = engine.generate(text, num_step=2, seed=4, guard=True, guard_cer=0.5, guard_tries=3)
+    assert "weak words" not in without.checks[0].takes[0].problems  # word timing off: nothing aligned

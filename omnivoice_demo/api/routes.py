@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP API: routes, Bearer auth and OpenAI-style errors.
 
     POST /v1/audio/speech     text -> audio (streamed as OpenAI does: stream_format audio|sse; stream=false: whole)
+    POST /dev/captioned_speech  the same body -> audio with each word's time (Kokoro-FastAPI's shape; api.captioned)
     GET  /v1/audio/voices     saved voices and named voice designs (OpenAI's names included)
     POST /v1/audio/voices     a voice from an uploaded clip (multipart: name, file, transcript, consent)
     GET  /v1/audio/voices/{id}    one saved voice, with its style variants' lengths and transcripts
@@ -43,7 +44,7 @@ from ..studio.service import EngineService
 from ..studio.variants import add_variant, check_room, listed_variants, remove_variant, variant_listing
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
 from ..studio.voice_names import check_free, clean_name, find_name
-from . import encoding, speech
+from . import captioned, encoding, speech
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def build_router(context: ApiContext):
         @functools.wraps(fn)
         async def route(request: Request):
             try:
-                if request.url.path.startswith("/v1"):
+                if request.url.path.startswith(("/v1", "/dev")):  # every API route; /health is open
                     check_key(request)
                 return await fn(request)
             except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
@@ -367,6 +368,7 @@ def build_router(context: ApiContext):
             headers["X-OmniVoice-Turns"] = speech.turns_header(result.turns)
         return Response(data, media_type=encoding.media_type(parsed.response_format), headers=headers)
 
+    captioned.register(router, context, answer, model_for, saved_names, _plan, _until_done_or_gone, read_json)
     return router
 
 

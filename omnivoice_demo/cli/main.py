@@ -33,6 +33,7 @@ import logging
 import os
 import pathlib
 import sys
+from typing import Optional
 
 from ..engine.lexicon import lexicon_argument
 from ..engine.ssml import looks_like_ssml, parse as parse_ssml
@@ -149,9 +150,42 @@ def open_engine(args):
                            **backbone_settings(args, resolved))
 
 
+def check_words_output(path: Optional[str]) -> Optional[pathlib.Path]:
+    """``--words FILE.json``, checked before any synthesis (a .json name in a writable folder)."""
+    if path is None:
+        return None
+    words = pathlib.Path(path)
+    folder = words.parent if str(words.parent) else pathlib.Path(".")
+    if words.suffix.lower() != ".json" or words.is_dir():
+        raise InvalidInput(f"--words writes JSON: give a file name ending in .json, got {path!r}.", param="words")
+    if not folder.is_dir() or not _can_create_in(folder):
+        raise InvalidInput(f"The folder {folder} of --words does not exist or is not writable; choose another.",
+                           param="words")
+    return words
+
+
+def check_subtitles_output(path: Optional[str]) -> Optional[pathlib.Path]:
+    """``--subtitles FILE.srt|FILE.vtt``, checked before any synthesis."""
+    if path is None:
+        return None
+    subtitles = pathlib.Path(path)
+    folder = subtitles.parent if str(subtitles.parent) else pathlib.Path(".")
+    if subtitles.suffix.lower() not in (".srt", ".vtt") or subtitles.is_dir():
+        raise InvalidInput(f"--subtitles writes .srt (cues of a few words) or .vtt (the same, each word's start "
+                           f"marked: karaoke), got {path!r}.", param="subtitles")
+    if not folder.is_dir() or not _can_create_in(folder):
+        raise InvalidInput(f"The folder {folder} of --subtitles does not exist or is not writable; choose another.",
+                           param="subtitles")
+    return subtitles
+
+
 def synth(args) -> int:
     output = check_output(args.output)
     config = config_from_arguments(args)
+    args.words_path = check_words_output(args.words)
+    args.subtitles_path = check_subtitles_output(args.subtitles)
+    if args.words_path is not None or args.subtitles_path is not None:
+        config = config.replace(word_timestamps=True)
     if args.script is not None:
         return synth_script(args, output, config)
     if args.speaker:
@@ -177,7 +211,7 @@ def synth(args) -> int:
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
                            config=config, pronunciations=args.lexicon, ssml=ssml, voices=cli_voice)
-    return report(output, stream)
+    return report(output, stream, args.words_path, args.subtitles_path)
 
 
 def synth_script(args, output: pathlib.Path, config) -> int:
@@ -195,7 +229,7 @@ def synth_script(args, output: pathlib.Path, config) -> int:
     engine = open_engine(args)
     plan = flagged("--script", engine.prepare_turns, turns, language=args.language, config=config,
                    pronunciations=args.lexicon)
-    return report(output, engine.run(plan))
+    return report(output, engine.run(plan), args.words_path, args.subtitles_path)
 
 
 def read_script_file(path: str) -> str:
@@ -215,8 +249,10 @@ def read_script_file(path: str) -> str:
         raise InvalidInput(f"{path} is not UTF-8 text.", param="script") from None
 
 
-def report(output: pathlib.Path, stream) -> int:
-    """Run a generation's events with a progress bar, write its audio, print what was made."""
+def report(output: pathlib.Path, stream, words: Optional[pathlib.Path] = None,
+           subtitles: Optional[pathlib.Path] = None) -> int:
+    """Run a generation's events with a progress bar, write its audio (and with ``words`` its words' times, JSON;
+    with ``subtitles`` word-level cues, SRT or karaoke WebVTT), print what was made."""
     from tqdm import tqdm
 
     bar = None
@@ -236,6 +272,20 @@ def report(output: pathlib.Path, stream) -> int:
     if bar is not None:
         bar.close()
     write_audio(output, result.audio, result.sample_rate)
+    if words is not None:
+        from ..storage.atomic import atomic_write_json
+
+        atomic_write_json(words, {"audio": output.name, "duration": round(result.duration, 3),
+                                  "words": [word.to_dict() for word in result.words]})
+        print(f"wrote {words}: {len(result.words)} words with their times", file=sys.stderr)
+    if subtitles is not None:
+        from ..batch.subtitles import cues_for_words, to_karaoke_vtt, to_srt
+        from ..storage.atomic import write_atomically
+
+        cues = cues_for_words(result.words)
+        text = to_srt(cues) if subtitles.suffix.lower() == ".srt" else to_karaoke_vtt(cues)
+        write_atomically(subtitles, text.encode("utf-8"))
+        print(f"wrote {subtitles}: {len(cues)} cues", file=sys.stderr)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
@@ -354,6 +404,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a voice saved in the app (omnivoice voices list), a named design (alloy, echo, ..., "
                             "whisper) or a voice file (.npz)")
     speak.add_argument("--output", default="out.wav")
+    speak.add_argument("--words", default=None, metavar="FILE.json",
+                       help="also write every word's start and end (s) in the output, aligned by the speech "
+                            "recogniser (turns word_timestamps on; docs/timestamps.md)")
+    speak.add_argument("--subtitles", default=None, metavar="FILE.srt|FILE.vtt",
+                       help="also write word-level subtitles: cues of a few words (.srt), or the same with each "
+                            "word's start marked for karaoke highlighting (.vtt); turns word_timestamps on")
     add_config_arguments(speak)
     speak.set_defaults(run=synth)
 

@@ -44,8 +44,8 @@ class ChunkEvent:
     elapsed: float
     playback: Optional[np.ndarray] = None  # float32: ready to play after the previous chunks' (streaming.playback_piece)
     check: Optional[ChunkCheck] = None     # the sentence check of this chunk (guard on), its takes and the kept one
-    #: word_timestamps on: the chunk's words, times on the stream's time line (its playback pieces end to end);
-    #: of a sentence made again (``run_sentence``), from the chunk's own start
+    #: word_timestamps on: the chunk's words, times from the start of ``audio`` (its raw decoded audio); where
+    #: its piece lands, ``word_times.stream_offsets`` (playback pieces) or ``place_words`` (a post-processed piece)
     words: Optional[list[WordTiming]] = None
     kind: str = "chunk"
 

@@ -418,10 +418,10 @@ class OmniVoiceEngine:
 
     def _sentence(self, plan: GenerationPlan, index: int, codes: list[np.ndarray]) -> Iterator:
         timer, started = Timer(), time.perf_counter()
-        guard = self._guard(plan.config, timer)
+        guard = self._guard(plan.config, timer, plan.language)
         tokens, audio = yield from self._chunk(plan, index, self._layout(plan)[index], codes[0],
                                                np.random.default_rng(plan.config.seed), guard, timer, started)
-        words = self._words(plan, index, audio, timer)
+        words = self._words(plan, index, audio, timer, guard)
         self.estimator.observe_run(self._work(plan, index, guard.checks if guard else None),
                                    dict(timer.seconds, total=time.perf_counter() - started))
         if guard:
@@ -430,10 +430,11 @@ class OmniVoiceEngine:
                          elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None,
                          words=words)
 
-    def _guard(self, config: GenerationConfig, timer: Timer) -> Optional[Guard]:
+    def _guard(self, config: GenerationConfig, timer: Timer, language: Optional[str] = None) -> Optional[Guard]:
         if not config.guard:
             return None
-        return Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed, timer)
+        return Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed, timer,
+                     words=config.word_timestamps, language=language)
 
     @staticmethod
     def _layout(plan: GenerationPlan) -> list[int]:
@@ -474,17 +475,16 @@ class OmniVoiceEngine:
         voice = plan.voice
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
-        guard = self._guard(config, timer)
+        guard = self._guard(config, timer, plan.language)
         all_words: list[list] = []
         for index, frames in enumerate(self._layout(plan)):
             tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
                                                    rng, guard, timer, started)
             chunk_codes.append(tokens)
             chunk_audio.append(audio)
-            words = self._words(plan, index, audio, timer)
+            words = self._words(plan, index, audio, timer, guard)
             if words is not None:
                 all_words.append(words)
-                words = word_times.shifted(words, word_times.stream_offsets(chunk_audio)[-1])
             yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
                              elapsed=time.perf_counter() - started,
                              playback=playback_piece(audio, index, len(plan.chunks), voice.rms if voice else None),
@@ -503,10 +503,14 @@ class OmniVoiceEngine:
                                settings=plan.settings, config=config, checks=guard.checks if guard else [],
                                words=placed, chunk_words=all_words)
 
-    def _words(self, plan: GenerationPlan, index: int, audio: np.ndarray, timer: Timer) -> Optional[list]:
-        """Chunk ``index``'s words in its decoded ``audio`` (``word_timestamps`` on), else None."""
+    def _words(self, plan: GenerationPlan, index: int, audio: np.ndarray, timer: Timer,
+               guard: Optional[Guard] = None) -> Optional[list]:
+        """Chunk ``index``'s words in its decoded ``audio`` (``word_timestamps`` on; the sentence check's kept take
+        was aligned already), else None."""
         if not plan.config.word_timestamps:
             return None
+        if guard is not None and guard.checks and guard.checks[-1].best.words:
+            return list(guard.checks[-1].best.words)
         tick = time.perf_counter()
         words = word_times.chunk_words(self.recognizer, audio, plan.chunks[index], plan.language)
         timer.add("align", tick)

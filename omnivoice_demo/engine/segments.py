@@ -47,6 +47,7 @@ class SegmentEvent:
     num_segments: int
     audio: np.ndarray
     elapsed: float
+    words: Optional[list] = None   # word_timestamps on: the segment's words, on the final audio's time line
     kind: str = "segment"
 
 
@@ -199,16 +200,19 @@ def run_segments(engine, plan: SegmentsPlan) -> Iterator[object]:
             result = yield from run_part(engine, item, done, total, started, kinds=("step",))
             done += len(item.chunks)
             start, end = joiner.add_speech(result.audio)
-            words.extend(shifted(result.words, start / SAMPLE_RATE))
+            segment_words = shifted(result.words, start / SAMPLE_RATE)
+            words.extend(segment_words)
             results.append(result)
             spans.append({"text": item.text, "voice": item.settings["voice"], "instruct": item.instruct,
                           "language": item.language, "speed": item.speed, "start": start / SAMPLE_RATE,
                           "end": end / SAMPLE_RATE, "start_sample": start, "end_sample": end})
         else:
             joiner.add_silence(item)
+            segment_words = []
         last = index == len(plan.items) - 1
         yield SegmentEvent(segment=index, num_segments=len(plan.items), audio=joiner.take(final=last),
-                           elapsed=time.perf_counter() - started)
+                           elapsed=time.perf_counter() - started,
+                           words=segment_words if plan.config.word_timestamps else None)
     timings = summed_timings(results, started)
     yield GenerationResult(audio=joiner.audio, sample_rate=SAMPLE_RATE,
                            codes=[codes for r in results for codes in r.codes], seed=plan.config.seed,

@@ -6,9 +6,10 @@ alignment heads).  Each chunk (a sentence of sentence streaming, a chunk of a lo
 its own text and its own decoded audio, as soon as it is decoded; its words then move to where that audio
 ends up:
 
-* in the stream (``ChunkEvent.words``): the chunks' playback pieces played one after another
-  (``streaming.playback_piece``: the reference's cross-fade join), so chunk ``i`` starts where
-  ``audio.processing.cross_fade_starts`` says;
+* in the stream (``ChunkEvent.words``): times from the start of the chunk's own decoded audio; played as
+  playback pieces one after another (``streaming.playback_piece``: the reference's cross-fade join), chunk
+  ``i`` starts where ``stream_offsets`` says; sent post-processed on its own (``studio.stream_audio``), its
+  words are where ``place_words([words], [audio], ...)`` puts them;
 * in the result (``GenerationResult.words``): the final audio, after the cross-fade, the post-processing's
   silence removal (``audio.processing.remove_silence_ranges``: which stretches were kept) and its padding.
 
