@@ -150,40 +150,28 @@ def open_engine(args):
                            **backbone_settings(args, resolved))
 
 
-def check_words_output(path: Optional[str]) -> Optional[pathlib.Path]:
-    """``--words FILE.json``, checked before any synthesis (a .json name in a writable folder)."""
+def check_side_output(path: Optional[str], suffixes: tuple[str, ...], flag: str, what: str) -> Optional[pathlib.Path]:
+    """A file written beside the audio (``--words``, ``--subtitles``), checked before any synthesis: a name
+    ending in one of ``suffixes`` in a folder that exists and is writable."""
     if path is None:
         return None
-    words = pathlib.Path(path)
-    folder = words.parent if str(words.parent) else pathlib.Path(".")
-    if words.suffix.lower() != ".json" or words.is_dir():
-        raise InvalidInput(f"--words writes JSON: give a file name ending in .json, got {path!r}.", param="words")
+    target = pathlib.Path(path)
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if target.suffix.lower() not in suffixes or target.is_dir():
+        raise InvalidInput(f"{flag} writes {what}, got {path!r}.", param=flag.lstrip("-"))
     if not folder.is_dir() or not _can_create_in(folder):
-        raise InvalidInput(f"The folder {folder} of --words does not exist or is not writable; choose another.",
-                           param="words")
-    return words
-
-
-def check_subtitles_output(path: Optional[str]) -> Optional[pathlib.Path]:
-    """``--subtitles FILE.srt|FILE.vtt``, checked before any synthesis."""
-    if path is None:
-        return None
-    subtitles = pathlib.Path(path)
-    folder = subtitles.parent if str(subtitles.parent) else pathlib.Path(".")
-    if subtitles.suffix.lower() not in (".srt", ".vtt") or subtitles.is_dir():
-        raise InvalidInput(f"--subtitles writes .srt (cues of a few words) or .vtt (the same, each word's start "
-                           f"marked: karaoke), got {path!r}.", param="subtitles")
-    if not folder.is_dir() or not _can_create_in(folder):
-        raise InvalidInput(f"The folder {folder} of --subtitles does not exist or is not writable; choose another.",
-                           param="subtitles")
-    return subtitles
+        raise InvalidInput(f"The folder {folder} of {flag} does not exist or is not writable; choose another.",
+                           param=flag.lstrip("-"))
+    return target
 
 
 def synth(args) -> int:
     output = check_output(args.output)
     config = config_from_arguments(args)
-    args.words_path = check_words_output(args.words)
-    args.subtitles_path = check_subtitles_output(args.subtitles)
+    args.words_path = check_side_output(args.words, (".json",), "--words", "JSON: give a file name ending in .json")
+    args.subtitles_path = check_side_output(args.subtitles, (".srt", ".vtt"), "--subtitles",
+                                            ".srt (cues of a few words) or .vtt (the same, each word's start "
+                                            "marked: karaoke)")
     if args.words_path is not None or args.subtitles_path is not None:
         config = config.replace(word_timestamps=True)
     if args.script is not None:
