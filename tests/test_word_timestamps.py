@@ -287,7 +287,7 @@ def test_silence_removal_ranges_are_what_it_keeps():
 def test_word_times_follow_the_audio_through_post_processing():
     """Planted: 'words' are bursts between long silences; their times, placed on the final audio, must land on
     the same bursts after the cross-fade, the silence removal and the padding."""
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import join_chunks
     from omnivoice_demo.engine.word_times import place_words
 
