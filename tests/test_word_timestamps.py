@@ -468,3 +468,30 @@ def test_guard_fails_a_take_with_weak_words_and_names_them(tiny_fp32_folder):
     assert result.chunk_words[0] == list(check.takes[1].words)
     without = engine.generate(text, num_step=2, seed=4, guard=True, guard_cer=0.5, guard_tries=3)
     assert "weak words" not in without.checks[0].takes[0].problems  # word timing off: nothing aligned
+
+
+def test_batch_item_with_word_timestamps_writes_word_subtitles(tiny_fp32_folder, recognizer_folder, tmp_path,
+                                                                monkeypatch):
+    from omnivoice_demo.batch.items import read_items
+    from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.runner import run_batch
+    from omnivoice_demo.batch.subtitles import parse_timestamps
+    from omnivoice_demo.batch.worker import Job, ModelSpec
+    from omnivoice_demo.settings.generation import GenerationConfig
+
+    monkeypatch.setenv("OMNIVOICE_ASR_MODEL", str(recognizer_folder))
+    source = tmp_path / "items.jsonl"
+    source.write_text(json.dumps({"id": "a", "text": "Batch words have times.", "seed": 1, "word_timestamps": True})
+                      + "\n" + json.dumps({"id": "b", "text": "No words here.", "seed": 2}) + "\n")
+    items = read_items(source, base=GenerationConfig(num_step=2))
+    job = Job(output=str(tmp_path / "out"), subtitles=("srt", "vtt"), model_identity="tiny")
+    summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
+    assert summary.done == 2
+    out = tmp_path / "out"
+    sidecar = json.loads((out / "a.json").read_text())
+    assert [w["word"] for w in sidecar["words"]] == ["Batch", "words", "have", "times."]
+    assert "Batch words have times." in (out / "a.words.srt").read_text()
+    karaoke = (out / "a.words.vtt").read_text()
+    assert karaoke.startswith("WEBVTT") and "<00:00:" in karaoke
+    assert all(end <= sidecar["seconds"] + 1e-3 for _, end in parse_timestamps(karaoke))
+    assert not (out / "b.words.srt").exists() and "words" not in json.loads((out / "b.json").read_text())
