@@ -20,14 +20,9 @@ TEXT = "The weather is lovely today, so we could walk along the river after lunc
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--asr", required=True, help="a Whisper folder (python -m convert.whisper)")
-    parser.add_argument("--asr-precision", default="int8")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=32)
-    args = parser.parse_args()
+    from guard_cost import recogniser_run_arguments  # beside this script (run as a script: its folder is on the path)
+
+    args = recogniser_run_arguments(argparse.ArgumentParser()).parse_args()
 
     from omnivoice_demo.asr import SpeechRecognizer
     from omnivoice_demo.engine.loop import OmniVoiceEngine
