@@ -34,14 +34,19 @@ class Timed:
         return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def recogniser_run_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of a benchmark that runs the engine with a recogniser (this one, word_timing_cost.py)."""
     parser.add_argument("--model", required=True)
     parser.add_argument("--asr", required=True, help="a Whisper folder (python -m convert.whisper)")
     parser.add_argument("--asr-precision", default="int8")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=32)
+    return parser
+
+
+def main() -> int:
+    parser = recogniser_run_arguments(argparse.ArgumentParser())
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="cap the recogniser's tokens per take (a random recogniser never ends by itself; a "
                              "trained one ends after the sentence, about 20 tokens): models a trained one's cost")

@@ -9,6 +9,8 @@ so the recogniser reads both the same way:
                                                present.{i}.decoder.key/value, present.{i}.encoder.key/value
     onnx/decoder_with_past_model{suffix}.onnx  input_ids, past_key_values.{i}.{decoder,encoder}.{key,value}
                                                -> logits, present.{i}.decoder.key/value
+    onnx/decoder_model_alignment{suffix}.onnx  the first decoder plus cross_attentions.{i} (each layer's
+                                               cross-attention softmax), read for word times
     omnivoice_recognizer.json                  our manifest: files with sizes and sha256
 
 ``suffix`` is "" for float32 and "_int8" for dynamic int8 (``quantize_dynamic``).
@@ -25,6 +27,7 @@ computes, token for token.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import shutil
 import tempfile
@@ -32,6 +35,7 @@ import tempfile
 import torch
 from torch import nn
 
+from omnivoice_demo.asr.attention_graph import alignment_rel, write_alignment_graph
 from omnivoice_demo.asr.folder import CONFIG_FILES, PRECISION_SUFFIX, graph_paths, write_recognizer_manifest
 
 OPSET = 17
@@ -226,6 +230,10 @@ def convert_whisper(checkpoint, output, precisions=("fp32",)) -> pathlib.Path:
                             shutil.copy2(part, onnx_dir / part.name)
                 else:
                     quantize_int8(source, target)
+    layers = json.loads((output / "config.json").read_text(encoding="utf-8"))["decoder_layers"]
+    for precision in precisions:  # the decoder with its cross-attention as outputs, for word times
+        write_alignment_graph(output / graph_paths(precision)["decoder"],
+                              output / alignment_rel(PRECISION_SUFFIX[precision]), layers)
     write_recognizer_manifest(output, source=str(checkpoint), precisions=list(precisions))
     return output
 

@@ -92,8 +92,14 @@ def write_tokenizer(folder: pathlib.Path, num_languages: int):
     return fast
 
 
-def generation_config(tokenizer, num_languages: int, max_length: int = 448):
-    """The ``GenerationConfig`` fields of the released multilingual checkpoints."""
+def default_alignment_heads(layers: int, heads: int) -> list[list[int]]:
+    """openai-whisper's alignment heads when a model names none: every head of the last half of the layers."""
+    return [[layer, head] for layer in range(layers // 2, layers) for head in range(heads)]
+
+
+def generation_config(tokenizer, num_languages: int, max_length: int = 448, alignment_heads=None):
+    """The ``GenerationConfig`` fields of the released multilingual checkpoints (``alignment_heads``: the
+    [layer, head] pairs word timing reads; None leaves them out, as a checkpoint without them)."""
     from transformers import GenerationConfig
 
     module, _ = _openai_whisper_tokenizer_module()
@@ -112,12 +118,16 @@ def generation_config(tokenizer, num_languages: int, max_length: int = 448):
         task_to_id={"translate": ids("<|translate|>"), "transcribe": transcribe},
         no_timestamps_token_id=ids("<|notimestamps|>"), prev_sot_token_id=ids("<|startofprev|>"),
         max_initial_timestamp_index=50, return_timestamps=False,
+        **({"alignment_heads": [list(map(int, pair)) for pair in alignment_heads]} if alignment_heads else {}),
     )
 
 
-def build_checkpoint(size: str, output: str | pathlib.Path, seed: int = 0, max_length: int = 448) -> pathlib.Path:
+def build_checkpoint(size: str, output: str | pathlib.Path, seed: int = 0, max_length: int = 448,
+                     alignment_heads="default") -> pathlib.Path:
     """Write a random-weight Whisper checkpoint of ``size`` (see ``SIZES``) into ``output``; ``max_length``
-    (tokens per 30 s window, prompt included) is the released 448 unless a test wants shorter runs."""
+    (tokens per 30 s window, prompt included) is the released 448 unless a test wants shorter runs.
+    ``alignment_heads``: [layer, head] pairs, "default" for openai-whisper's default (the last half of the
+    layers), None for none."""
     import torch
     from transformers import WhisperConfig, WhisperFeatureExtractor, WhisperForConditionalGeneration
 
@@ -135,7 +145,9 @@ def build_checkpoint(size: str, output: str | pathlib.Path, seed: int = 0, max_l
                            pad_token_id=eot, bos_token_id=eot, eos_token_id=eot, **dims)
     torch.manual_seed(seed)
     model = WhisperForConditionalGeneration(config).eval()
-    model.generation_config = generation_config(tokenizer, num_languages, max_length)
+    if alignment_heads == "default":
+        alignment_heads = default_alignment_heads(dims["decoder_layers"], dims["decoder_attention_heads"])
+    model.generation_config = generation_config(tokenizer, num_languages, max_length, alignment_heads)
     model.save_pretrained(str(output))
     WhisperFeatureExtractor(feature_size=dims["num_mel_bins"]).save_pretrained(str(output))
     return output

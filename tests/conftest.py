@@ -100,6 +100,25 @@ def tiny_causal_folder(tiny_checkpoint, tiny_onnx_root) -> pathlib.Path:
     return _convert(tiny_checkpoint, tiny_onnx_root, "cpu_fp32", name="causal", bidirectional=False)
 
 
+# --- the speech recogniser: a small random Whisper with Whisper's real tokenizer -------------------------
+
+@pytest.fixture(scope="session")
+def whisper_checkpoint(tmp_path_factory) -> pathlib.Path:
+    """A random-weight Whisper checkpoint (``convert.whisper_checkpoint``, size "test"; 40 tokens per window:
+    the released 448 makes the tests slow), alignment heads openai-whisper's default."""
+    from convert.whisper_checkpoint import build_checkpoint
+
+    return build_checkpoint("test", tmp_path_factory.mktemp("whisper") / "ckpt", seed=0, max_length=40)
+
+
+@pytest.fixture(scope="session")
+def recognizer_folder(whisper_checkpoint, tmp_path_factory) -> pathlib.Path:
+    """The recogniser folder of ``whisper_checkpoint`` (fp32 and int8 graphs, with the alignment graphs)."""
+    from convert.whisper import convert_whisper
+
+    return convert_whisper(whisper_checkpoint, tmp_path_factory.mktemp("whisper") / "onnx", ("fp32", "int8"))
+
+
 # --- the tiny engine in process, for the tests of limits, malformed requests and the queue ---------------
 
 @pytest.fixture(scope="module")

@@ -29,22 +29,7 @@ from omnivoice_demo.audio.resample import resample
 from omnivoice_demo.storage.voice_file import Voice
 from tests.support.signals import speech_like
 
-MAX_LENGTH = 40  # tokens per window in the test model (the released 448 makes the tests slow)
 REPO = "someone/whisper-test-onnx"
-
-
-@pytest.fixture(scope="session")
-def whisper_checkpoint(tmp_path_factory) -> pathlib.Path:
-    from convert.whisper_checkpoint import build_checkpoint
-
-    return build_checkpoint("test", tmp_path_factory.mktemp("whisper") / "ckpt", seed=0, max_length=MAX_LENGTH)
-
-
-@pytest.fixture(scope="session")
-def recognizer_folder(whisper_checkpoint, tmp_path_factory) -> pathlib.Path:
-    from convert.whisper import convert_whisper
-
-    return convert_whisper(whisper_checkpoint, tmp_path_factory.mktemp("whisper") / "onnx", ("fp32", "int8"))
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ class OpenAIRoute(APIRoute):
         async def answer(request: Request):
             try:
                 request.scope[SCOPE_KEY] = context
-                if request.url.path.startswith("/v1"):
+                if request.url.path.startswith(("/v1", "/dev")):   # every API route; /health is open
                     await check_key(context, request)
                 if body_model is not None:
                     await bodies.read_json(request, example=body_model.example)

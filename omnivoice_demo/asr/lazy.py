@@ -40,3 +40,6 @@ class LazyRecognizer:
 
     def transcribe(self, audio, sample_rate: int, language: Optional[str] = None) -> Transcript:
         return self.get().transcribe(audio, sample_rate, language=language)
+
+    def align(self, audio, sample_rate: int, text: str, language: Optional[str] = None) -> list:
+        return self.get().align(audio, sample_rate, text, language=language)

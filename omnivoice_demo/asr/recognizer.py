@@ -47,6 +47,10 @@ WHISPER_RATE = 16000
 CUT_SEARCH_SECONDS = 5.0
 CUT_FRAME_SECONDS = 0.02
 DEFAULT_MAX_SECONDS = 600.0
+#: of a window that is not the last, the words starting this close to its end are aligned again in the next
+ALIGN_KEEP_MARGIN = 5.0
+#: 16 kHz samples of one encoder frame: the least audio a token can be aligned to
+ALIGN_SAMPLES_PER_TOKEN = 320
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +101,9 @@ class SpeechRecognizer:
             self.no_timestamps_id = int(generation["no_timestamps_token_id"])
             self.suppress = np.array(generation.get("suppress_tokens") or [], dtype=np.int64)
             self.begin_suppress = np.array(generation.get("begin_suppress_tokens") or [], dtype=np.int64)
+            heads = generation.get("alignment_heads")
+            self.alignment_heads = [(int(l), int(h)) for l, h in heads] if heads else None
+            self.median_filter_width = int(config.get("median_filter_width") or 7)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFolderError(f"The speech recogniser folder {self.folder} lacks a multilingual Whisper "
                                    f"setting ({exc}); download or build it again.") from exc
@@ -115,6 +122,9 @@ class SpeechRecognizer:
             raise ModelFolderError(f"The speech recogniser in {self.folder} cannot be loaded "
                                    f"({type(exc).__name__}: {exc}); download or build it again.") from exc
         self.merged = "decoder_merged" in self.sessions
+        self.graphs, self.provider, self.threads = graphs, provider, threads
+        self.verify = verify
+        self._alignment_session = None
         self._lock = threading.Lock()  # one transcription at a time: it already uses every thread given
 
     # --- audio -------------------------------------------------------------------
@@ -207,16 +217,24 @@ class SpeechRecognizer:
                                param="language")
         return token
 
-    def decode_window(self, wav_16k: np.ndarray, language: Optional[str] = None) -> tuple[list[int], int]:
-        """Greedy tokens (the prompt not included) and the language token of one window of <= 30 s."""
+    def _encode(self, wav_16k: np.ndarray) -> np.ndarray:
+        """The encoder's hidden states of one window of <= 30 s (padded to 30 s, as Whisper's features are)."""
         features = log_mel(wav_16k, n_mels=self.n_mels, n_fft=int(self.preprocessor.get("n_fft", 400)),
                            hop_length=int(self.preprocessor.get("hop_length", 160)), n_samples=self.window)
-        hidden = self.sessions["encoder"].run(None, {"input_features": features[None]})[0]
+        return self.sessions["encoder"].run(None, {"input_features": features[None]})[0]
+
+    def _detected_language(self, logits: np.ndarray) -> int:
+        """generate's language detection: the language token with the highest logit after <|startoftranscript|>."""
+        return int(self.lang_ids[np.argmax(logits[0, -1, self.lang_ids])])
+
+    def decode_window(self, wav_16k: np.ndarray, language: Optional[str] = None) -> tuple[list[int], int]:
+        """Greedy tokens (the prompt not included) and the language token of one window of <= 30 s."""
+        hidden = self._encode(wav_16k)
         lang = self._language_token(language)
         prompt_rest = [self.transcribe_id, self.no_timestamps_id]
         if lang is None:
             logits, cache = self._decode_first(np.array([[self.start_id]], dtype=np.int64), hidden)
-            lang = int(self.lang_ids[np.argmax(logits[0, -1, self.lang_ids])])
+            lang = self._detected_language(logits)
             logits, cache = self._decode_next(np.array([[lang, *prompt_rest]], dtype=np.int64), hidden, cache)
         else:
             logits, cache = self._decode_first(np.array([[self.start_id, lang, *prompt_rest]], dtype=np.int64), hidden)
@@ -257,3 +275,155 @@ class SpeechRecognizer:
         return Transcript(text=" ".join(texts), language=self.id_to_lang.get(first_lang),
                           seconds=time.perf_counter() - started, audio_seconds=wav.shape[0] / WHISPER_RATE,
                           tokens=tuple(all_tokens))
+
+    # --- forced alignment: word times -------------------------------------------------------
+
+    def _require_alignment_heads(self) -> list[tuple[int, int]]:
+        if not self.alignment_heads:
+            raise ModelFolderError(
+                f"The speech recogniser folder {self.folder} cannot time words: its generation_config.json lists "
+                "no alignment_heads (the released Whisper checkpoints list them). Use a released recogniser "
+                "(such as onnx-community/whisper-base) or rebuild the folder with `python -m convert.whisper` from "
+                "a checkpoint whose generation_config.json has alignment_heads.")
+        bad = [(l, h) for l, h in self.alignment_heads if not (0 <= l < self.layers and 0 <= h < self.heads)]
+        if bad:
+            raise ModelFolderError(f"The alignment_heads of {self.folder} name head {bad[0]}, which this "
+                                   f"{self.layers}-layer, {self.heads}-head decoder does not have; build it again.")
+        return self.alignment_heads
+
+    def alignment_session(self):
+        """The decoder graph with its cross-attention as outputs (``attention_graph``), opened on first use."""
+        if self._alignment_session is None:
+            from .attention_graph import alignment_graph
+            from .folder import PRECISION_SUFFIX
+
+            if "decoder" not in self.graphs:
+                raise ModelFolderError(f"The speech recogniser folder {self.folder} has only a merged decoder, "
+                                       "which cannot be read for word times; use a folder with decoder_model*.onnx "
+                                       "(the Hub's exports have both) or build one with `python -m convert.whisper`.")
+            path = alignment_graph(self.folder, self.graphs["decoder"], PRECISION_SUFFIX[self.precision],
+                                   self.layers, checksums=self.verify == "sha256")
+            try:
+                self._alignment_session = open_session(path, providers_for(self.provider),
+                                                       session_options(self.threads))
+            except Exception as exc:  # onnxruntime raises its own types
+                raise ModelFolderError(f"The word-timing graph {path.name} cannot be loaded "
+                                       f"({type(exc).__name__}); delete it and run again to rebuild it.") from exc
+        return self._alignment_session
+
+    @property
+    def max_text_tokens(self) -> int:
+        """Text tokens one window can align: the decoder's positions less the four of the prompt."""
+        return self.max_target_positions - 4
+
+    def text_tokens(self, text: str) -> list[int]:
+        """``text`` as Whisper writes it after the prompt: ``" " + text``, no special tokens."""
+        return self.tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids
+
+    def align_window(self, wav_16k: np.ndarray, token_ids: Sequence[int], language: Optional[int] = None,
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Times (s) and probabilities of ``token_ids`` spoken in one window of <= 30 s, and the language token.
+
+        The decoder reads ``<|startoftranscript|><|lang|><|transcribe|><|notimestamps|>`` + the tokens; the
+        alignment heads' attention at the tokens' rows gives their times (``alignment.token_times``), the
+        logits before each token its probability (softmax over the text tokens, as openai-whisper's
+        ``find_alignment``)."""
+        from .alignment import token_times
+
+        heads = self._require_alignment_heads()
+        frames = -(-wav_16k.shape[0] // int(self.preprocessor.get("hop_length", 160)))  # the extractor's mask
+        if len(token_ids) > frames // 2:
+            raise InvalidInput(f"The audio ({wav_16k.shape[0] / WHISPER_RATE:.2f} s) is too short for its text "
+                               f"({len(token_ids)} tokens; each needs at least 20 ms): give the audio the text was "
+                               "spoken in, or less text.", param="text")
+        hidden = self._encode(wav_16k)
+        if language is None:
+            logits, _ = self._decode_first(np.array([[self.start_id]], dtype=np.int64), hidden)
+            language = self._detected_language(logits)
+        prompt = [self.start_id, language, self.transcribe_id, self.no_timestamps_id]
+        session = self.alignment_session()
+        names = [f"cross_attentions.{layer}" for layer in sorted({l for l, _ in heads})]
+        values = session.run(["logits", *names], {"input_ids": np.array([prompt + list(token_ids)], dtype=np.int64),
+                                                  "encoder_hidden_states": hidden})
+        logits, layers = values[0], dict(zip(sorted({l for l, _ in heads}), values[1:]))
+        rows = slice(len(prompt), len(prompt) + len(token_ids))
+        attention = np.stack([layers[l].reshape(-1, *layers[l].shape[-2:])[h, rows] for l, h in heads])
+        times = token_times(attention, frames, self.median_filter_width)
+        text_logits = logits[0, len(prompt) - 1:len(prompt) - 1 + len(token_ids), :self.eos_id].astype(np.float64)
+        text_logits -= text_logits.max(axis=-1, keepdims=True)
+        log_probs = text_logits - np.log(np.exp(text_logits).sum(axis=-1, keepdims=True))
+        probabilities = np.exp(log_probs[np.arange(len(token_ids)), list(token_ids)])
+        return times, probabilities, language
+
+    def align(self, audio, sample_rate: int, text: str, language: Optional[str] = None) -> list:
+        """The words of ``text`` in order, each a ``WordTiming`` (``word``, ``start``, ``end`` in seconds from
+        the clip's start, ``probability``), as spoken in ``audio`` (``[samples]`` or ``[channels, samples]``).
+
+        Forced alignment: Whisper reads the known text rather than guessing it (see ``align_window``).  Text
+        that is not in the audio is still aligned, with low probabilities.  Audio over one 30 s window or text
+        over one window's tokens is aligned piece by piece (``_align_pieces``).  ``language`` (a Whisper code)
+        skips detection; it also decides the word split (per character for Chinese, Japanese, Thai, ...)."""
+        from .alignment import group_words, word_timings
+
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("There is no text to align: give the words that were spoken.", param="text")
+        self._require_alignment_heads()
+        lang = self._language_token(language)
+        wav = self._prepare_audio(audio, sample_rate)
+        ids = self.text_tokens(text)
+        with self._lock:
+            times, probabilities, lang = self._align_pieces(wav, ids, lang)
+        words = group_words(ids, lambda t: self.tokenizer.decode(t, skip_special_tokens=False),
+                            self.id_to_lang.get(lang), self.eos_id)
+        return word_timings(words, times, probabilities, wav.shape[0] / WHISPER_RATE)
+
+    def _align_pieces(self, wav: np.ndarray, ids: list[int], lang: Optional[int]):
+        """Align ``ids`` in ``wav`` one window at a time.  A window is at most 30 s and takes as many whole
+        words as fit its tokens; when text is left over, the window is cut to the share of the audio its
+        words should take (by tokens, with a quarter to spare).  Of a window that is not the last, only the
+        words that start more than ``ALIGN_KEEP_MARGIN`` s before its end are kept (the words past the audio
+        are pressed into its end) and that leave the audio after them room for the tokens after them; the next
+        window starts at the first word not kept.  The times are of the words' first tokens; a word of a window
+        never starts before the words kept from the one before."""
+        from .alignment import group_words
+
+        words = group_words(ids, lambda t: self.tokenizer.decode(t, skip_special_tokens=False), None, self.eos_id)
+        times, probabilities = np.zeros(len(ids)), np.zeros(len(ids))
+        word, start, total = 0, 0, wav.shape[0]
+        while word < len(words):
+            count, end_word = 0, word
+            while end_word < len(words) and count + len(words[end_word][1]) <= self.max_text_tokens:
+                count += len(words[end_word][1])
+                end_word += 1
+            if end_word == word:
+                raise InvalidInput(f"A word of the text is over {self.max_text_tokens} tokens long; it cannot be "
+                                   "aligned.", param="text")
+            remaining = total - start
+            span = min(self.window, remaining)
+            first_id = words[word][1][0]
+            if end_word < len(words):
+                share = int(remaining * count / (len(ids) - first_id) * 1.25)
+                span = min(span, max(share, int(2 * ALIGN_KEEP_MARGIN * WHISPER_RATE)))
+            last = end_word == len(words) and span == remaining
+            piece = ids[first_id:words[end_word - 1][1][-1] + 1]
+            piece_times, piece_probs, lang = self.align_window(wav[start:start + span], piece, lang)
+            keep = end_word - word
+            if not last:
+                # keep the words that start well before the window's end, and early enough that the tokens after
+                # them still fit the audio after them (one encoder frame each, and a half)
+                left = len(ids) - np.array([words[k][1][0] for k in range(word, end_word)])
+                room = (total - left * ALIGN_SAMPLES_PER_TOKEN * 1.5 - start) / WHISPER_RATE
+                starts = np.array([piece_times[words[k][1][0] - first_id] for k in range(word, end_word)])
+                fits = (starts < span / WHISPER_RATE - ALIGN_KEEP_MARGIN) & (starts <= room)
+                keep = max(1, int(np.argmin(fits)) if not fits.all() else len(fits))
+            kept = words[word + keep - 1][1][-1] + 1
+            times[first_id:kept] = piece_times[:kept - first_id] + start / WHISPER_RATE
+            probabilities[first_id:kept] = piece_probs[:kept - first_id]
+            if word + keep < len(words):
+                following = words[word + keep][1][0]
+                after = int(round(piece_times[following - first_id] * WHISPER_RATE))
+                last_kept = int(round(piece_times[words[word + keep - 1][1][0] - first_id] * WHISPER_RATE))
+                latest = total - int((len(ids) - following) * ALIGN_SAMPLES_PER_TOKEN * 1.5) - start
+                start += max(last_kept, min(after, latest))
+            word += keep
+        return np.maximum.accumulate(times), probabilities, lang

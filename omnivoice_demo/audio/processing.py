@@ -465,3 +465,55 @@ def postprocess_audio(
         if peak > 1e-6:
             audio = audio / peak * 0.5
     return fade_and_pad_audio(audio, pad_duration=pad_duration, fade_duration=fade_duration, sample_rate=sample_rate)
+
+
+def remove_silence_ranges(audio: np.ndarray, sampling_rate: int, mid_sil: int = 300, lead_sil: int = 100,
+                          trail_sil: int = 300) -> list[tuple[int, int]]:
+    """What ``remove_silence`` keeps: the input's sample ranges ``(start, end)``, in order, whose concatenation is
+    its output (pydub's ``split_on_silence`` ranges, then the edges ``remove_silence_edges`` trims), so a time
+    in the input can be found in the output (word times through the post-processing).  Computed with pydub's
+    own ``detect_nonsilent`` and ``detect_leading_silence`` on the same 16-bit signal."""
+    pydub = _pydub()
+    wave = numpy_to_audiosegment(audio, sampling_rate)
+    total = len(wave)
+    if mid_sil > 0:
+        ranges = [[start - mid_sil, end + mid_sil]
+                  for start, end in pydub.silence.detect_nonsilent(wave, mid_sil, -50, 10)]
+        for first, second in zip(ranges, ranges[1:]):  # split_on_silence's sharing of a short silence
+            if second[0] < first[1]:
+                first[1] = (first[1] + second[0]) // 2
+                second[0] = first[1]
+        ranges = [(max(start, 0), min(end, total)) for start, end in ranges]
+        joined = pydub.AudioSegment.silent(duration=0)
+        for start, end in ranges:
+            joined += wave[start:end]
+    else:
+        ranges, joined = [(0, total)], wave
+    lead = max(0, pydub.silence.detect_leading_silence(joined, silence_threshold=-50) - lead_sil)
+    rest = joined[lead:]
+    trail = max(0, pydub.silence.detect_leading_silence(rest.reverse(), silence_threshold=-50) - trail_sil)
+    keep_from, keep_to = lead, len(rest) - trail + lead   # in ms of the joined pieces
+    out, done = [], 0
+    for start, end in ranges:
+        length = end - start
+        a, b = max(keep_from - done, 0), min(keep_to - done, length)
+        if b > a:
+            out.append(((start + a) * sampling_rate // 1000, (start + b) * sampling_rate // 1000))
+        done += length
+    return out
+
+
+def map_through_ranges(seconds, ranges: list[tuple[int, int]], sampling_rate: int) -> np.ndarray:
+    """Times in an input (seconds) -> the same moments in the concatenation of its ``ranges`` (samples kept, in
+    order); a time in a removed stretch goes to where the next kept range starts."""
+    samples = np.asarray(seconds, dtype=np.float64) * sampling_rate
+    if not ranges:
+        return np.zeros_like(samples)
+    starts = np.array([r[0] for r in ranges], dtype=np.float64)
+    ends = np.array([r[1] for r in ranges], dtype=np.float64)
+    out_starts = np.concatenate([[0.0], np.cumsum(ends - starts)])
+    k = np.clip(np.searchsorted(starts, samples, side="right") - 1, 0, len(ranges) - 1)
+    inside = np.clip(samples - starts[k], 0.0, ends[k] - starts[k])
+    before = samples < starts[0]
+    mapped = np.where(before, 0.0, out_starts[k] + inside)
+    return mapped / sampling_rate

@@ -148,6 +148,7 @@ def _follow(records, summary: Summary, planned: dict[str, float], count: int, pr
 
 def _restore_subtitles(folder: OutputFolder, sidecar: dict, job: Job) -> None:
     """Subtitles asked for now but not written then: made from the sidecar's chunk times, no synthesis."""
-    missing = [kind for kind in job.subtitles if not folder.subtitle_path(sidecar["id"], kind).is_file()]
+    missing = [kind for kind in job.subtitles if not folder.subtitle_path(sidecar["id"], kind).is_file()
+               or (sidecar.get("words") and not folder.subtitle_path(sidecar["id"], f"words.{kind}").is_file())]
     if missing:
-        write_subtitles(folder, sidecar["id"], sidecar.get("chunks", []), missing)
+        write_subtitles(folder, sidecar["id"], sidecar.get("chunks", []), missing, sidecar.get("words"))

@@ -6,6 +6,11 @@ estimated speaking time (``duration.total_weight``, the weights the engine
 plans lengths with), since the model reports no alignment inside a chunk.
 Chunk boundaries are therefore exact; sentence boundaries inside a chunk are
 estimates.  Cues hold plain text; the writers escape what each format needs.
+
+With word times (``GenerationConfig.word_timestamps``, ``engine.word_times``) the cues can be
+word-level instead (``cues_for_words``): a cue of a few words (``MAX_CUE_WORDS``, a sentence end or a new
+speaker starts the next), each cue with its words, which ``to_karaoke_vtt`` writes as WebVTT's inline
+timestamps (``<00:00:01.240>word``: a player highlights each word as it is said).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import re
 from ..engine.duration import total_weight
 
 FORMATS = ("srt", "vtt")
+#: a word-level cue holds at most this many words, and lasts at most MAX_CUE_SECONDS
+MAX_CUE_WORDS = 7
+MAX_CUE_SECONDS = 3.5
 #: a sentence ends at . ! ? (and their CJK forms), with closing quotes, before a space or the end
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？…])[\"'”’)\]]*\s+|(?<=[。！？])")
 
@@ -26,6 +34,7 @@ class Cue:
     end: float
     text: str
     speaker: str = ""   # who says it (a script's turn): SRT writes "Name: text", WebVTT a <v Name> voice span
+    words: tuple = ()   # word-level cues: the words' (start, text), for the karaoke form
 
     def shifted(self, seconds: float) -> "Cue":
         return dataclasses.replace(self, start=self.start + seconds, end=self.end + seconds)
@@ -52,6 +61,44 @@ def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
             done += weight
             cues.append(Cue(cue_start, start + (end - start) * done / total, sentence, chunk.get("speaker", "")))
     return cues
+
+
+def cues_for_words(words, max_words: int = MAX_CUE_WORDS, max_seconds: float = MAX_CUE_SECONDS) -> list[Cue]:
+    """Cues of a few words from word times (``asr.alignment.WordTiming``s, seconds in the final audio): a cue
+    ends after ``max_words`` words, past ``max_seconds``, at a sentence's end, or before another speaker."""
+    cues, group = [], []
+
+    def close():
+        if group:
+            cues.append(Cue(group[0].start, max(group[-1].end, group[0].start), " ".join(w.word for w in group),
+                            group[0].speaker or "", tuple((w.start, w.word) for w in group)))
+            group.clear()
+
+    for word in words:
+        if group and (len(group) >= max_words or word.speaker != group[0].speaker
+                      or word.end - group[0].start > max_seconds):
+            close()
+        group.append(word)
+        if _SENTENCE_END.search(word.word + " "):
+            close()
+    close()
+    return cues
+
+
+def to_karaoke_vtt(cues: list[Cue]) -> str:
+    """WebVTT whose cues mark each word's start with an inline timestamp (karaoke: the word being said is
+    highlighted by players that show them, the others show the cue's text)."""
+    blocks = ["WEBVTT\n"]
+    for cue in cues:
+        parts = []
+        for index, (start, word) in enumerate(cue.words or ((cue.start, cue.text),)):
+            text = _escape_vtt(_one_line(word))
+            parts.append(text if index == 0 else f"<{_timestamp(max(start, cue.start), '.')}>{text}")
+        text = " ".join(parts)
+        if cue.speaker:
+            text = f"<v {_escape_vtt(_one_line(cue.speaker))}>{text}"
+        blocks.append(f"{_timestamp(cue.start, '.')} --> {_timestamp(cue.end, '.')}\n{text}\n")
+    return "\n".join(blocks)
 
 
 def _timestamp(seconds: float, decimal: str) -> str:

@@ -25,7 +25,8 @@ from ..errors import OmniVoiceError, one_line
 from ..studio.results import checks_of
 from .items import BatchItem
 from .store import OutputFolder, file_sha256
-from .subtitles import cues_for_chunks, render
+from ..asr.alignment import WordTiming
+from .subtitles import cues_for_chunks, cues_for_words, render, to_karaoke_vtt, to_srt
 from .timeline import chunk_spans
 
 log = logging.getLogger("omnivoice.batch")
@@ -155,19 +156,27 @@ class ItemWorker:
         audio_path = folder.audio_path(item.id, job.audio_format)
         with folder.atomic(audio_path) as temp:
             soundfile.write(str(temp), result.audio, rate, subtype=SUBTYPE, format=job.audio_format.upper())
-        write_subtitles(folder, item.id, chunks, job.subtitles)
+        words = [word.to_dict() for word in result.words]
+        write_subtitles(folder, item.id, chunks, job.subtitles, words)
         return dict(base, status="done", audio=audio_path.name, format=job.audio_format, sample_rate=rate,
                     samples=int(len(result.audio)), seconds=len(result.audio) / rate, sha256=file_sha256(audio_path),
                     codes_sha256=codes_sha256(result.codes), seed=int(result.seed), config=result.config.to_dict(),
                     settings=result.settings, chunks=chunks, timings=result.timings,
                     wall_seconds=time.perf_counter() - started, threads=self.threads,
-                    **({"checks": checks_of(result)} if result.checks else {}))
+                    **({"checks": checks_of(result)} if result.checks else {}), **({"words": words} if words else {}))
 
 
-def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds) -> None:
+def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds, words=None) -> None:
+    """A cue per sentence in ``<id>.<kind>``; with word times (an item with ``word_timestamps``: its sidecar's
+    ``words``) also word-level cues in ``<id>.words.<kind>`` (.srt cues of a few words, .vtt karaoke)."""
     cues = cues_for_chunks(chunks)
     for kind in kinds:
         folder.write_bytes(folder.subtitle_path(item_id, kind), render(cues, kind).encode("utf-8"))
+    if words:
+        word_cues = cues_for_words([WordTiming(**word) for word in words])
+        for kind in kinds:
+            text = to_srt(word_cues) if kind == "srt" else to_karaoke_vtt(word_cues)
+            folder.write_bytes(folder.subtitle_path(item_id, f"words.{kind}"), text.encode("utf-8"))
 
 
 def codes_sha256(codes: list[np.ndarray]) -> str:

@@ -33,6 +33,7 @@ import logging
 import os
 import pathlib
 import sys
+from typing import Optional
 
 from ..text.lexicon import lexicon_argument
 from ..text.ssml import looks_like_ssml, parse as parse_ssml
@@ -150,9 +151,30 @@ def open_engine(args):
                            **backbone_settings(args, resolved))
 
 
+def check_side_output(path: Optional[str], suffixes: tuple[str, ...], flag: str, what: str) -> Optional[pathlib.Path]:
+    """A file written beside the audio (``--words``, ``--subtitles``), checked before any synthesis: a name
+    ending in one of ``suffixes`` in a folder that exists and is writable."""
+    if path is None:
+        return None
+    target = pathlib.Path(path)
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if target.suffix.lower() not in suffixes or target.is_dir():
+        raise InvalidInput(f"{flag} writes {what}, got {path!r}.", param=flag.lstrip("-"))
+    if not folder.is_dir() or not _can_create_in(folder):
+        raise InvalidInput(f"The folder {folder} of {flag} does not exist or is not writable; choose another.",
+                           param=flag.lstrip("-"))
+    return target
+
+
 def synth(args) -> int:
     output = check_output(args.output)
     config = config_from_arguments(args)
+    args.words_path = check_side_output(args.words, (".json",), "--words", "JSON: give a file name ending in .json")
+    args.subtitles_path = check_side_output(args.subtitles, (".srt", ".vtt"), "--subtitles",
+                                            ".srt (cues of a few words) or .vtt (the same, each word's start "
+                                            "marked: karaoke)")
+    if args.words_path is not None or args.subtitles_path is not None:
+        config = config.replace(word_timestamps=True)
     if args.script is not None:
         return synth_script(args, output, config)
     if args.speaker:
@@ -178,7 +200,7 @@ def synth(args) -> int:
         language = offered_language(voice.language)
     stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
                            config=config, pronunciations=args.lexicon, ssml=ssml, voices=cli_voice)
-    return report(output, stream)
+    return report(output, stream, args.words_path, args.subtitles_path)
 
 
 def synth_script(args, output: pathlib.Path, config) -> int:
@@ -196,7 +218,7 @@ def synth_script(args, output: pathlib.Path, config) -> int:
     engine = open_engine(args)
     plan = flagged("--script", engine.prepare_turns, turns, language=args.language, config=config,
                    pronunciations=args.lexicon)
-    return report(output, engine.run(plan))
+    return report(output, engine.run(plan), args.words_path, args.subtitles_path)
 
 
 def read_script_file(path: str) -> str:
@@ -216,8 +238,10 @@ def read_script_file(path: str) -> str:
         raise InvalidInput(f"{path} is not UTF-8 text.", param="script") from None
 
 
-def report(output: pathlib.Path, stream) -> int:
-    """Run a generation's events with a progress bar, write its audio, print what was made."""
+def report(output: pathlib.Path, stream, words: Optional[pathlib.Path] = None,
+           subtitles: Optional[pathlib.Path] = None) -> int:
+    """Run a generation's events with a progress bar, write its audio (and with ``words`` its words' times, JSON;
+    with ``subtitles`` word-level cues, SRT or karaoke WebVTT), print what was made."""
     from tqdm import tqdm
 
     bar = None
@@ -237,6 +261,20 @@ def report(output: pathlib.Path, stream) -> int:
     if bar is not None:
         bar.close()
     write_audio(output, result.audio, result.sample_rate)
+    if words is not None:
+        from ..storage.atomic import atomic_write_json
+
+        atomic_write_json(words, {"audio": output.name, "duration": round(result.duration, 3),
+                                  "words": [word.to_dict() for word in result.words]})
+        print(f"wrote {words}: {len(result.words)} words with their times", file=sys.stderr)
+    if subtitles is not None:
+        from ..batch.subtitles import cues_for_words, to_karaoke_vtt, to_srt
+        from ..storage.atomic import write_atomically
+
+        cues = cues_for_words(result.words)
+        text = to_srt(cues) if subtitles.suffix.lower() == ".srt" else to_karaoke_vtt(cues)
+        write_atomically(subtitles, text.encode("utf-8"))
+        print(f"wrote {subtitles}: {len(cues)} cues", file=sys.stderr)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
@@ -356,6 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a voice saved in the app (omnivoice voices list), a named design (alloy, echo, ..., "
                             "whisper) or a voice file (.npz)")
     speak.add_argument("--output", default="out.wav")
+    speak.add_argument("--words", default=None, metavar="FILE.json",
+                       help="also write every word's start and end (s) in the output, aligned by the speech "
+                            "recogniser (turns word_timestamps on; docs/timestamps.md)")
+    speak.add_argument("--subtitles", default=None, metavar="FILE.srt|FILE.vtt",
+                       help="also write word-level subtitles: cues of a few words (.srt), or the same with each "
+                            "word's start marked for karaoke highlighting (.vtt); turns word_timestamps on")
     add_config_arguments(speak)
     speak.set_defaults(run=synth)
 

@@ -12,6 +12,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..asr.alignment import WordTiming
 from ..settings.generation import GenerationConfig
 from ..text.normalize_choice import NormalizeChoice, normalization_settings
 from .guard import ChunkCheck
@@ -44,6 +45,9 @@ class ChunkEvent:
     elapsed: float
     playback: Optional[np.ndarray] = None  # float32: ready to play after the previous chunks' (streaming.playback_piece)
     check: Optional[ChunkCheck] = None     # the sentence check of this chunk (guard on), its takes and the kept one
+    #: word_timestamps on: the chunk's words, times from the start of ``audio`` (its raw decoded audio); where
+    #: its piece lands, ``word_times.stream_offsets`` (playback pieces) or ``place_words`` (a post-processed piece)
+    words: Optional[list[WordTiming]] = None
     kind: str = "chunk"
 
 
@@ -63,6 +67,10 @@ class GenerationResult:
     #: SSML: each spoken segment's text, voice, language and place (start/end in seconds and in samples)
     segments: list[dict] = dataclasses.field(default_factory=list)
     turns: list[dict] = dataclasses.field(default_factory=list)  # several voices (turns.py): who speaks when
+    #: word_timestamps on: every word of the text on the time line of ``audio`` (``asr.alignment.WordTiming``)
+    words: list[WordTiming] = dataclasses.field(default_factory=list)
+    #: word_timestamps on: each chunk's words, times from that chunk's own decoded audio (to place them again)
+    chunk_words: list[list[WordTiming]] = dataclasses.field(default_factory=list)
     kind: str = "result"
 
     @property

@@ -9,7 +9,9 @@ engine's speech recogniser and scored against its own text:
   ``omnivoice eval`` uses (``asr.scoring``);
 * plus ``PROBLEM_PENALTY`` for each thing a recogniser cannot see
   (``audio_problems``): speech that fills much less than the planned time,
-  a long silence inside the speech, clipping.  OmniVoice generates exactly the
+  a long silence inside the speech, clipping; with word timestamps on, "weak words": words that the
+  recogniser, reading the known text, gives a very low probability (``WEAK_WORD_PROBABILITY``: a dropped
+  or garbled word), named in the take.  OmniVoice generates exactly the
   planned number of frames, so speech can only come out shorter than planned,
   never longer; a mumble that fills the time is the transcript's to catch.
 
@@ -48,6 +50,9 @@ SPEECH_DB = 40.0
 SHORT_SHARE = 0.4
 #: a pause inside the speech longer than this is a "silence"
 LONGEST_PAUSE_SECONDS = 1.0
+#: with word timestamps on, a word the recogniser gives less than this probability when its text is forced is
+#: "weak" (a dropped or garbled word); a take with any weak word has the problem "weak words"
+WEAK_WORD_PROBABILITY = 0.02
 #: samples at or above this magnitude are clipped; more than CLIPPED_SHARE of them is "clipped"
 CLIP_LEVEL = 0.999
 CLIPPED_SHARE = 0.001
@@ -61,15 +66,20 @@ class Take:
     seed: Optional[int]          # None: the request's own random stream (take 1)
     cer: float
     transcript: str
-    problems: tuple[str, ...]    # "short", "silence", "clipped"
+    problems: tuple[str, ...]    # "short", "silence", "clipped", "weak words"
+    weak_words: tuple[str, ...] = ()   # word timestamps on: the words aligned with a very low probability
+    words: tuple = ()                  # word timestamps on: the take's aligned words (asr.alignment.WordTiming)
 
     @property
     def score(self) -> float:
         return self.cer + PROBLEM_PENALTY * len(self.problems)
 
     def to_dict(self) -> dict:
-        return dict(number=self.number, seed=self.seed, cer=round(self.cer, 4), score=round(self.score, 4),
-                    transcript=self.transcript, problems=list(self.problems))
+        out = dict(number=self.number, seed=self.seed, cer=round(self.cer, 4), score=round(self.score, 4),
+                   transcript=self.transcript, problems=list(self.problems))
+        if self.weak_words:
+            out["weak_words"] = list(self.weak_words)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +107,8 @@ class ChunkCheck:
     def line(self) -> str:
         """One line for people: 'chunk 2: CER 0.040, take 2 of 3 kept'."""
         problems = "".join(f" + {p}" for p in self.best.problems)
+        if self.best.weak_words:
+            problems += f" ({', '.join(self.best.weak_words[:8])})"
         return (f"chunk {self.chunk + 1}: CER {self.cer:.3f}{problems}, take {self.kept} of {len(self.takes)} kept"
                 + ("" if self.passed else " (none passed the threshold)"))
 
@@ -152,21 +164,46 @@ def require_recognizer(recognizer) -> None:
                                 "Or turn the check off (guard off, the default).") from None
 
 
+def require_aligner(recognizer) -> None:
+    """Refuse word timing before any work when it cannot run: no recogniser to be had, or one whose folder
+    lists no alignment heads (``SpeechRecognizer.align``'s error says what to do)."""
+    load = getattr(recognizer, "get", None)
+    try:
+        loaded = load() if load is not None else recognizer
+    except ModelNotAvailable as exc:
+        raise ModelNotAvailable(f"Word timings need a speech recogniser and none can be loaded. {exc} "
+                                "Or turn word_timestamps off.") from None
+    check = getattr(loaded, "_require_alignment_heads", None)
+    if check is not None:
+        check()
+
+
 class Guard:
     """Runs a chunk's takes until one passes; keeps ``checks``, one ``ChunkCheck`` per chunk in order."""
 
-    def __init__(self, recognizer, threshold: float, tries: int, seed: int, timer=None):
+    def __init__(self, recognizer, threshold: float, tries: int, seed: int, timer=None, words: bool = False,
+                 language: Optional[str] = None):
         self.recognizer, self.threshold, self.tries, self.seed = recognizer, float(threshold), int(tries), int(seed)
         self.timer = timer  # an ``events.Timer``: the transcriptions' seconds go to its "check" stage
+        self.words, self.language = words, language   # word timestamps on: each take aligned and its weak words
         self.checks: list[ChunkCheck] = []
 
     def score(self, number: int, seed: Optional[int], audio: np.ndarray, text: str, planned_frames: int) -> Take:
         tick = time.perf_counter()
-        transcript = self.recognizer.transcribe(np.asarray(audio, dtype=np.float32), SAMPLE_RATE).text
+        wav = np.asarray(audio, dtype=np.float32)
+        transcript = self.recognizer.transcribe(wav, SAMPLE_RATE).text
+        problems, words, weak = audio_problems(audio, planned_frames), (), ()
+        if self.words:   # the take's words, kept with it: the engine uses the kept take's
+            from .word_times import chunk_words
+
+            words = tuple(chunk_words(self.recognizer, wav, text, self.language))
+            weak = tuple(w.word for w in words if w.probability < WEAK_WORD_PROBABILITY)
+            if weak:
+                problems += ("weak words",)
         if self.timer is not None:
             self.timer.add("check", tick)
         return Take(number=number, seed=seed, cer=error_rates(text, transcript).cer, transcript=transcript,
-                    problems=audio_problems(audio, planned_frames))
+                    problems=problems, weak_words=weak, words=words)
 
     def chunk(self, index: int, text: str, planned_frames: int, rng: np.random.Generator,
               take: Callable[[np.random.Generator, int], Iterator]) -> Iterator:

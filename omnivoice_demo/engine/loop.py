@@ -46,7 +46,8 @@ from ..backbones.choice import BackboneWatch, choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
-from .guard import Guard, require_recognizer
+from . import word_times
+from .guard import Guard, require_aligner, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from ..text.languages import resolve_language
 from ..text.lexicon import as_lexicon
@@ -332,6 +333,8 @@ class OmniVoiceEngine:
         self._check_chunks(plan)
         if config.guard:  # refused now, with what to download, rather than run unchecked
             require_recognizer(self.recognizer)
+        if config.word_timestamps:
+            require_aligner(self.recognizer)
         if config.loudness is not None:
             require_pyloudnorm()
         return plan
@@ -464,20 +467,23 @@ class OmniVoiceEngine:
 
     def _sentence(self, plan: GenerationPlan, index: int, codes: list[np.ndarray]) -> Iterator:
         timer, started = Timer(), time.perf_counter()
-        guard = self._guard(plan.config, timer)
+        guard = self._guard(plan.config, timer, plan.language)
         tokens, audio = yield from self._chunk(plan, index, self._layout(plan)[index], codes[0],
                                                np.random.default_rng(plan.config.seed), guard, timer, started)
+        words = self._words(plan, index, audio, timer, guard)
         self.estimator.observe_run(self._work(plan, index, guard.checks if guard else None),
                                    dict(timer.seconds, total=time.perf_counter() - started))
         if guard:
             self.estimator.observe_checks(guard.checks)
         yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
-                         elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None)
+                         elapsed=time.perf_counter() - started, check=guard.checks[-1] if guard else None,
+                         words=words)
 
-    def _guard(self, config: GenerationConfig, timer: Timer) -> Optional[Guard]:
+    def _guard(self, config: GenerationConfig, timer: Timer, language: Optional[str] = None) -> Optional[Guard]:
         if not config.guard:
             return None
-        return Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed, timer)
+        return Guard(self.recognizer, config.guard_cer, config.guard_tries, config.seed, timer,
+                     words=config.word_timestamps, language=language)
 
     @staticmethod
     def _layout(plan: GenerationPlan) -> list[int]:
@@ -520,27 +526,46 @@ class OmniVoiceEngine:
         voice = plan.voice
         chunk_codes: list[np.ndarray] = []
         chunk_audio: list[np.ndarray] = []
-        guard = self._guard(config, timer)
+        guard = self._guard(config, timer, plan.language)
+        all_words: list[list] = []
         for index, frames in enumerate(self._layout(plan)):
             tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
                                                    rng, guard, timer, started)
             chunk_codes.append(tokens)
             chunk_audio.append(audio)
+            words = self._words(plan, index, audio, timer, guard)
+            if words is not None:
+                all_words.append(words)
             yield ChunkEvent(chunk=index, num_chunks=len(plan.chunks), codes=tokens, audio=audio,
                              elapsed=time.perf_counter() - started,
                              playback=playback_piece(audio, index, len(plan.chunks), voice.rms if voice else None),
-                             check=guard.checks[-1] if guard else None)
+                             check=guard.checks[-1] if guard else None, words=words)
 
         tick = time.perf_counter()
         final = join_chunks(chunk_audio, voice.rms if voice else None, config)
         timer.add("postprocess", tick)
+        placed = word_times.place_words(all_words, chunk_audio, config, len(final)) if config.word_timestamps else []
         timings = dict(timer.seconds, total=time.perf_counter() - started)
         self.estimator.observe_run(self._work(plan, checks=guard.checks if guard else None), timings)
         if guard:
             self.estimator.observe_checks(guard.checks)
         yield GenerationResult(audio=final, sample_rate=SAMPLE_RATE,
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
-                               settings=plan.settings, config=config, checks=guard.checks if guard else [])
+                               settings=plan.settings, config=config, checks=guard.checks if guard else [],
+                               words=placed, chunk_words=all_words)
+
+    def _words(self, plan: GenerationPlan, index: int, audio: np.ndarray, timer: Timer,
+               guard: Optional[Guard] = None) -> Optional[list]:
+        """Chunk ``index``'s words in its decoded ``audio`` (``word_timestamps`` on; the sentence check's kept take
+        was aligned already), else None."""
+        if not plan.config.word_timestamps:
+            return None
+        if guard is not None and guard.checks and guard.checks[-1].best.words:
+            return list(guard.checks[-1].best.words)
+        tick = time.perf_counter()
+        words = word_times.chunk_words(self.recognizer, audio, plan.chunks[index], plan.language)
+        timer.add("align", tick)
+        return words
 
     def _rows(self, text: str, frames: int, ref_text: Optional[str], ref_codes: Optional[np.ndarray],
               plan: GenerationPlan) -> tuple[np.ndarray, np.ndarray]:

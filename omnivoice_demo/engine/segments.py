@@ -13,7 +13,8 @@ against the limits; ``run_segments`` generates the segments in order and joins t
 It yields the step events (chunks numbered across the segments), a ``SegmentEvent`` per item whose
 ``audio`` is the next stretch of the final audio (all of them end to end are ``result.audio``, sample for
 sample: what a stream sends), and a ``GenerationResult`` whose ``segments`` give each spoken segment's
-start and end, so subtitles follow them.
+start and end, so subtitles follow them (and, with ``word_timestamps``, whose ``words`` are each segment's
+words moved to where it starts, so pauses and joins are counted).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 from ..text.normalize_choice import normalization_settings
 from ..text.ssml import Document, Segment, parse
 from .streaming import JOIN_SECONDS
+from .word_times import shifted
 
 #: a name -> (saved voice or None, design or None): how a front end resolves ``<voice name>``
 VoiceResolver = Callable[[str], tuple]
@@ -46,6 +48,7 @@ class SegmentEvent:
     num_segments: int
     audio: np.ndarray
     elapsed: float
+    words: Optional[list] = None   # word_timestamps on: the segment's words, on the final audio's time line
     kind: str = "segment"
 
 
@@ -193,24 +196,29 @@ def run_segments(engine, plan: SegmentsPlan) -> Iterator[object]:
     started = time.perf_counter()
     joiner = Joiner()
     total, done = len(plan.chunks), 0
-    results, spans = [], []
+    results, spans, words = [], [], []
     for index, item in enumerate(plan.items):
         if isinstance(item, GenerationPlan):
             result = yield from run_part(engine, item, done, total, started, kinds=("step",))
             done += len(item.chunks)
             start, end = joiner.add_speech(result.audio)
+            segment_words = shifted(result.words, start / SAMPLE_RATE)
+            words.extend(segment_words)
             results.append(result)
             spans.append({"text": item.text, "voice": item.settings["voice"], "instruct": item.instruct,
                           "language": item.language, "speed": item.speed, "start": start / SAMPLE_RATE,
                           "end": end / SAMPLE_RATE, "start_sample": start, "end_sample": end})
         else:
             joiner.add_silence(item)
+            segment_words = []
         last = index == len(plan.items) - 1
         yield SegmentEvent(segment=index, num_segments=len(plan.items), audio=joiner.take(final=last),
-                           elapsed=time.perf_counter() - started)
+                           elapsed=time.perf_counter() - started,
+                           words=segment_words if plan.config.word_timestamps else None)
     timings = summed_timings(results, started)
     yield GenerationResult(audio=joiner.audio, sample_rate=SAMPLE_RATE,
                            codes=[codes for r in results for codes in r.codes], seed=plan.config.seed,
                            chunks=plan.chunks, timings=timings, settings=plan.settings, config=plan.config,
-                           checks=[check for r in results for check in r.checks], segments=spans)
+                           checks=[check for r in results for check in r.checks], segments=spans, words=words,
+                           chunk_words=[w for r in results for w in r.chunk_words])
 

@@ -25,6 +25,7 @@ from ..audio.processing import cross_fade_chunks, cross_fade_starts
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import CONTROL_TOKENS, InvalidInput, check_control_tokens, excerpt
 from ..settings.generation import GenerationConfig
+from .word_times import shifted
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 from ..text.normalize_choice import normalization_settings
 from ..text.script import Turn  # noqa: F401 - a script's turns are what run_turns takes
@@ -110,8 +111,11 @@ def run_turns(engine, whole: TurnsPlan) -> Iterator[object]:
     turns = [{"speaker": speaker, "text": plan.text, "start": start / SAMPLE_RATE,
               "end": (start + len(result.audio)) / SAMPLE_RATE}
              for speaker, plan, result, start in zip(whole.speakers, whole.plans, results, starts)]
+    words = [word for speaker, result, start in zip(whole.speakers, results, starts)
+             for word in shifted(result.words, start / SAMPLE_RATE, speaker)]
     timings = summed_timings(results, started)
     yield GenerationResult(audio=np.ascontiguousarray(joined, dtype=np.float32), sample_rate=SAMPLE_RATE,
                            codes=[codes for result in results for codes in result.codes], seed=whole.config.seed,
                            chunks=whole.chunks, timings=timings, settings=whole.settings, config=whole.config,
-                           checks=[check for result in results for check in result.checks], turns=turns)
+                           checks=[check for result in results for check in result.checks], turns=turns,
+                           words=words, chunk_words=[w for result in results for w in result.chunk_words])

@@ -118,6 +118,11 @@ class GenerationConfig:
                                    "or clipping) is over this is generated again")
     guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
                               help="most takes of one chunk; the best is kept")
+    # --- word times (off = nothing aligned; engine/word_times.py) -------------------------------
+    word_timestamps: bool = _field(False, label="Word timings",
+                                   help="align each chunk with its text (the speech recogniser's cross-attention) "
+                                        "and report every word's start and end in the result and the stream "
+                                        "(needs the speech recogniser)")
     # --- delivery (off = the exact output; audio/loudness.py) ----------------------------------
     loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness of the result and downloads", advanced=False,
                                        help="normalise the final audio to this integrated loudness (EBU R128; "
@@ -194,7 +199,7 @@ class GenerationConfig:
 _FIELDS = {f.name: f for f in dataclasses.fields(GenerationConfig)}
 _KINDS = {"num_step": int, "seed": int, "denoise": bool, "preprocess_prompt": bool, "postprocess": bool,
           "guidance_every": int, "sentence_streaming": bool, "normalize_text": bool, "prompt_refresh": int,
-          "guard": bool, "guard_tries": int}
+          "guard": bool, "guard_tries": int, "word_timestamps": bool}
 _KINDS = {name: _KINDS.get(name, float) for name in _FIELDS}
 
 

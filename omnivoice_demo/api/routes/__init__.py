@@ -1,6 +1,7 @@
 """The OpenAI-compatible HTTP API's routes: one module per resource, each a FastAPI ``APIRouter``.
 
     POST /v1/audio/speech     text -> audio                                  (routes/speech.py)
+    POST /dev/captioned_speech  the same body -> audio with each word's time (Kokoro-FastAPI's shape)
     GET  /v1/audio/speech/details/{token}  the whole X-OmniVoice-* values a response had to cut (api/headers.py)
     GET|POST /v1/audio/voices, GET|PATCH|DELETE /v1/audio/voices/{id}        (routes/voices.py)
     POST /v1/audio/voices/{id}/variants, DELETE .../variants/{tag}          (routes/variants.py)
@@ -23,11 +24,11 @@ from fastapi.routing import APIRoute
 from ..bodies import MAX_JSON_BYTES  # noqa: F401 - the caps, where the routes are
 from ..context import API_KEY_ENV, API_VOICE_SESSION, ApiContext, api_key_from  # noqa: F401
 from ..openai_route import OpenAIRoute
-from . import health, models, speech, variants, voices
+from . import captioned_speech, health, models, speech, variants, voices
 from .speech import plan_request as _plan  # noqa: F401 - the name tests reach the planning by
 
 #: the resources' routers, in the order their routes are matched
-RESOURCES = (health.router, models.router, speech.router, voices.router, variants.router)
+RESOURCES = (health.router, models.router, speech.router, captioned_speech.router, voices.router, variants.router)
 
 
 def build_router(context: ApiContext) -> APIRouter:
