@@ -29,10 +29,12 @@ class Probe:
         self.repo, self.model, self.work, self.python = repo, model, work, python
         self.cases: list[Case] = []
         self.notes: list[str] = []
-        wanted = ["--model", "--precision", "--shared", "--api-key", "--offline"]
+        # --api-key-scope v1: the shared server's Gradio families call the Gradio API without a login (the
+        # default scope is all since issue 43; family 35 probes that default on a server of its own)
+        wanted = ["--model", "--precision", "--shared", "--api-key", "--api-key-scope", "--offline"]
         self.flags_used, self.flags_missing = supported_flags(repo, python, wanted)
         args = {"--model": [str(model)], "--precision": ["fp32"], "--shared": [], "--api-key": [KEY],
-                "--offline": []}
+                "--api-key-scope": ["v1"], "--offline": []}
         self.shared_args = [part for flag in self.flags_used for part in [flag, *args[flag]]]
         self.wav = speech_wav()
         self.npz_source = work / "source.npz"  # a voice file made in family 9 for its .npz cases

@@ -10,10 +10,14 @@ from . import (
                batch_runs,
                busy_launch,
                cancel_benchmark,
+               control_tokens,
                disk,
                echoes,
+               growing_headers,
+               key_default_scope,
                kill_during_writes,
                large_body,
+               late_checks,
                long_transcripts,
                malformed_inputs,
                memory,
@@ -23,15 +27,17 @@ from . import (
                truncated_model,
                unreadable_voices,
                voice_names,
+               work_before_queue,
                wyoming,
 )
 
 #: the shared server's families, in an order that keeps them apart (the memory and cancel families last)
 SHARED_ORDER = [malformed_inputs, large_body, disk, other_visitors, voice_names, outputs_folder, echoes,
-                long_transcripts, memory, cancel_benchmark]
+                control_tokens, work_before_queue, growing_headers, late_checks, long_transcripts, memory,
+                cancel_benchmark]
 #: the families with servers or processes of their own, after the shared server has stopped
 OWN_ORDER = [kill_during_writes, truncated_model, batch_runs, rebuilt_backbone, unreadable_voices, wyoming,
-             api_key_scope, busy_launch]
+             api_key_scope, busy_launch, key_default_scope]
 
 MODULES = {module.FAMILY: module for module in sorted(SHARED_ORDER + OWN_ORDER, key=lambda module: module.FAMILY)}
 #: family number -> what it probes
