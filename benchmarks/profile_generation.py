@@ -22,6 +22,7 @@ import argparse
 import collections
 import json
 import os
+import typing
 import pathlib
 import sys
 import tempfile
@@ -71,7 +72,8 @@ def patch_options(prefix: str) -> None:
     from omnivoice_demo.engine import loop, onnx_model
 
     patched = profiled_options(prefix)
-    for module in (runtime_sessions, onnx_model, loop, codec):
+    modules: tuple[typing.Any, ...] = (runtime_sessions, onnx_model, loop, codec)   # each that has it, patched in place
+    for module in modules:
         if hasattr(module, "session_options"):
             module.session_options = patched
 

@@ -47,7 +47,7 @@ def test_openapi_describes_a_request_schema_for_every_post_and_patch(tmp_path):
             if method in ("post", "patch", "put"):
                 ((media, content),) = operation["requestBody"]["content"].items()
                 bodies[method.upper(), path] = (media, resolved(spec, content["schema"]))
-    assert set(bodies) == {("POST", "/v1/audio/speech"), ("POST", "/v1/audio/voices"),
+    assert set(bodies) == {("POST", "/v1/audio/speech"), ("POST", "/dev/captioned_speech"), ("POST", "/v1/audio/voices"),
                            ("PATCH", "/v1/audio/voices/{voice_id}"), ("POST", "/v1/audio/voices/{voice_id}/variants")}
     media, speech = bodies["POST", "/v1/audio/speech"]
     assert media == "application/json" and speech["required"] == ["input"]
