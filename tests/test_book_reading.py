@@ -121,19 +121,20 @@ def test_text_in_a_legacy_encoding_says_how_to_name_it(tmp_path):
     with pytest.raises(InvalidInput, match="not UTF-8.*--encoding"):
         read_book(tmp_path / "old.txt")
     book = read_book(tmp_path / "old.txt", encoding="cp1252")
-    assert book.chapters[0].paragraphs == ("Café crème, s'il vous plaît.",)
+    assert book.chapters[0].paragraphs == ("Chapter 1", "Café crème, s'il vous plaît.")
 
 
 def test_plain_text_with_a_named_marker_and_markdown_headings(tmp_path):
     (tmp_path / "b.txt").write_text("Preface words.\n\n=== The Start\nOne line\ngoes on.\n\n=== The End\nBye.\n")
     book = read_book(tmp_path / "b.txt", chapter_marker=r"^=== ")
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("b", ("Preface words.",)), ("=== The Start", ("One line goes on.",)), ("=== The End", ("Bye.",))]
+        ("b", ("Preface words.",)), ("=== The Start", ("=== The Start", "One line goes on.")),
+        ("=== The End", ("=== The End", "Bye."))]
     (tmp_path / "m.md").write_text("# One\n\nSome *emphasis* and a [link](http://x).\n\n![pic](p.png)\n\n"
                                    "## Sub\n\nMore.\n\n```\ncode\n```\n\n# Two\n\nEnd.\n")
     book = read_book(tmp_path / "m.md")
     assert [(c.title, c.paragraphs) for c in book.chapters] == [
-        ("One", ("Some emphasis and a link.", "Sub", "More.")), ("Two", ("End.",))]
+        ("One", ("One", "Some emphasis and a link.", "Sub", "More.")), ("Two", ("Two", "End."))]
     assert "1 images" in book.skipped and "1 code blocks" in book.skipped
 
 

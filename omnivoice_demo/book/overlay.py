@@ -73,7 +73,7 @@ def chapter_documents(number: int, title: str, paragraphs: list[list[tuple[str, 
              f'<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" '
              f'lang="{language}" xml:lang="{language}"><head><title>{escape(title)}</title>'
              '<link rel="stylesheet" href="style.css" type="text/css"/></head>'
-             f'<body><section epub:type="chapter"><h1>{escape(title)}</h1>{"".join(body)}</section></body></html>')
+             f'<body><section epub:type="chapter">{"".join(body)}</section></body></html>')
     smil = ('<?xml version="1.0" encoding="utf-8"?>\n<smil xmlns="http://www.w3.org/ns/SMIL" '
             'xmlns:epub="http://www.idpf.org/2007/ops" version="3.0"><body>'
             f'<seq epub:textref="{name}.xhtml" epub:type="chapter">{"".join(pars)}</seq></body></smil>')
@@ -86,7 +86,7 @@ def _par(name: str, unit: Unit, audio_name: str) -> str:
 
 
 def package(title: str, author: Optional[str], language: str, chapters: list[tuple[int, str, float]],
-            has_cover: bool) -> str:
+            cover_type: Optional[str]) -> str:
     """The OPF: ``chapters`` (number, title, seconds)."""
     items, spine, durations = [], [], []
     for number, _, seconds in chapters:
@@ -97,8 +97,8 @@ def package(title: str, author: Optional[str], language: str, chapters: list[tup
         items.append(f'<item id="{name}_audio" href="audio/{number:02d}.mp3" media-type="audio/mpeg"/>')
         spine.append(f'<itemref idref="{name}"/>')
         durations.append(f'<meta property="media:duration" refines="#{name}_overlay">{clock(seconds)}</meta>')
-    if has_cover:
-        items.append('<item id="cover" href="cover.img" media-type="image/jpeg" properties="cover-image"/>')
+    if cover_type:
+        items.append(f'<item id="cover" href="cover.img" media-type="{cover_type}" properties="cover-image"/>')
     total = sum(seconds for _, _, seconds in chapters)
     creator = f"<dc:creator>{escape(author)}</dc:creator>" if author else ""
     return ('<?xml version="1.0" encoding="utf-8"?>\n<package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
@@ -136,7 +136,8 @@ def write_readalong(path, plan, chapters, output_folder: pathlib.Path) -> None:
         archive.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")   # first, stored
         archive.writestr("META-INF/container.xml", CONTAINER, compress_type=zipfile.ZIP_DEFLATED)
         archive.writestr("OEBPS/content.opf", package(plan.book.title, plan.book.author, language, listed,
-                                                      plan.book.cover is not None), compress_type=zipfile.ZIP_DEFLATED)
+                                                      plan.book.cover_type if plan.book.cover else None),
+                                                      compress_type=zipfile.ZIP_DEFLATED)
         archive.writestr("OEBPS/nav.xhtml", navigation(plan.book.title, listed), compress_type=zipfile.ZIP_DEFLATED)
         archive.writestr("OEBPS/style.css", STYLE)
         if plan.book.cover is not None:

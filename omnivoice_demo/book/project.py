@@ -168,7 +168,7 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
     if summary.failed == 0:
         with folder.lock():
             chapters = join_chapters(plan, settings, folder, on_chapter)
-            report["chapters"] = [dataclasses.asdict(c) for c in chapters]
+            report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k != "cues"} for c in chapters]
             report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
             output_path = write_outputs(plan, settings, folder, chapters)
     report_path = folder.path / "report.json"

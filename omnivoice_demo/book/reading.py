@@ -16,7 +16,7 @@ Every bound is checked before the memory is spent (``BookLimits``):
 EPUB chapters come from the table of contents (the EPUB 3 nav, or the EPUB 2 NCX) in spine order, with their
 titles; several entries in one file split it at their anchors; spine documents the table does not name go
 on with the chapter before them, and those before the first chapter are front matter (skipped, and said).
-Footnote references, footnotes and images are left out and counted.  Markdown chapters start at its
+Footnote references, footnotes and images are left out and counted.  A chapter's heading is its first paragraph (it is read out).  Markdown chapters start at its
 top-level headings (``#``, or ``##`` when it has no ``#``); plain text chapters start at a marker line
 (``chapter_marker``; by default a short line starting with "Chapter", "Part", "Prologue" or "Epilogue").
 Text must be UTF-8 unless an ``encoding`` is named (``cp1252``, ``latin-1``, ``shift_jis``, ...).
@@ -184,7 +184,9 @@ def read_plain(text: str, title: str, limits: BookLimits, chapter_marker: Option
         if not paragraphs:
             skipped.append(f"empty chapter: {heading}")
             continue
-        chapters.append(Chapter(title=heading or title, paragraphs=tuple(paragraphs), source=f"section {number}"))
+        # the heading is read out, as an EPUB's chapter heading is (it is part of its text)
+        chapters.append(Chapter(title=heading or title, paragraphs=tuple(([heading] if heading else []) + paragraphs),
+                                source=f"section {number}"))
     return _finished(Book(title=title, author=None, language=None, chapters=tuple(chapters), skipped=tuple(skipped),
                           kind="text"))
 
@@ -238,7 +240,8 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
             if heading is not None:
                 notes.append(f"empty chapter: {heading}")
             continue
-        chapters.append(Chapter(title=heading or title, paragraphs=tuple(paragraphs), source=f"section {number}"))
+        chapters.append(Chapter(title=heading or title, paragraphs=tuple(([heading] if heading else []) + paragraphs),
+                                source=f"section {number}"))
     if levels and sections and sections[0][0] is not None and len(levels) == 1:
         book_title = sections[0][0]
     said = [f"{count} {what}" for what, count in skipped.items() if count] + notes
