@@ -165,7 +165,7 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
                     "skipped": list(plan.book.skipped), "notes": list(plan.book.notes) + plan.notes}
     output_path = None
-    if summary.failed == 0:
+    if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
         with folder.lock():
             chapters = join_chapters(plan, settings, folder, on_chapter)
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k != "cues"} for c in chapters]
