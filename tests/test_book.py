@@ -121,9 +121,9 @@ def test_the_readalong_epub_syncs_each_sentence_to_its_chapter_audio(made):
         opf = archive.read("OEBPS/content.opf").decode()
         smil = archive.read("OEBPS/ch01.smil").decode()
         xhtml = archive.read("OEBPS/ch01.xhtml").decode()
-        mp3 = archive.read("OEBPS/audio/01.mp3")
+        m4a = archive.read("OEBPS/audio/01.m4a")
     assert 'media-overlay="ch01_overlay"' in opf and "media:active-class" in opf
-    clips = re.findall(r'<text src="ch01.xhtml#(\w+)"/><audio src="audio/01.mp3" clipBegin="([\d:.]+)" '
+    clips = re.findall(r'<text src="ch01.xhtml#(\w+)"/><audio src="audio/01.m4a" clipBegin="([\d:.]+)" '
                        r'clipEnd="([\d:.]+)"/>', smil)
     spans = re.findall(r'<span id="(\w+)">([^<]*)</span>', xhtml)
     assert [i for i, _, _ in clips] == [i for i, _ in spans]
@@ -131,7 +131,7 @@ def test_the_readalong_epub_syncs_each_sentence_to_its_chapter_audio(made):
                                      "The bass player waved at her."]
     seconds = [sum(float(x) * 60 ** n for n, x in enumerate(reversed(c.split(":")))) for _, b, e in clips for c in (b, e)]
     assert seconds == sorted(seconds) and seconds[-1] <= report["chapters"][0]["samples"] / 24000
-    assert len(mp3) > 1000
+    assert len(m4a) > 1000 and 'href="audio/01.m4a" media-type="audio/mp4"' in opf
     assert [c.title for c in read_book(path).chapters] == ["The Harbour", "The Storm", "The Morning"]
 
 
@@ -211,3 +211,66 @@ def test_ray_with_two_local_actors_makes_the_same_sentences(tiny_fp32_folder, tm
         theirs = made["output"] / "sentences" / sidecar["audio"]
         if theirs.is_file():   # the lexicon test may have remade two of the reference's
             assert sidecar["sha256"] == file_sha256(theirs)
+
+
+def test_the_report_lists_the_sentences_that_failed_every_take(tiny_fp32_folder, tmp_path, monkeypatch):
+    """The guard is on for books; a planted recogniser fails every take of one sentence, and the report names it."""
+    import dataclasses
+
+    from omnivoice_demo.asr import Transcript
+    from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.worker import ModelSpec
+    from omnivoice_demo.book.project import BookSettings, plan_book, run_book
+    from omnivoice_demo.book.reading import read_book
+    from omnivoice_demo.book.voices import Voicing
+    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
+
+    class Recogniser:   # hears every sentence right, but "The storm came." never
+        def transcribe(self, audio, sample_rate, language=None):
+            return Transcript(text=self.text, language="en", seconds=0.0)
+
+    heard = Recogniser()
+
+    @dataclasses.dataclass(frozen=True)
+    class PlantedSpec(ModelSpec):
+        def open(self, threads):
+            return OmniVoiceEngine(self.folder, verify="size", calibrate=False, backbone="fp32", recognizer=heard)
+
+    monkeypatch.setattr("omnivoice_demo.engine.guard.audio_problems", lambda audio, frames: ())
+    original = OmniVoiceEngine.run
+
+    def run(engine, plan, *args, **kwargs):   # what the recogniser will hear for this sentence
+        heard.text = "nothing like it" if "storm" in plan.chunks[0] else plan.chunks[0]
+        return original(engine, plan, *args, **kwargs)
+
+    monkeypatch.setattr(OmniVoiceEngine, "run", run)
+    book = read_book(write_epub3(tmp_path / "b.epub", [("One", ["Calm sea. The storm came."])]))
+    settings = BookSettings(config=GenerationConfig(num_step=2, guard=True, guard_tries=2), narrator=Voicing("d"),
+                            readalong=False, audio_format="flac")
+    plan = plan_book(book, settings, "tiny")
+    done = run_book(plan, settings, tmp_path / "out", "tiny",
+                    lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
+    report = json.loads((tmp_path / "out/report.json").read_text())
+    assert done.summary.unpassed_chunks == 1 and done.summary.checked_chunks == 3
+    [failed] = report["failed_checks"]
+    assert failed["text"] == "The storm came." and failed["takes"] == 2 and failed["chapters"] == [1]
+    assert failed["transcripts"] == ["nothing like it"] * 2 and (tmp_path / "out" / failed["audio"]).is_file()
+
+
+@pytest.mark.parametrize("audio_format, codec", [("mp3", "mp3"), ("opus", "opus")])
+def test_a_chapter_as_mp3_or_opus_keeps_its_length_and_tags(tmp_path, audio_format, codec):
+    import numpy as np
+
+    from omnivoice_demo.book.containers import write_chapter_audio
+
+    source = tmp_path / "01.flac"
+    soundfile.write(str(source), (0.1 * np.sin(np.arange(24000 * 3) / 20)).astype("float32"), 24000)
+    target = tmp_path / f"01.{audio_format}"
+    write_chapter_audio(target, source, audio_format, title="The Storm", album="The Book", author="Ada", track=2)
+    with av.open(str(target)) as container:
+        stream = container.streams.audio[0]
+        seconds = sum(frame.samples for frame in container.decode(stream)) / stream.rate
+        tags = {**container.metadata, **stream.metadata}
+    assert stream.codec_context.name.startswith(codec) and seconds == pytest.approx(3.0, abs=0.1)
+    assert tags.get("title") == "The Storm" and tags.get("album") == "The Book"

@@ -154,3 +154,40 @@ def test_quotes_are_attributed_by_the_simple_rules():
     assert [(p.text, p.voicing.name) for p in parts_of("Ben: I am here.", narrator, None, cast)] == [
         ("I am here.", "ben")]
     assert [p.voicing.name for p in parts_of("Note: not a speaker.", narrator, None, cast)] == ["narrator"]
+
+
+def test_a_shared_server_bounds_book_jobs_and_keeps_each_owners_apart(tmp_path, monkeypatch):
+    from omnivoice_demo.book import jobs as book_jobs
+    from omnivoice_demo.book.project import BookSettings
+    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.errors import ResourceLimitExceeded
+
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nOne. Two. Three. Four.\n")
+    jobs = book_jobs.BookJobs(tmp_path / "books", shared=True)
+    settings = BookSettings(config=GenerationConfig(), narrator=Voicing("d"))
+    monkeypatch.setattr(book_jobs, "MAX_SHARED_SENTENCES", 4)
+    with pytest.raises(ResourceLimitExceeded, match="5 sentences; this server makes books of at most 4"):
+        jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
+    monkeypatch.setattr(book_jobs, "MAX_SHARED_SENTENCES", 100)
+    monkeypatch.setattr(book_jobs, "MAX_SHARED_HOURS", 0.0001)
+    with pytest.raises(ResourceLimitExceeded, match="hours of audio"):
+        jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
+    monkeypatch.setattr(book_jobs, "MAX_SHARED_HOURS", 2.0)
+    a = jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
+    b = jobs.open("owner-b", str(tmp_path / "b.txt"), settings, "m")
+    assert jobs.get("owner-a") is a and jobs.get("owner-b") is b and jobs.get("owner-c") is None
+    assert a.folder != b.folder and a.folder.parent.parent == b.folder.parent.parent == tmp_path / "books"
+    assert jobs.limits() == BookLimits.shared()
+
+
+def test_the_book_tab_on_a_shared_server_names_no_server_file(tmp_path):
+    from omnivoice_demo.ui.tabs.book import voicing
+
+    class SharedStudio:
+        shared = True
+
+    assert voicing(SharedStudio(), "nova", "Narrator").instruct.startswith("female")
+    assert voicing(SharedStudio(), "male, low pitch", "Narrator").instruct
+    (tmp_path / "v.npz").write_bytes(b"x")
+    with pytest.raises(InvalidInput, match="no voice name nor a description"):
+        voicing(SharedStudio(), str(tmp_path / "v.npz"), "Narrator")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from ..batch.cli import add_backend_arguments
 from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
 from ..engine.lexicon import Lexicon, lexicon_argument
 from ..errors import InvalidInput
@@ -46,11 +47,7 @@ def add_book_command(commands, add_model_arguments) -> None:
                       help="each chapter's RMS level, dBFS (ACX: -23..-18), peaks at most -3 dBFS")
     book.add_argument("--no-leveling", action="store_true", help="leave the chapters' level as made")
     book.add_argument("--no-readalong", action="store_true", help="no read-along EPUB")
-    book.add_argument("--workers", type=int, default=1, help="local worker processes")
-    book.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|local|ADDRESS",
-                      help="run the sentences on a Ray cluster (pip install .[batch])")
-    book.add_argument("--actor-cpus", type=int, default=1, help="CPUs (and engine threads) per Ray actor")
-    book.add_argument("--actor-gpus", type=float, default=0, help="GPUs per Ray actor (with --provider cuda)")
+    add_backend_arguments(book)   # --workers, --ray, --actor-cpus, --actor-gpus: the sentences run as a batch
     book.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_config_arguments(book)
     book.set_defaults(limits="local", guard=True)   # a book is checked sentence by sentence unless --no-guard

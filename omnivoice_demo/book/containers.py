@@ -23,7 +23,8 @@ AAC_BIT_RATE = 64_000
 MP3_BIT_RATE = 64_000
 OPUS_BIT_RATE = 48_000
 BLOCK = 1 << 16   # samples read, encoded and written at a time
-ENCODERS = {"m4b": "aac", "mp3": "libmp3lame", "opus": "libopus"}
+ENCODERS = {"m4b": "aac", "m4a": "aac", "mp3": "libmp3lame", "opus": "libopus"}
+MUXERS = {"m4a": "mp4", "mp3": "mp3", "opus": "ogg"}
 
 
 def require_av(encoder: str):
@@ -61,18 +62,18 @@ def write_m4b(path, chapters: Sequence[tuple[str, pathlib.Path, int, int]], titl
 
 def write_chapter_audio(path, source: pathlib.Path, audio_format: str, title: str, album: str,
                         author: Optional[str], track: int) -> None:
-    """One chapter (its FLAC file) as MP3 or Opus (Ogg), with its tags."""
+    """One chapter (its FLAC file) as MP3, Opus (Ogg) or AAC (``m4a``: the read-along's), with its tags."""
     import soundfile
 
     encoder = ENCODERS[audio_format]
     av = require_av(encoder)
     rate = soundfile.info(str(source)).samplerate
     out_rate = 48_000 if audio_format == "opus" else rate
-    with av.open(str(path), "w", format="ogg" if audio_format == "opus" else "mp3") as container:
+    with av.open(str(path), "w", format=MUXERS[audio_format]) as container:
         container.metadata.update({"title": title, "album": album, "track": str(track),
                                    **({"artist": author} if author else {})})
         stream = container.add_stream(encoder, rate=out_rate, layout="mono")
-        stream.bit_rate = OPUS_BIT_RATE if audio_format == "opus" else MP3_BIT_RATE
+        stream.bit_rate = {"opus": OPUS_BIT_RATE, "mp3": MP3_BIT_RATE}.get(audio_format, AAC_BIT_RATE)
         _encode(av, container, stream, [source], rate)
 
 

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import pathlib
 import re
+import time
 from typing import Callable, Mapping, Optional
 
 import numpy as np
@@ -148,6 +149,8 @@ class BookRun:
     output: Optional[str]
     report: str
     summary: Summary
+    timings: dict = dataclasses.field(default_factory=dict)   # seconds (and _cpu: this process's CPU seconds) of
+    # synthesis (with start-up; local workers and Ray actors are other processes), join, outputs
 
     def line(self) -> str:
         return json.dumps({"chapters": self.chapters, "sentences": self.sentences, "made": self.made,
@@ -160,22 +163,28 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
     """Make what is missing, then join the chapters and write the outputs (only when every sentence is made)."""
     folder = OutputFolder(output).create()
     job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, model_identity=model_identity)
+    tick, cpu = time.perf_counter(), time.process_time()
     summary = run_batch(plan.items, job, open_backend, progress=progress, retry_failed=True)
+    timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
     report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
                     "skipped": list(plan.book.skipped), "notes": list(plan.book.notes) + plan.notes}
     output_path = None
     if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
         with folder.lock():
+            tick, cpu = time.perf_counter(), time.process_time()
             chapters = join_chapters(plan, settings, folder, on_chapter)
+            timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k != "cues"} for c in chapters]
             report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
+            tick, cpu = time.perf_counter(), time.process_time()
             output_path = write_outputs(plan, settings, folder, chapters)
+            timings.update(outputs=time.perf_counter() - tick, outputs_cpu=time.process_time() - cpu)
     report_path = folder.path / "report.json"
     folder.write_json(report_path, report)
     return BookRun(chapters=len(plan.book.chapters), sentences=len(plan.sentences), made=summary.done,
                    reused=summary.skipped, failed=summary.failed, output=output_path, report=str(report_path),
-                   summary=summary)
+                   summary=summary, timings=timings)
 
 
 @dataclasses.dataclass
