@@ -44,7 +44,7 @@ def main() -> int:
     from omnivoice_demo.book.project import BookSettings, plan_book, run_book
     from omnivoice_demo.book.reading import read_book
     from omnivoice_demo.book.voices import Voicing
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from tests.support.books import write_epub3
 
     chapters = [(f"Chapter {c + 1}", [" ".join(SENTENCES[(c + s) % len(SENTENCES)] for s in range(args.sentences))])

@@ -45,7 +45,7 @@ def main(argv=None) -> int:
 
     from benchmarks.latency import FIVE, reference_clip
     from benchmarks.prompt_refresh_fidelity import TRANSCRIPT_10S
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)

@@ -43,8 +43,8 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from omnivoice_demo import OmniVoiceEngine  # noqa: E402
-from omnivoice_demo.engine.config import GenerationConfig  # noqa: E402
-from omnivoice_demo.engine.quick_bench import TEXTS  # noqa: E402
+from omnivoice_demo.settings.generation import GenerationConfig  # noqa: E402
+from omnivoice_demo.eval.quick_bench import TEXTS  # noqa: E402
 
 SHORT, FIVE, PARAGRAPH, LONG = (TEXTS[key] for key in ("short", "medium", "paragraph", "long"))
 SIXTY = LONG + " " + PARAGRAPH
@@ -90,7 +90,7 @@ def timed_run(engine, label, text, config, voice=None, stop_after_first=False) -
 
 
 def _preset_name(config) -> str:
-    from omnivoice_demo.engine.presets import matching_preset
+    from omnivoice_demo.settings.presets import matching_preset
 
     return matching_preset(config) or "custom"
 

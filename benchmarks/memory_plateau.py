@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
-    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.settings.limits import Limits
     from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.runtime.memory import bound_heap, release_free_memory
     from omnivoice_demo.runtime.sessions import run_options

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2, help="generations per mode (alternating)")
     args = parser.parse_args(argv)
 
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.studio.results import codes_digest
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.latency import FIVE, reference_clip  # noqa: E402
 from omnivoice_demo import OmniVoiceEngine  # noqa: E402
-from omnivoice_demo.engine.config import GenerationConfig  # noqa: E402
+from omnivoice_demo.settings.generation import GenerationConfig  # noqa: E402
 from omnivoice_demo.engine.onnx_model import PromptPast  # noqa: E402
 from omnivoice_demo.engine.sampling import decode_step, score_tokens, unmask_schedule  # noqa: E402
 

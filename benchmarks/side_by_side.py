@@ -6,7 +6,7 @@
 
 Not part of the installed package (it needs the ``convert`` extra for the
 reference, and runs from a checkout); the app's Benchmark tab uses
-``omnivoice_demo.engine.quick_bench``, which shares its texts, stage names and memory
+``omnivoice_demo.eval.quick_bench``, which shares its texts, stage names and memory
 measure.
 
 Every system runs in its own child process, one after the other, so that each
@@ -38,7 +38,7 @@ import sys
 from typing import Optional
 
 from omnivoice_demo.backbones.choice import BACKBONE_MODES
-from omnivoice_demo.engine.quick_bench import TEXTS, machine_info as describe_machine
+from omnivoice_demo.eval.quick_bench import TEXTS, machine_info as describe_machine
 
 from .report import agreement_rows, format_markdown, format_table, summarise
 from .systems import CASES, WORKERS

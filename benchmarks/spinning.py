@@ -29,7 +29,7 @@ def one_run(mode: str, model: str, backbone: str, threads: int, steps: int) -> d
 
     if mode == "spinning":
         sessions.SESSION_CONFIG.update(SPINNING)
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     engine = OmniVoiceEngine(model, threads=threads, verify="size", backbone=backbone, calibrate=False)

@@ -153,7 +153,7 @@ def run_published_style_system(folder: str, case: str, text: str, steps: int, re
     from omnivoice_demo.engine.duration import plan_target_frames
     from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
     from omnivoice_demo.backbones.repair import attention_nodes
-    from omnivoice_demo.engine.text import build_condition_ids, load_text_tokenizer
+    from omnivoice_demo.text.prompt import build_condition_ids, load_text_tokenizer
 
     _, duration, _ = CASES[case]
     frames, _ = plan_target_frames(text, duration=duration)

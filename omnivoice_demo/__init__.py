@@ -8,10 +8,11 @@
 Importing this package imports neither torch nor gradio.
 """
 
-from .engine.config import GenerationConfig, Limits
+from .settings.generation import GenerationConfig
+from .settings.limits import Limits
 from .engine.loop import ChunkEvent, GenerationPlan, GenerationResult, OmniVoiceEngine, StepEvent
 from .errors import InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded
-from .engine.voice import Voice
+from .storage.voice_file import Voice
 
 __all__ = ["ChunkEvent", "GenerationConfig", "GenerationPlan", "GenerationResult", "InvalidInput", "Limits",
            "ModelFolderError", "ModelNotAvailable", "OmniVoiceEngine", "OmniVoiceError", "ResourceLimitExceeded",

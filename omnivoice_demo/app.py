@@ -26,7 +26,7 @@ import sys
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from omnivoice_demo.engine.config import add_limit_arguments
+    from omnivoice_demo.settings.limits import add_limit_arguments
     from omnivoice_demo.hub import add_model_arguments
 
     parser = argparse.ArgumentParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
@@ -61,7 +61,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def make_studio(args: argparse.Namespace):
-    from omnivoice_demo.engine.config import limits_from_arguments
+    from omnivoice_demo.settings.limits import limits_from_arguments
     from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
     from omnivoice_demo.studio.service import service_from_arguments
     from omnivoice_demo.studio.sharing import shared_from_arguments

@@ -59,3 +59,14 @@ def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
     if len(text) <= limit:
         return repr(value)
     return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+def check_unicode(text: str, what: str) -> str:
+    """``text`` unchanged, or ``InvalidInput`` when it holds a lone surrogate (it cannot be encoded as UTF-8).
+
+    The message gives the position, never the text itself (which no response or log could encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} holds a character that is not valid Unicode (a lone surrogate, at position "
+                           f"{exc.start}); send the text as UTF-8.") from None
+    return text

@@ -15,7 +15,7 @@ import soundfile as sf
 from PIL import Image
 
 from omnivoice_demo.storage.codes_file import load_codes, save_codes
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
 from omnivoice_demo.ui import assets, controls, design, generation, pictures
 from omnivoice_demo.studio.state import Studio
@@ -24,7 +24,7 @@ from omnivoice_demo.ui.tabs import clone as clone_tab
 from omnivoice_demo.ui.tabs import codec as codec_tab
 from omnivoice_demo.ui.tabs import model as model_tab
 from omnivoice_demo.ui.tabs import speak as speak_tab
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.audio.metrics import log_mel_distance, snr_db
 from omnivoice_demo.studio.models import ModelManager
 from omnivoice_demo.studio.voices import VoiceLibrary, clean_name, data_dir

@@ -26,7 +26,7 @@ from omnivoice_demo.asr.folder import RECOGNIZER_MANIFEST
 from omnivoice_demo.asr.source import resolve_recognizer
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, ModelNotAvailable, one_line
 from omnivoice_demo.audio.resample import resample
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from tests.support.signals import speech_like
 
 MAX_LENGTH = 40  # tokens per window in the test model (the released 448 makes the tests slow)
@@ -250,7 +250,7 @@ def test_lazy_recognizer_loads_once_on_first_use(recognizer_folder):
 def test_clone_without_transcript_uses_the_recognizer(tiny_fp32_folder, recognizer_folder, recognizer, tmp_path):
     from omnivoice_demo.audio import processing as audio_ops
     from omnivoice_demo.engine.loop import OmniVoiceEngine
-    from omnivoice_demo.engine.text import add_punctuation
+    from omnivoice_demo.text.prompt import add_punctuation
 
     lazy = LazyRecognizer(str(recognizer_folder), "fp32", threads=1)
     engine = OmniVoiceEngine(tiny_fp32_folder, recognizer=lazy)

@@ -25,7 +25,7 @@ from omnivoice_demo.batch.items import BatchInputError, read_batch, read_items
 from omnivoice_demo.batch.store import TEMP_MARK, file_sha256
 from omnivoice_demo.batch.subtitles import parse_timestamps
 from omnivoice_demo.batch.worker import codes_sha256
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.constants import SAMPLE_RATE
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
@@ -353,7 +353,7 @@ def test_batch_preset_flag_sets_every_items_defaults(tmp_path):
     import argparse
 
     from omnivoice_demo.batch.cli import add_batch_command
-    from omnivoice_demo.engine.config import config_from_arguments
+    from omnivoice_demo.settings.generation import config_from_arguments
 
     parser = argparse.ArgumentParser()
     add_batch_command(parser.add_subparsers(dest="command"), lambda p: None)

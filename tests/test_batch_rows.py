@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from omnivoice_demo.engine.config import Limits
+from omnivoice_demo.settings.limits import Limits
 
 
 # --- an item's key and the limits -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from tests.support import bombs
-from omnivoice_demo.engine.config import Limits
+from omnivoice_demo.settings.limits import Limits
 from omnivoice_demo.errors import InvalidInput
 
 RSS_BUDGET_MB = 300

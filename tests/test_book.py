@@ -151,7 +151,7 @@ def test_the_cast_speaks_its_quotes_and_the_plan_has_their_voices(tiny_fp32_fold
     from omnivoice_demo.book.project import BookSettings, plan_book
     from omnivoice_demo.book.reading import read_book
     from omnivoice_demo.book.voices import Voicing
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
 
     book = read_book(write_epub3(tmp_path / "b.epub", [("One", ['"Come here," said Anna. The sea was grey.',
                                                               '"No," Ben said.'])]))
@@ -223,7 +223,7 @@ def test_the_report_lists_the_sentences_that_failed_every_take(tiny_fp32_folder,
     from omnivoice_demo.book.project import BookSettings, plan_book, run_book
     from omnivoice_demo.book.reading import read_book
     from omnivoice_demo.book.voices import Voicing
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     class Recogniser:   # hears every sentence right, but "The storm came." never

@@ -76,7 +76,7 @@ def test_a_book_job_pauses_after_the_sentence_in_flight_and_resumes_reusing_it(t
     from omnivoice_demo.book.jobs import BookJobs
     from omnivoice_demo.book.project import BookSettings
     from omnivoice_demo.book.voices import Voicing
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     class Loaded:   # what the studio's model manager hands out: an engine and its lock

@@ -159,7 +159,7 @@ def test_quotes_are_attributed_by_the_simple_rules():
 def test_a_shared_server_bounds_book_jobs_and_keeps_each_owners_apart(tmp_path, monkeypatch):
     from omnivoice_demo.book import jobs as book_jobs
     from omnivoice_demo.book.project import BookSettings
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     (tmp_path / "b.txt").write_text("Chapter 1\n\nOne. Two. Three. Four.\n")

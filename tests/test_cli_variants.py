@@ -10,7 +10,7 @@ import json
 import numpy as np
 import soundfile as sf
 
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.studio import VoiceLibrary
 from tests.test_cli import run_cli_env
 from tests.test_vocabulary import a_voice

@@ -8,7 +8,8 @@ import inspect
 
 import pytest
 
-from omnivoice_demo.engine.config import GenerationConfig, Limits, add_config_arguments, config_from_arguments
+from omnivoice_demo.settings.generation import GenerationConfig, add_config_arguments, config_from_arguments
+from omnivoice_demo.settings.limits import Limits
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 
 

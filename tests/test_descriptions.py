@@ -1,4 +1,4 @@
-"""A voice described in one's own words (``studio.descriptions``): what each description gives, that the
+"""A voice described in one's own words (``text.descriptions``): what each description gives, that the
 model's own items give today's prompt token for token, strict and lenient reading, bad input, and the
 HTTP API's headers (the real router on a FastAPI test client, the tiny engine in process)."""
 
@@ -10,11 +10,11 @@ import warnings
 
 import pytest
 
-from omnivoice_demo.engine import voice_design
-from omnivoice_demo.engine.config import Limits
-from omnivoice_demo.engine.text import build_condition_ids
+from omnivoice_demo.text import voice_design
+from omnivoice_demo.settings.limits import Limits
+from omnivoice_demo.text.prompt import build_condition_ids
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
-from omnivoice_demo.studio.descriptions import TONE_WHY, read_description
+from omnivoice_demo.text.descriptions import TONE_WHY, read_description
 from omnivoice_demo.studio.vocabulary import DESIGNS
 from tests.test_malformed_requests import api, assert_4xx, speech  # noqa: F401 - fixtures and helpers
 

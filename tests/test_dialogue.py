@@ -13,9 +13,9 @@ import soundfile
 
 from omnivoice_demo.audio.processing import cross_fade_chunks
 from omnivoice_demo.constants import SAMPLE_RATE
-from omnivoice_demo.engine.turns import Turn
+from omnivoice_demo.text.script import Turn
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
-from omnivoice_demo.studio.script import parse_script, read_script, script_names
+from omnivoice_demo.text.script import parse_script, read_script, script_names
 from omnivoice_demo.studio.vocabulary import DESIGNS, resolve_voice
 
 SCRIPT = "Anna: The bass is loud.\n[Ben] Turn it down,\n  please.\n\nanna: No."

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.eval import EvalItem, Scorers, exact_candidate, parse_candidate, read_eval_items, run_eval
 from omnivoice_demo.eval.report import summary_row

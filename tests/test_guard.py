@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.asr import LazyRecognizer, Transcript
-from omnivoice_demo.engine.config import GenerationConfig, Limits
+from omnivoice_demo.settings.generation import GenerationConfig
+from omnivoice_demo.settings.limits import Limits
 from omnivoice_demo.engine.events import ChunkEvent, GenerationResult, StepEvent
 from omnivoice_demo.engine.guard import audio_problems
 from omnivoice_demo.engine.loop import OmniVoiceEngine
@@ -312,7 +313,7 @@ def test_the_wyoming_server_checks_each_sentence_with_its_option(guarded, plante
 def test_the_command_lines_have_the_guard_flags():
     import argparse
 
-    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+    from omnivoice_demo.settings.generation import add_config_arguments, config_from_arguments
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)

@@ -25,7 +25,7 @@ from tests.support import bombs
 from omnivoice_demo.audio import processing as audio, resample as resample_module
 from omnivoice_demo.errors import InvalidInput, ModelFolderError, OmniVoiceError
 from omnivoice_demo.audio.resample import resample, resampled_length
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -170,7 +170,7 @@ def test_npz_members_of_object_type_are_refused(tmp_path):
 
 def test_text_without_punctuation_is_chunked_and_punctuated_text_is_the_references():
     from omnivoice_demo.engine import duration
-    from omnivoice_demo.engine.text import chunk_text_punctuation
+    from omnivoice_demo.text.prompt import chunk_text_punctuation
 
     for text in ("a" * 4000, " ".join(["word"] * 1500), "字" * 1500):
         target, _ = duration.plan_target_frames(text, None, None, 1.0, None)
@@ -189,7 +189,7 @@ def test_text_without_punctuation_is_chunked_and_punctuated_text_is_the_referenc
 def test_limit_presets_and_flags():
     import argparse
 
-    from omnivoice_demo.engine.config import Limits, add_limit_arguments, limits_from_arguments
+    from omnivoice_demo.settings.limits import Limits, add_limit_arguments, limits_from_arguments
 
     parser = argparse.ArgumentParser()
     add_limit_arguments(parser)

@@ -215,12 +215,14 @@ def test_no_import_circle():
 #: modules of its own folder and of lower floors, never a higher floor nor another folder of its own floor.
 FLOORS = [
     ("foundation", ["omnivoice_demo.errors", "omnivoice_demo.constants", "omnivoice_demo.extras"]),
+    ("settings", ["omnivoice_demo.settings"]),
     ("files", ["omnivoice_demo.storage"]),
     ("process", ["omnivoice_demo.runtime"]),
     ("audio", ["omnivoice_demo.audio"]),
     ("backbone graphs", ["omnivoice_demo.backbones"]),
     ("model folders", ["omnivoice_demo.hub"]),
     ("recogniser", ["omnivoice_demo.asr"]),
+    ("text", ["omnivoice_demo.text"]),
     ("engine", ["omnivoice_demo.engine"]),
     ("studio core", ["omnivoice_demo.studio"]),
     ("batch", ["omnivoice_demo.batch"]),

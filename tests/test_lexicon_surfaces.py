@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from omnivoice_demo.engine import lexicon
-from omnivoice_demo.engine.text import build_condition_ids
+from omnivoice_demo.text import lexicon
+from omnivoice_demo.text.prompt import build_condition_ids
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio.lexicons import LEXICON_FILE, MAX_OWNER_ENTRIES, OwnerLexicons
 from tests.support.studios import folder_studio

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.audio.loudness import TRUE_PEAK_CEILING, integrated_loudness, normalise_loudness, true_peak
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
 from tests.support.signals import speech_like
 
@@ -68,7 +68,7 @@ def test_the_command_lines_and_the_http_api_take_the_loudness(engine, tmp_path):
     import io
 
     import soundfile
-    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+    from omnivoice_demo.settings.generation import add_config_arguments, config_from_arguments
     from omnivoice_demo.studio import VoiceLibrary
     from tests.support.api_client import router_client
 

@@ -67,7 +67,7 @@ def test_one_long_request_leaves_no_memory_plateau(tiny_fp32_folder):
     """Before, the CPU arena and glibc's heap kept a long request's buffers (+96 MB here)."""
     import psutil
 
-    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.settings.limits import Limits
     from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.studio.service import EngineService
 

@@ -12,8 +12,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from omnivoice.utils.text import normalize_text as reference_normalize
 
-from omnivoice_demo.engine import normalize
-from omnivoice_demo.engine.config import GenerationConfig, add_config_arguments, config_from_arguments
+from omnivoice_demo.text import normalize
+from omnivoice_demo.settings.generation import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
 from tests.test_engine import GREEDY, assert_same_model_output, run_engine, run_reference
 from tests.support.studios import folder_studio
@@ -140,7 +140,7 @@ def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
     naming the limit before any normalising; where it is only the front end's default it is left off instead."""
     import dataclasses
 
-    from omnivoice_demo.engine import normalize
+    from omnivoice_demo.text import normalize
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     calls = []

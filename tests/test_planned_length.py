@@ -19,7 +19,7 @@ from omnivoice_demo import OmniVoiceEngine
 from omnivoice_demo.api.routes import ApiContext, build_router
 from omnivoice_demo.constants import FRAME_RATE
 from omnivoice_demo.engine import duration
-from omnivoice_demo.engine.text import collapse_whitespace_runs
+from omnivoice_demo.text.prompt import collapse_whitespace_runs
 from omnivoice_demo.studio import EngineService, ModelManager, VoiceLibrary
 
 RUNS = ["\n" * 1000 + "Hi.", "Hello  world.", "One.\n\nTwo.", "a \n\t b", "Tabs\t\tand\r\n\r\nbreaks", "你  好",

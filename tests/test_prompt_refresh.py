@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork, plan_work
 from omnivoice_demo.engine.onnx_model import PromptPast
 from omnivoice_demo.errors import InvalidInput
@@ -211,7 +211,7 @@ def test_a_presets_refresh_is_kept_within_the_steps_given_and_a_given_one_is_che
     import argparse
 
     from omnivoice_demo.api import speech
-    from omnivoice_demo.engine.config import add_config_arguments, config_from_arguments
+    from omnivoice_demo.settings.generation import add_config_arguments, config_from_arguments
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)

@@ -14,7 +14,7 @@ import soundfile as sf
 from omnivoice_demo.constants import NUM_CODEBOOKS, SAMPLE_RATE
 from omnivoice_demo.engine.events import ChunkEvent, GenerationResult, StepEvent
 from omnivoice_demo.engine.loop import join_chunks
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.storage.codes_file import load_codes
 from omnivoice_demo.studio.sentences import SentenceResult, model_key

@@ -7,7 +7,7 @@ import pytest
 
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio.sharing import BrowserVoices, is_shared, redact_paths, refuse_model_changes, unique_name
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 
 
 def test_shared_mode_is_on_for_spaces_share_links_and_other_hosts():

@@ -19,10 +19,10 @@ import pytest
 from omnivoice_demo import OmniVoiceEngine
 from omnivoice_demo.engine import loop as engine_module
 from omnivoice_demo.audio.processing import cross_fade_chunks
-from omnivoice_demo.engine.config import GenerationConfig, add_config_arguments, config_from_arguments
+from omnivoice_demo.settings.generation import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.engine.estimate import PipelineEstimator, fit_forward_curve, plan_work
-from omnivoice_demo.engine.presets import PRESETS, matching_preset
+from omnivoice_demo.settings.presets import PRESETS, matching_preset
 from omnivoice_demo.engine.sampling import decode_step, guidance_schedule
 from omnivoice_demo.engine.streaming import playback_piece, sentence_chunks
 

@@ -13,10 +13,10 @@ import pytest
 import soundfile as sf
 
 from omnivoice_demo.audio.processing import cross_fade_chunks
-from omnivoice_demo.engine import normalize
-from omnivoice_demo.engine.config import Limits
-from omnivoice_demo.engine.lexicon import from_mapping
-from omnivoice_demo.engine.ssml import Segment, SsmlError, looks_like_ssml, parse
+from omnivoice_demo.text import normalize
+from omnivoice_demo.settings.limits import Limits
+from omnivoice_demo.text.lexicon import from_mapping
+from omnivoice_demo.text.ssml import Segment, SsmlError, looks_like_ssml, parse
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.studio.results import codes_digest
 from omnivoice_demo.studio.stream_audio import pcm16
@@ -335,7 +335,7 @@ def test_an_ssml_batch_row_has_subtitles_on_its_segments(tiny_fp32_folder, tmp_p
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.subtitles import parse_timestamps
     from omnivoice_demo.batch.worker import Job, ModelSpec
-    from omnivoice_demo.engine.config import GenerationConfig
+    from omnivoice_demo.settings.generation import GenerationConfig
 
     markup = speak('Hello there.<break time="500ms"/><voice name="onyx">Good morning. See you.</voice>')
     source = tmp_path / "items.jsonl"

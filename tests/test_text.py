@@ -24,7 +24,8 @@ with warnings.catch_warnings():
     from omnivoice.utils.duration import RuleDurationEstimator
     from omnivoice.utils.lang_map import LANG_IDS, LANG_NAME_TO_ID, lang_display_name
 
-from omnivoice_demo.engine import duration, languages, text, voice_design
+from omnivoice_demo.engine import duration
+from omnivoice_demo.text import languages, prompt as text, voice_design
 
 
 class RefModel:
@@ -422,7 +423,8 @@ def test_text_audio_and_sampling_modules_do_not_import_torch():
 
     code = (
         "import sys\n"
-        "from omnivoice_demo.engine import languages, voice_design, text, duration, sampling\n"
+        "from omnivoice_demo.engine import duration, sampling\n"
+        "from omnivoice_demo.text import languages, voice_design, prompt\n"
         "from omnivoice_demo.audio import processing\n"
         "processing._pydub()\n"
         "bad = [m for m in ('torch', 'transformers', 'omnivoice', 'torchaudio') if m in sys.modules]\n"

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from omnivoice_demo.engine.voice import MAX_META_CHARS, Voice
+from omnivoice_demo.storage.voice_file import MAX_META_CHARS, Voice
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.studio import voices as voices_module

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from omnivoice_demo.engine.config import GenerationConfig
+from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.engine.presets import PRESETS, preset_values
+from omnivoice_demo.settings.presets import PRESETS, preset_values
 from omnivoice_demo.studio import VoiceLibrary
 from omnivoice_demo.studio.vocabulary import DESIGNS, choose_voice, resolve_voice
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 
 
 def a_voice(frames: int = 10, transcript: str = "Hello there.") -> Voice:
@@ -45,7 +45,7 @@ def test_the_http_api_reads_presets_as_the_ui_and_cli_do():
 
 def test_the_command_line_takes_the_aliases():
     from omnivoice_demo.cli.main import build_parser
-    from omnivoice_demo.engine.config import config_from_arguments
+    from omnivoice_demo.settings.generation import config_from_arguments
 
     for name in ("quality", "hd", "reference"):
         args = build_parser().parse_args(["synth", "--text", "Hi.", "--preset", name])
@@ -159,7 +159,7 @@ def test_a_text_batch_skips_comment_lines(tmp_path):
 
 def test_a_limit_message_names_the_flags_that_raise_it():
     """Issue 19: the command line's limit messages spoke of "this server" and "run the app locally"."""
-    from omnivoice_demo.engine.config import Limits
+    from omnivoice_demo.settings.limits import Limits
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     with pytest.raises(ResourceLimitExceeded) as excinfo:

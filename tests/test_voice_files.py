@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from tests.test_vocabulary import a_voice
 
 

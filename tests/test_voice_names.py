@@ -18,7 +18,7 @@ from omnivoice_demo.api.routes import ApiContext, build_router
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio import EngineService, ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.studio.sharing import BrowserVoices
-from omnivoice_demo.studio.voice_names import clean_name, name_key
+from omnivoice_demo.text.voice_names import clean_name, name_key
 from omnivoice_demo.ui.tabs import clone as clone_tab
 from tests.support.signals import speech_like
 from tests.test_vocabulary import a_voice

@@ -10,7 +10,7 @@ import pytest
 from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.studio.messages import set_message_filter
 from omnivoice_demo.ui.tabs import clone as clone_tab
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from tests.test_vocabulary import a_voice
 
 

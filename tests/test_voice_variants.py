@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from omnivoice_demo.engine.voice import Voice
+from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
 from omnivoice_demo.studio import VoiceLibrary
 from omnivoice_demo.studio.sharing import BrowserVoices

@@ -23,7 +23,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped,
                          SynthesizeVoice)
 
-from omnivoice_demo.engine.voice_design import resolve_instruct
+from omnivoice_demo.text.voice_design import resolve_instruct
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio.vocabulary import DESIGNS
 from omnivoice_demo.studio.stream_audio import chunk_output, pcm16
@@ -446,7 +446,7 @@ def test_a_wyoming_event_declaring_a_huge_length_is_refused_before_it_is_read(wy
 
 
 def test_numbers_are_read_as_words_by_default(server, engine, monkeypatch):
-    from omnivoice_demo.engine.normalize import normalize_text
+    from omnivoice_demo.text.normalize import normalize_text
 
     record = recording_run(engine, monkeypatch)
     talk(server.port, [synthesize("It costs $4.99 today.", "alloy", seed=SEED, language="en")])

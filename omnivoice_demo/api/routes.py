@@ -37,12 +37,12 @@ from fastapi import Request  # at module level: the routes' annotations are reso
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
                       excerpt, one_line)
-from ..studio.descriptions import read_description
+from ..text.descriptions import read_description
 from ..studio.results import checks_header, details
 from ..studio.service import EngineService
 from ..studio.variants import add_variant, check_room, listed_variants, remove_variant, variant_listing
 from ..studio.vocabulary import VOICE_OBJECT, resolve_voice, voice_list, voice_object
-from ..studio.voice_names import check_free, clean_name, find_name
+from ..text.voice_names import check_free, clean_name, find_name
 from . import encoding, speech
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class ApiContext:
     shared: bool = False                  # a shared server: creating voices needs an API key
     transcribe: Optional[Callable] = None  # (audio [C, N], rate) -> text, when a recogniser is installed
     redact: Callable[[str], str] = str    # applied to every error message (shared mode: no server paths)
-    lexicon: Optional[object] = None      # engine.lexicon.Lexicon of --lexicon: under each request's pronunciations
+    lexicon: Optional[object] = None      # text.lexicon.Lexicon of --lexicon: under each request's pronunciations
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None

@@ -14,7 +14,7 @@ import argparse
 import logging
 from typing import Optional
 
-from ..engine.lexicon import lexicon_argument
+from ..text.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.sharing import shared_from_arguments
 from .routes import API_KEY_ENV, ApiContext, api_key_from, build_router
@@ -83,7 +83,7 @@ def serve(args: argparse.Namespace) -> int:
     import fastapi
     import uvicorn
 
-    from ..engine.config import limits_from_arguments
+    from ..settings.limits import limits_from_arguments
     from ..studio import ModelManager, VoiceLibrary
 
     from ..studio.ports import exit_if_port_in_use

@@ -7,7 +7,7 @@ The request's fields (OpenAI's, then ours):
   ``voice`` (see ``studio.vocabulary``), ``response_format`` (``api.encoding``),
   ``speed`` (OpenAI's 0.25-4.0, clamped to the model's 0.5-2.0; the ``X-OmniVoice-Speed``
   header says what was used), ``instructions`` (a voice described in words, read by
-  ``studio.descriptions``: its items replace the voice's own design; with no item the voice stays as it
+  ``text.descriptions``: its items replace the voice's own design; with no item the voice stays as it
   is; a word that is one of a saved voice's style tags speaks with that clip, ``studio.variants``;
   the ``X-OmniVoice-Instruct``, ``X-OmniVoice-Ignored`` and ``X-OmniVoice-Style`` headers say what was
   applied, what was not understood and which style clip spoke), ``strict`` (true: refuse instructions
@@ -20,12 +20,12 @@ The request's fields (OpenAI's, then ours):
   ``reference``/``balanced``/``fast``, and the aliases ``quality``/``hd``) and any
   ``GenerationConfig`` field by name (``guidance_scale``, ``num_step``, ``guard`` for the sentence
   check, ...);
-  ``normalize_text`` is on by default here when its extra is installed (engine/normalize.py);
+  ``normalize_text`` is on by default here when its extra is installed (text/normalize.py);
   ``pronunciations``: ``{"word": "[B EY1 S]"}`` or a list of ``{"word", "say", "match_case"}``;
-  ``script: true``: ``input`` is a dialogue script (``Name: text`` lines, ``studio.script``), each name a
+  ``script: true``: ``input`` is a dialogue script (``Name: text`` lines, ``text.script``), each name a
   voice, or mapped to one by ``speakers`` (``{"Anna": "alloy", "Ben": "my voice"}``); the whole file's
   ``X-OmniVoice-Turns`` header says who speaks when.
-  An ``input`` that starts with ``<speak`` is SSML (engine/ssml.py): its ``<voice name>``s are the names
+  An ``input`` that starts with ``<speak`` is SSML (text/ssml.py): its ``<voice name>``s are the names
   ``voice`` takes; what was read otherwise than written is in the ``X-OmniVoice-SSML-Notes`` header.
   With ``guard``, a whole file's response has the ``X-OmniVoice-Checks`` header (JSON:
   per chunk its CER, the kept take, whether it passed, each take's score) and the SSE stream's
@@ -45,13 +45,13 @@ import json
 import urllib.parse
 from typing import AsyncIterator, Optional
 
-from ..engine.config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from ..engine.lexicon import Lexicon, from_mapping
-from ..engine.normalize import typed_default
-from ..engine.presets import under_preset
-from ..studio.descriptions import Description
-from ..studio.script import check_speakers, plan_script
+from ..text.lexicon import Lexicon, from_mapping
+from ..text.normalize import typed_default
+from ..settings.presets import under_preset
+from ..text.descriptions import Description
+from ..text.script import check_speakers, plan_script
 from ..studio.variants import read_voice_description
 from ..studio.stream_audio import chunk_output
 from . import encoding
@@ -78,9 +78,9 @@ class SpeechRequest:
     settings: dict
     speed_note: Optional[str] = None   # the X-OmniVoice-Speed header when the speed asked for was clamped
     strict: bool = False               # refuse instructions with words not understood
-    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (engine/lexicon.py)
+    pronunciations: Optional[Lexicon] = None   # our extension: {"word": "[B EY1 S]"} (text/lexicon.py)
     normalize_by_default: bool = False         # normalize_text not given: on, within the server's bound
-    script: bool = False                       # our extension: input is a dialogue script (studio/script.py)
+    script: bool = False                       # our extension: input is a dialogue script (text/script.py)
     speakers: Optional[dict] = None            # the script's names -> voices
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
-from ..engine.lexicon import lexicon_argument
+from ..settings.generation import add_config_arguments, config_from_arguments
+from ..settings.limits import limits_from_arguments
+from ..text.lexicon import lexicon_argument
 from ..errors import InvalidInput
 
 AUDIO_FORMATS = ("wav", "flac")

@@ -6,9 +6,9 @@ such as ``alloy``; a ``.npz`` path relative to the input), ``language``,
 ``instruct`` (the voice in one's own words, read leniently: each item's sidecar lists the words
 left out in ``instruct_ignored``) and the ``GenerationConfig`` fields (``seed``, ``num_step``,
 ``speed``, ...), ``pronunciations`` (a lexicon's JSON, over the batch's ``--lexicon`` word by word),
-``script: true`` (``text`` is a dialogue script, ``studio.script``, its names voices or given one by
+``script: true`` (``text`` is a dialogue script, ``text.script``, its names voices or given one by
 ``speakers``: ``{"Anna": "alloy"}``; its subtitles name the speakers).  A ``text`` that starts with
-``<speak`` is SSML (``engine/ssml.py``): its ``<voice name>``s are read as ``voice`` is, when the file is
+``<speak`` is SSML (``text/ssml.py``): its ``<voice name>``s are read as ``voice`` is, when the file is
 read.  A ``.txt`` file is one item per
 non-empty line; a line starting with ``#`` is a comment (not spoken).  Items
 without an ``id`` are named by their line number; items without a seed (in
@@ -29,14 +29,15 @@ import pathlib
 import re
 from typing import Any, Optional
 
-from ..engine.config import GenerationConfig, Limits
-from ..engine.ssml import looks_like_ssml, parse
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
+from ..text.ssml import looks_like_ssml, parse
 from ..errors import InvalidInput
-from ..engine.text import check_unicode
-from ..engine.lexicon import Lexicon, from_mapping
-from ..engine.turns import Turn
-from ..studio.descriptions import read_description
-from ..studio.script import read_script
+from ..errors import check_unicode
+from ..text.lexicon import Lexicon, from_mapping
+from ..text.script import Turn
+from ..text.descriptions import read_description
+from ..text.script import read_script
 from .store import file_sha256
 
 log = logging.getLogger("omnivoice.batch")

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..engine.config import Limits
+from ..settings.limits import Limits
 from ..storage.manifest import MANIFEST_NAME
 from ..constants import FRAME_RATE
 from ..errors import OmniVoiceError, one_line

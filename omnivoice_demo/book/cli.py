@@ -6,8 +6,9 @@ import argparse
 import re
 
 from ..batch.cli import add_backend_arguments
-from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
-from ..engine.lexicon import Lexicon, lexicon_argument
+from ..settings.generation import add_config_arguments, config_from_arguments
+from ..settings.limits import limits_from_arguments
+from ..text.lexicon import Lexicon, lexicon_argument
 from ..errors import InvalidInput
 from .project import OUTPUT_FORMATS
 

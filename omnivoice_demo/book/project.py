@@ -34,8 +34,8 @@ from ..batch.runner import Summary, run_batch
 from ..batch.store import OutputFolder
 from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, split_sentences
 from ..batch.worker import Job
-from ..engine.config import GenerationConfig
-from ..engine.lexicon import Lexicon
+from ..settings.generation import GenerationConfig
+from ..text.lexicon import Lexicon
 from ..errors import InvalidInput
 from .reading import Book
 from .voices import Part, Voicing, parts_of
@@ -94,7 +94,7 @@ class BookPlan:
 
 def book_language(book: Book, override: Optional[str]) -> tuple[Optional[str], list[str]]:
     """The language to speak: ``override``, else the book's (``en-GB`` -> ``en`` when the model has no ``en-GB``)."""
-    from ..engine.languages import resolve_language
+    from ..text.languages import resolve_language
 
     if override:
         return resolve_language(override), []

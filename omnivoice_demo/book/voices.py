@@ -54,7 +54,7 @@ def resolve_voicing(value: Optional[str], voices, base: Optional[pathlib.Path] =
                     what: str = "--voice") -> Optional[Voicing]:
     """A voice name, a named design, a ``.npz`` path (relative to ``base``) or a description in words."""
     from ..batch.items import _voice_of
-    from ..studio.descriptions import read_description
+    from ..text.descriptions import read_description
 
     if not value:
         return None
@@ -134,7 +134,7 @@ def attributed_speaker(paragraph: str, cast: Mapping[str, Voicing]) -> Optional[
 
 
 def _script_turn(paragraph: str, cast: Mapping[str, Voicing]) -> Optional[tuple[str, str]]:
-    from ..studio.script import parse_script
+    from ..text.script import parse_script
 
     if not cast or "\n" in paragraph.strip():
         return None

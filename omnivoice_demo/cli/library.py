@@ -107,7 +107,7 @@ def run_variant(args: argparse.Namespace, library) -> int:
         voice = library.change(args.name, lambda saved: remove_variant(saved, args.tag))
         print(f"deleted the style {args.tag!r} of the voice {voice.name!r}")
     else:
-        from ..engine.config import limits_from_arguments
+        from ..settings.limits import limits_from_arguments
 
         limits = limits_from_arguments(args)
         library.max_variants = limits.max_voice_variants
@@ -122,7 +122,7 @@ def run_variant(args: argparse.Namespace, library) -> int:
 def variant_clip(args: argparse.Namespace, tag: str, limits):
     """The clip of ``variant add``: a voice file's own, or an audio clip cloned (consent first, then the clip is
     checked, then the model loaded)."""
-    from ..engine.voice import Voice
+    from ..storage.voice_file import Voice
 
     if pathlib.Path(args.clip).suffix.lower() == ".npz":
         return Voice.load(args.clip, max_frames=limits.max_reference_frames, max_bytes=limits.max_upload_bytes)

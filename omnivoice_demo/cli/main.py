@@ -34,9 +34,10 @@ import os
 import pathlib
 import sys
 
-from ..engine.lexicon import lexicon_argument
-from ..engine.ssml import looks_like_ssml, parse as parse_ssml
-from ..engine.config import add_config_arguments, add_limit_arguments, config_from_arguments, limits_from_arguments
+from ..text.lexicon import lexicon_argument
+from ..text.ssml import looks_like_ssml, parse as parse_ssml
+from ..settings.generation import add_config_arguments, config_from_arguments
+from ..settings.limits import add_limit_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument, backbone_settings
 from ..errors import InvalidInput, OmniVoiceError, one_line
@@ -182,8 +183,8 @@ def synth(args) -> int:
 
 def synth_script(args, output: pathlib.Path, config) -> int:
     """``synth --script``: every turn in its speaker's voice, in one file; who speaks when on standard output."""
-    from ..engine.languages import resolve_language
-    from ..studio.script import read_script
+    from ..text.languages import resolve_language
+    from ..text.script import read_script
 
     if args.ref_audio or args.voice or args.instruct:
         raise InvalidInput("--script gives each name its voice (in the script or with --speaker); leave out "
@@ -250,8 +251,8 @@ def checked_inputs(args) -> tuple[str, tuple | None]:
     """(the text, the reference audio and its rate or None) of ``synth``, checked before any model is loaded,
     each refusal naming its flag."""
     from ..audio.processing import load_audio_file
-    from ..engine.languages import resolve_language
-    from ..engine.text import validate_text
+    from ..text.languages import resolve_language
+    from ..text.prompt import validate_text
 
     text = flagged("--text", validate_text, read_text(args.text))
     flagged("--language", resolve_language, args.language)
@@ -295,7 +296,7 @@ def cli_voice(name: str):
 def offered_language(whisper_code: str):
     """The recogniser's language as the speech's language, when the model knows it (else none)."""
     from ..errors import InvalidInput
-    from ..engine.languages import resolve_language
+    from ..text.languages import resolve_language
 
     try:
         return resolve_language(whisper_code)

@@ -15,7 +15,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Optional
 
-from .text import chunk_text_punctuation
+from ..text.prompt import chunk_text_punctuation
 
 __all__ = [
     "FRAME_RATE",

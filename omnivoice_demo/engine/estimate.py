@@ -56,7 +56,7 @@ import numpy as np
 from .duration import chunk_reference, chunk_target_frames
 from .onnx_model import PromptPast
 from .sampling import decode_step, guidance_schedule, unmask_schedule
-from .text import build_condition_ids
+from ..text.prompt import build_condition_ids
 
 #: stages with a rate per unit of work (the backbone has its own fitted curve)
 RATE_STAGES = ("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess")

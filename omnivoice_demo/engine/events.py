@@ -12,9 +12,9 @@ from typing import Optional
 
 import numpy as np
 
-from .config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from .guard import ChunkCheck
-from .voice import Voice
+from ..storage.voice_file import Voice
 
 
 @dataclasses.dataclass

@@ -39,7 +39,8 @@ from ..audio import processing as audio_ops
 from ..asr.lazy import LazyRecognizer
 from ..audio.codec import AudioCodec
 from ..audio.loudness import normalise_loudness, require_pyloudnorm
-from .config import GenerationConfig, Limits
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ..backbones.choice import choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
@@ -47,21 +48,27 @@ from ..errors import InvalidInput, ModelFolderError
 from .estimate import PipelineEstimator, plan_work
 from .guard import Guard, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
-from .languages import resolve_language
-from .lexicon import as_lexicon
-from .normalize import normalize_text
+from ..text.languages import resolve_language
+from ..text.lexicon import as_lexicon
+from ..text.normalize import normalize_text
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .segments import SegmentsPlan, plan_segments, run_segments
-from .ssml import looks_like_ssml
+from ..text.ssml import looks_like_ssml
 from .streaming import playback_piece, sentence_chunks
 from .turns import TurnsPlan, prepare_turns, run_turns
-from .text import (add_punctuation, build_condition_ids, check_unicode, collapse_whitespace_runs, load_text_tokenizer,
-                   validate_text)
-from .voice import Voice
-from .voice_design import has_chinese, resolve_instruct
+from ..text.prompt import (
+    add_punctuation,
+    build_condition_ids,
+    collapse_whitespace_runs,
+    load_text_tokenizer,
+    validate_text,
+)
+from ..errors import check_unicode
+from ..storage.voice_file import Voice
+from ..text.voice_design import has_chinese, resolve_instruct
 
 
 # --- the join ----------------------------------------------------------------------------

@@ -28,9 +28,9 @@ import numpy as np
 from ..audio.processing import cross_fade_chunks
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput, excerpt
-from .config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
-from .ssml import Document, Segment, parse
+from ..text.ssml import Document, Segment, parse
 from .streaming import JOIN_SECONDS
 
 #: a name -> (saved voice or None, design or None): how a front end resolves ``<voice name>``

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration, split_oversized_chunks
-from .text import CLOSING_MARKS, chunk_text_punctuation
+from ..text.prompt import CLOSING_MARKS, chunk_text_punctuation
 
 #: a first sentence estimated longer than this is cut at a clause boundary
 FIRST_CHUNK_SECONDS = 3.0

@@ -1,6 +1,6 @@
 """Several voices in one output: turns generated in order, joined as the reference joins chunks.
 
-A dialogue script (``studio.script``) is a list of turns, each a text with its own voice (a saved
+A dialogue script (``text.script``) is a list of turns, each a text with its own voice (a saved
 voice or a design).  ``prepare_turns`` plans every turn with the engine's own ``prepare`` (every check
 and limit) and then holds the whole to the same limits as one request: the text's characters, the
 planned seconds of speech and the number of chunks, summed over the turns, before any work.
@@ -24,18 +24,10 @@ import numpy as np
 from ..audio.processing import cross_fade_chunks, cross_fade_starts
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from ..errors import InvalidInput
-from .config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
+from ..text.script import Turn  # noqa: F401 - a script's turns are what run_turns takes
 
-
-@dataclasses.dataclass(frozen=True)
-class Turn:
-    """One turn of several: who speaks (a name, for the subtitles), what, and with which voice."""
-
-    speaker: str
-    text: str
-    voice: object = None              # a Voice, the path of a saved voice, or None
-    instruct: Optional[str] = None    # a voice design (used when there is no voice)
 
 
 @dataclasses.dataclass

@@ -11,7 +11,7 @@ streaming) speaks the same items at the same seeds as the exact configuration;
 ``runner`` runs and scores them (resumably; ``eval_events`` a step at a time, for
 the server's queue), ``report`` compares, ``scores`` holds the measures and the text
 normalisation, ``speaker`` the speaker-similarity model, ``quick`` the app's run
-over the loaded models.
+over the loaded models, ``quick_bench`` the app's Benchmark tab (seconds per stage of loaded engines).
 """
 
 from .candidates import Candidate, EngineCache, exact_candidate, parse_candidate

@@ -19,8 +19,9 @@ import os
 import re
 from typing import Callable, Optional
 
-from ..engine.config import GenerationConfig, Limits
-from ..engine.presets import under_preset
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
+from ..settings.presets import under_preset
 from ..errors import InvalidInput
 
 EXACT_NAME = "exact"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..engine.config import add_config_arguments, config_from_arguments, limits_from_arguments
+from ..settings.generation import add_config_arguments, config_from_arguments
+from ..settings.limits import limits_from_arguments
 from ..errors import InvalidInput, ModelNotAvailable, one_line
 
 ASR_OFF = "none"

@@ -259,7 +259,7 @@ def _write_run(folder: OutputFolder, configuration: Candidate, key: str, item: E
 def _score_all(configurations, runs, top: OutputFolder, scorers: Scorers, counts: RunCounts,
                progress: _Progress) -> Iterator:
     from ..audio.processing import load_audio_file
-    from ..engine.config import Limits
+    from ..settings.limits import Limits
 
     references: dict[str, np.ndarray] = {}
     for item, seed in runs:

@@ -1,5 +1,5 @@
 """Files we keep and files we read from strangers: written whole or not at all (``atomic``), our cache
 folder (``cache``), the model folder's manifest (``manifest``), ``.npz`` checks with bounded memory
-(``npz_check``), the codes file (``codes_file``), the outputs folder (``outputs``) and Hub specs (``specs``).
+(``npz_check``), the codes file (``codes_file``), the outputs folder (``outputs``), Hub specs (``specs``) and a saved voice's ``.npz`` (``voice_file``: ``Voice``).
 
-The lowest floor above the package root's ``errors`` and ``constants``: it imports nothing else of the package."""
+It stands on the package root's ``errors`` and ``constants`` and imports nothing else of the package."""

@@ -6,7 +6,6 @@ it and none imports another front end.
 
 * ``models``: ``ModelManager`` (resolve and load models in the background, the active one)
 * ``voices``: ``VoiceLibrary`` (saved voices on disk: list, save, load, rename, delete, export, import)
-* ``voice_names``: how voices' names are written and compared (one rule for the disk, browsers and every front end)
 * ``variants``: style variants of a saved voice (clips tagged cheerful, sad, ...; chosen by a description's word)
 * ``sharing``: shared mode (who may change models, voices kept in browsers, no server paths in messages)
 * ``service``: ``EngineService``, the one queue every generation waits in (bounds, cancellation)
@@ -15,7 +14,6 @@ it and none imports another front end.
 * ``vocabulary``: the names every front end accepts (presets and their aliases, voices, languages)
 * ``results``: what a finished generation was (seed, settings, timings, codes digest)
 * ``sentences``: ``SentenceResult``, a finished generation whose sentences can each be made again or restored
-* ``script``: dialogue scripts (``Name: text`` lines) -> turns, each name a voice
 * ``lexicons``: each owner's pronunciations (the visitor's browser in shared mode, else the studio's file)
 """
 

@@ -14,7 +14,7 @@ import json
 import pathlib
 from typing import Optional
 
-from ..engine.lexicon import Entry, Lexicon, from_mapping
+from ..text.lexicon import Entry, Lexicon, from_mapping
 from ..errors import InvalidInput, excerpt
 from ..storage.atomic import write_atomically
 

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Optional
 
-from ..engine.config import Limits
+from ..settings.limits import Limits
 from ..engine.loop import OmniVoiceEngine
 from ..errors import ModelNotAvailable, OmniVoiceError
 from .sharing import refuse_model_changes

@@ -19,11 +19,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..engine.config import MAX_SEED, GenerationConfig
+from ..settings.generation import MAX_SEED, GenerationConfig
 from ..engine.events import ChunkEvent, GenerationPlan, GenerationResult
 from ..engine.guard import ChunkCheck
 from ..engine.loop import join_chunks
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from ..errors import InvalidInput
 from ..constants import SAMPLE_RATE
 from .service import EngineService, Job

@@ -25,11 +25,11 @@ import re
 import tempfile
 from typing import Callable, Iterable, Mapping, Optional
 
-from ..engine.config import Limits
+from ..settings.limits import Limits
 from ..errors import InvalidInput, excerpt
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from .variants import check_variants
-from .voice_names import check_free, clean_name, find_name, unique_name
+from ..text.voice_names import check_free, clean_name, find_name, unique_name
 
 __all__ = ["BrowserVoices", "browser_secret", "is_shared", "redact_paths", "refuse_model_changes",
            "shared_from_arguments", "unique_name"]

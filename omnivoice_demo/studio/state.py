@@ -9,12 +9,12 @@ import threading
 from collections import OrderedDict
 from typing import Callable, Hashable, Optional
 
-from ..engine.config import Limits
+from ..settings.limits import Limits
 from ..errors import ResourceLimitExceeded
 from ..storage.outputs import DEFAULT_MAX_BYTES, OutputFolder
 from .service import EngineService
-from ..engine.lexicon import Lexicon
-from ..engine.voice import Voice
+from ..text.lexicon import Lexicon
+from ..storage.voice_file import Voice
 from .lexicons import LEXICON_FILE, OwnerLexicons
 from .models import ModelManager
 from .sharing import BrowserVoices

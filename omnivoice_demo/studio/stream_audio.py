@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from ..audio import processing as audio_ops
-from ..engine.config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from ..constants import SAMPLE_RATE
 
 

@@ -23,11 +23,11 @@ import re
 import unicodedata
 from typing import Iterable, Optional
 
-from ..engine.config import Limits
-from ..engine.voice import MAX_TAG_CHARS, Voice
+from ..settings.limits import Limits
+from ..storage.voice_file import MAX_TAG_CHARS, Voice
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from .descriptions import Description, check_description, read_description
-from .voice_names import MAX_NAME_LENGTH, find_name, name_key
+from ..text.descriptions import Description, check_description, read_description
+from ..text.voice_names import MAX_NAME_LENGTH, find_name, name_key
 
 __all__ = ["add_variant", "check_room", "check_variants", "clean_tag", "listed_variants", "read_voice_description",
            "remove_variant", "split_variant_name", "variant_listing", "variant_name", "variant_of"]

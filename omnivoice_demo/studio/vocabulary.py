@@ -8,7 +8,7 @@
   front end reads local files (the command line, batch) -- a path to a ``.npz``; ``"auto"`` or empty:
   the model chooses.  Servers never take a path.
 * Languages: ``languages.language_choices`` (a name or a code, ``"Auto"``).
-* Voice descriptions (``read_description``, in ``studio.descriptions``): a voice in one's own words, English or
+* Voice descriptions (``read_description``, in ``text.descriptions``): a voice in one's own words, English or
   Chinese ("a deep, calm British man", "温柔的年轻女声") -> the model's design items, with the words left out
   and why; every front end reads OpenAI's ``instructions``, the app's box, ``--instruct`` and batch rows there.
 
@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..errors import InvalidInput, excerpt
-from ..engine.languages import language_choices  # noqa: F401 - the vocabulary's languages
-from ..engine.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
-from ..engine.voice import Voice
-from ..engine.voice_design import resolve_instruct
-from .descriptions import Description, read_description  # noqa: F401 - the vocabulary's descriptions
+from ..text.languages import language_choices  # noqa: F401 - the vocabulary's languages
+from ..settings.presets import ALIASES as PRESET_ALIASES, PRESETS, canonical_preset  # noqa: F401 - the vocabulary's presets
+from ..storage.voice_file import Voice
+from ..text.voice_design import resolve_instruct
+from ..text.descriptions import Description, read_description  # noqa: F401 - the vocabulary's descriptions
 from .variants import split_variant_name, variant_of
-from .voice_names import find_name
+from ..text.voice_names import find_name
 
 #: a voice design written out is a few items (its error quotes it whole): a longer voice is no design
 MAX_DESIGN_CHARS = 300
@@ -153,6 +153,6 @@ def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voi
 
 
 def _single_items() -> set[str]:
-    from ..engine.voice_design import VALID_EN
+    from ..text.voice_design import VALID_EN
 
     return {item.lower() for item in VALID_EN}

@@ -24,11 +24,11 @@ import time
 from typing import Callable, Optional
 
 from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
-from ..engine.config import Limits
+from ..settings.limits import Limits
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
-from ..engine.voice import Voice, stored_tags
+from ..storage.voice_file import Voice, stored_tags
 from .variants import check_variants, variant_listing
-from .voice_names import check_free, clean_name, find_name
+from ..text.voice_names import check_free, clean_name, find_name
 
 __all__ = ["VoiceLibrary", "clean_name", "data_dir", "export_voice", "write_voice"]
 

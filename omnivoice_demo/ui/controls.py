@@ -21,13 +21,14 @@ from typing import Any, Callable, Optional
 import gradio as gr
 import numpy as np
 
-from ..engine.config import GenerationConfig, Limits
-from ..engine.languages import language_choices
-from ..engine.lexicon import Lexicon, as_lexicon
-from ..studio.descriptions import Description, read_description
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
+from ..text.languages import language_choices
+from ..text.lexicon import Lexicon, as_lexicon
+from ..text.descriptions import Description, read_description
 from ..studio.variants import read_voice_description
-from ..engine.presets import preset_values
-from ..engine.normalize import unavailable_note
+from ..settings.presets import preset_values
+from ..text.normalize import unavailable_note
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -194,7 +195,7 @@ def generation_request(values: dict, limits: Optional[Limits] = None) -> Generat
 
     ``duration`` 0 or empty means automatic; ``seed`` empty or negative, or ``randomize``, means a new
     seed.  A bad value is an ``InvalidInput`` naming the setting.  The voice design is read leniently
-    (``studio.descriptions``), within ``limits``."""
+    (``text.descriptions``), within ``limits``."""
     settings = {name: values[name] for name in tab_settings() if name in values}
     if str(values.get("preset") or "").strip():  # the API's preset: a setting the caller changed still wins
         settings.update({name: value for name, value in preset_values(values["preset"]).items()

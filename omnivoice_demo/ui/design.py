@@ -7,7 +7,7 @@ from typing import Optional
 
 import gradio as gr
 
-from ..engine.voice_design import has_chinese, instruct_categories, resolve_instruct
+from ..text.voice_design import has_chinese, instruct_categories, resolve_instruct
 from ..studio.variants import read_voice_description
 
 AUTO = "Auto"

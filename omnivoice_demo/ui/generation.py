@@ -25,7 +25,7 @@ from ..engine.loop import ChunkEvent, GenerationResult, StepEvent
 from ..studio.sentences import SentenceResult, model_key
 from ..studio.service import QueueEvent
 from ..errors import InvalidInput
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from . import pictures
 from .controls import generation_request, styled_request
 from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, shown,

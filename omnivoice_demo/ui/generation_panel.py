@@ -10,8 +10,8 @@ import gradio as gr
 
 from .gradio_api import generation_concurrency
 from ..errors import InvalidInput
-from ..engine.text import NONVERBAL_TAGS
-from ..engine.voice import Voice
+from ..text.prompt import NONVERBAL_TAGS
+from ..storage.voice_file import Voice
 from .assets import chunk_player_js
 from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct

@@ -20,7 +20,7 @@ from typing import Optional
 import gradio as gr
 
 from ..audio.processing import save_audio
-from ..engine.config import GenerationConfig
+from ..settings.generation import GenerationConfig
 from ..studio.messages import error_text, errors_as
 from ..studio.results import details
 from ..studio.state import session_of

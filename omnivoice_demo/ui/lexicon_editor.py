@@ -15,8 +15,8 @@ from typing import Optional
 import gradio as gr
 
 from ..audio.processing import save_audio
-from ..engine.config import GenerationConfig
-from ..engine.lexicon import Entry, Lexicon, SuggestionsMissing, cmu_pronunciations
+from ..settings.generation import GenerationConfig
+from ..text.lexicon import Entry, Lexicon, SuggestionsMissing, cmu_pronunciations
 from ..engine.loop import GenerationResult
 from ..errors import InvalidInput, one_line
 from ..studio import Studio

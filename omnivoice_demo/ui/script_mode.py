@@ -3,7 +3,7 @@
 With the mode on, each ``Name: text`` (or ``[Name] text``) line of the text box is a turn, in the voice
 the table gives its name (a saved voice, a design such as ``female, low pitch``, or an OpenAI voice
 name such as ``alloy``); a name the table leaves empty is read as a voice itself.  The turns are one
-output (``studio.script``, ``engine.prepare_turns``), with the progress, player and downloads of any
+output (``text.script``, ``engine.prepare_turns``), with the progress, player and downloads of any
 Speak generation.
 """
 
@@ -14,7 +14,7 @@ import dataclasses
 import gradio as gr
 
 from ..errors import InvalidInput
-from ..studio.script import MAX_SPEAKERS, script_names
+from ..text.script import MAX_SPEAKERS, script_names
 from .error_mapping import ui_errors
 
 HEADERS = ["Name", "Voice"]

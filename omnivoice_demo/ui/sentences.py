@@ -20,7 +20,7 @@ import gradio as gr
 from ..audio.processing import audio_bytes
 from ..engine.events import ChunkEvent, StepEvent
 from ..engine.streaming import playback_piece
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from ..errors import InvalidInput, excerpt
 from ..studio import Studio, session_of
 from ..studio.sentences import SentenceResult

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..engine.config import GenerationConfig
-from ..engine.normalize import typed_default
-from ..engine.presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
+from ..settings.generation import GenerationConfig
+from ..text.normalize import typed_default
+from ..settings.presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
 from ..engine.streaming import clauses, ends_sentence
 
 CUSTOM = "custom"

@@ -1,6 +1,6 @@
 """The Speak tab's "Text / SSML" switch and the line under it that checks the SSML as it is typed.
 
-Thin over the engine's parser (``engine/ssml.py``): the line shows its error (with the line and column) or
+Thin over the engine's parser (``text/ssml.py``): the line shows its error (with the line and column) or
 what the document holds and its notes; the generation reads the same document.
 """
 
@@ -10,7 +10,7 @@ import html
 
 import gradio as gr
 
-from ..engine.ssml import parse
+from ..text.ssml import parse
 from ..errors import InvalidInput
 
 MODES = ("Text", "SSML")

@@ -11,7 +11,7 @@
   is the reference of the later pieces, as the engine's own chunking does, so the speaker stays;
   one seed serves the whole stream.  The ``synthesize`` a client sends inside a stream for older
   servers is ignored.  The stream's whole text is bounded by the server's ``max_text_chars``.
-* A ``synthesize`` text that starts with ``<speak`` is SSML (``engine/ssml.py``): each finished segment's
+* A ``synthesize`` text that starts with ``<speak`` is SSML (``text/ssml.py``): each finished segment's
   audio (with its pauses) is sent as it comes; a streamed text is read as written.
 * A wrong request, a full queue or a failed generation is an ``error`` event with the message every
   front end shows (``studio.messages.error_text``) and a code (``invalid_value``, ``limit_exceeded``,
@@ -46,15 +46,15 @@ from wyoming.ping import Ping
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
-from ..engine.config import GenerationConfig
-from ..engine.normalize import typed_default
+from ..settings.generation import GenerationConfig
+from ..text.normalize import typed_default
 from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
 from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
 from ..studio.variants import read_voice_description
 from ..studio.vocabulary import resolve_voice
-from ..engine.voice import Voice
+from ..storage.voice_file import Voice
 from .framing import MalformedEvent, read_event
 from .info import DEFAULT_VOICE, build_info
 from .requests import SpeechRequest, parse_request
@@ -81,7 +81,7 @@ class WyomingContext:
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
-    lexicon: Optional[object] = None        # engine.lexicon.Lexicon of --lexicon: every request's pronunciations
+    lexicon: Optional[object] = None        # text.lexicon.Lexicon of --lexicon: every request's pronunciations
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)

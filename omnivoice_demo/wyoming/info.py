@@ -16,7 +16,7 @@ from typing import Mapping, Optional
 from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 
 from ..constants import app_version
-from ..engine.languages import supported_language_codes
+from ..text.languages import supported_language_codes
 from ..studio.variants import variant_name
 from ..studio.vocabulary import DESIGNS
 

@@ -20,7 +20,7 @@ import re
 from typing import Optional
 
 from ..errors import InvalidInput, excerpt
-from ..engine.languages import resolve_language
+from ..text.languages import resolve_language
 
 MAX_SEED = 2**31 - 1
 #: a speaker that is a seed: ASCII digits only ("²" and "٣" are digits to str.isdigit, not to int), at most 12
@@ -32,7 +32,7 @@ class SpeechRequest:
     voice: Optional[str] = None      # None: the model chooses
     language: Optional[str] = None   # a code the model knows, None: no language token
     seed: Optional[int] = None
-    instructions: Optional[str] = None   # a voice description (studio.descriptions)
+    instructions: Optional[str] = None   # a voice description (text.descriptions)
 
 
 def parse_request(data: dict) -> SpeechRequest:

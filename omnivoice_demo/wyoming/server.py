@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 from wyoming.server import AsyncServer
 
-from ..engine.lexicon import lexicon_argument
+from ..text.lexicon import lexicon_argument
 from ..studio.service import add_queue_arguments
 from .handler import SpeechHandler, WyomingContext
 
@@ -184,7 +184,7 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
 
 def run_wyoming(args: argparse.Namespace) -> int:
     """``omnivoice wyoming``: the Wyoming server alone, the model loaded before the port opens."""
-    from ..engine.config import limits_from_arguments
+    from ..settings.limits import limits_from_arguments
     from ..studio import ModelManager, VoiceLibrary
     from ..studio.service import service_from_arguments
     from ..studio.sharing import redact_paths

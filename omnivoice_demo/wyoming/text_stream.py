@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..engine.streaming import SENTENCE_END
-from ..engine.text import CLOSING_MARKS
+from ..text.prompt import CLOSING_MARKS
 
 _CLOSING = "".join(re.escape(mark) for mark in sorted(CLOSING_MARKS))
 _WIDE_END = "。！？"

@@ -156,7 +156,7 @@ def _decode(model, path):
 
 
 def _voice(model, path):
-    from omnivoice_demo.engine.voice import Voice
+    from omnivoice_demo.storage.voice_file import Voice
 
     voice = Voice.load(path)
     return _engine(model).generate("Hello.", voice=voice, num_step=1, seed=0)

@@ -8,11 +8,11 @@ from typing import Iterator, Optional
 import gradio as gr
 
 from ..gradio_api import api_errors, describe
-from ...engine.config import GenerationConfig
+from ...settings.generation import GenerationConfig
 from ...constants import STAGES
 from ...errors import InvalidInput, excerpt
 from ...storage.atomic import write_atomically
-from ...engine.quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
+from ...eval.quick_bench import TEXTS, BenchmarkProgress, benchmark_events, machine_info, rows_to_csv
 from .. import pictures
 from ..error_mapping import ui_errors
 from ..generation_panel import ENGINE_GROUP, go_stop_buttons

@@ -17,7 +17,7 @@ import gradio as gr
 from ...book.jobs import BookJobs
 from ...book.project import BookSettings, estimated_seconds
 from ...book.voices import Voicing
-from ...engine.config import GenerationConfig
+from ...settings.generation import GenerationConfig
 from ...errors import InvalidInput
 from ...studio import Studio
 from ..error_mapping import ui_errors
@@ -30,7 +30,7 @@ HEADERS = ["#", "Chapter", "Sentences", "Made", "Minutes"]
 
 def voicing(studio: Studio, value: Optional[str], what: str) -> Optional[Voicing]:
     """A voice of the tab: a named design, a description in words, or (a local app only) a saved voice."""
-    from ...studio.descriptions import read_description
+    from ...text.descriptions import read_description
     from ...studio.vocabulary import DESIGNS
 
     if not value or value == NONE:

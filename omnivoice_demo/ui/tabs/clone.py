@@ -19,11 +19,11 @@ import numpy as np
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
 from ...audio import processing as audio_ops
 from ...audio.best_part import best_part
-from ...engine.config import GenerationConfig
+from ...settings.generation import GenerationConfig
 from ...constants import HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
 from ...errors import InvalidInput, OmniVoiceError, excerpt, one_line
-from ...engine.text import add_punctuation
-from ...engine.voice import Voice
+from ...text.prompt import add_punctuation
+from ...storage.voice_file import Voice
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors, user_message
 from ..generation import run_generation

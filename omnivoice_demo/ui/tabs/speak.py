@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import gradio as gr
 
 from ..gradio_api import api_errors, describe, generation_concurrency, result_outputs, run_job
-from ...engine.voice import Voice
+from ...storage.voice_file import Voice
 from ..assets import examples
 from ..controls import NO_VOICE, api_function, api_setting_inputs, generation_controls
 from ..error_mapping import ui_errors
@@ -21,10 +21,10 @@ from ..design import compose_instruct
 from .. import lexicon_editor, script_mode
 from ..sentences import wire_sentences
 from ..ssml_switch import ssml_switch
-from ...engine.lexicon import Lexicon, from_mapping
+from ...text.lexicon import Lexicon, from_mapping
 from ...errors import InvalidInput
-from ...studio.script import plan_script
-from ...studio.descriptions import read_description
+from ...text.script import plan_script
+from ...text.descriptions import read_description
 
 
 def saved_voice(studio: Studio, name: Optional[str], session: Optional[str], browser=None) -> Optional[Voice]:

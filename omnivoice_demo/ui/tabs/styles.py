@@ -16,7 +16,7 @@ from ...constants import SAMPLE_RATE
 from ...errors import InvalidInput
 from ...studio import Studio, session_of
 from ...studio.variants import EXAMPLES, add_variant, check_room, remove_variant, variant_of
-from ...studio.voice_names import clean_name
+from ...text.voice_names import clean_name
 from ..generation_panel import ENGINE_GROUP
 from ..owners import owner_of
 

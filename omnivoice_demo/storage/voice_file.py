@@ -15,11 +15,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..storage.atomic import atomic_output
+from .atomic import atomic_output
 from ..constants import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
 from ..errors import InvalidInput, excerpt
-from ..storage.npz_check import Member, read_npz
-from .text import check_unicode
+from .npz_check import Member, read_npz
+from ..errors import check_unicode
 
 VOICE_FORMAT_VERSION = 1
 #: The public limits' longest reference (``Limits().max_reference_frames``) and upload size.

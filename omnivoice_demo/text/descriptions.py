@@ -1,6 +1,6 @@
 """A voice described in one's own words -> the model's voice-design items, and what was left out and why.
 
-OmniVoice designs a voice from a fixed list of items (``engine.voice_design``: gender, age, pitch,
+OmniVoice designs a voice from a fixed list of items (``text.voice_design``: gender, age, pitch,
 whisper, an English accent or a Chinese dialect).  People write "a deep, calm British man" or
 "温柔的年轻女声".  ``read_description`` reads such text, English or Chinese:
 
@@ -28,9 +28,9 @@ import re
 import unicodedata
 from typing import Optional
 
-from ..engine.config import Limits
-from ..engine.text import check_unicode
-from ..engine.voice_design import INSTRUCT_CATEGORIES, INSTRUCT_ZH_TO_EN, VALID_EN, VALID_ZH
+from ..settings.limits import Limits
+from ..errors import check_unicode
+from .voice_design import INSTRUCT_CATEGORIES, INSTRUCT_ZH_TO_EN, VALID_EN, VALID_ZH
 from ..errors import InvalidInput
 
 __all__ = ["Description", "read_description", "known_items_text"]

@@ -17,12 +17,12 @@ visitor, the server or the command line) and run the turns with ``engine.prepare
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Callable, Mapping, Optional
 
-from ..engine.lexicon import kind_of
-from ..engine.text import NONVERBAL_TAGS
-from ..engine.turns import Turn
+from .lexicon import kind_of
+from .prompt import NONVERBAL_TAGS
 from ..errors import InvalidInput, excerpt
 from .voice_names import MAX_NAME_LENGTH, find_name
 
@@ -33,6 +33,16 @@ MAX_SPEAKERS = 16
 _COLON = re.compile(r"^\s*([^\W\d_][\w.'’-]*(?: [\w.'’-]+){0,3})\s*:(?:\s+|$)(.*)$")
 _BRACKET = re.compile(r"^\s*\[([^\[\]\n]{1,%d})\]\s*(.*)$" % MAX_NAME_LENGTH)
 _TAGS = {tag.casefold() for tag in NONVERBAL_TAGS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Turn:
+    """One turn of several: who speaks (a name, for the subtitles), what, and with which voice."""
+
+    speaker: str
+    text: str
+    voice: object = None              # a Voice, the path of a saved voice, or None
+    instruct: Optional[str] = None    # a voice design (used when there is no voice)
 
 
 def parse_script(text: str) -> list[tuple[str, str, int]]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ..errors import InvalidInput, ModelFolderError
+from ..errors import InvalidInput, ModelFolderError, check_unicode
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizers import Tokenizer
@@ -93,16 +93,6 @@ def validate_text(text: Optional[str], what: str = "The text to speak") -> str:
     return text
 
 
-def check_unicode(text: str, what: str) -> str:
-    """``text`` unchanged, or ``InvalidInput`` when it holds a lone surrogate (it cannot be encoded as UTF-8).
-
-    The message gives the position, never the text itself (which no response or log could encode)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{what} holds a character that is not valid Unicode (a lone surrogate, at position "
-                           f"{exc.start}); send the text as UTF-8.") from None
-    return text
 
 
 # ---------------------------------------------------------------------------

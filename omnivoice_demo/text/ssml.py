@@ -39,7 +39,8 @@ from defusedxml.ElementTree import DefusedXMLParser
 
 from ..constants import SAMPLE_RATE
 from ..errors import InvalidInput, excerpt
-from .config import GenerationConfig, Limits
+from ..settings.generation import GenerationConfig
+from ..settings.limits import Limits
 from .lexicon import kind_of
 
 #: elements nested deeper than this are refused (a walk of the tree must not run out of stack)
