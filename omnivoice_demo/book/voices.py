@@ -53,13 +53,13 @@ class Part:
 def resolve_voicing(value: Optional[str], voices, base: Optional[pathlib.Path] = None,
                     what: str = "--voice") -> Optional[Voicing]:
     """A voice name, a named design, a ``.npz`` path (relative to ``base``) or a description in words."""
-    from ..batch.items import _voice_of
+    from ..batch.items import voice_of
     from ..text.descriptions import read_description
 
     if not value:
         return None
     try:
-        path, design = _voice_of(value, voices, base or pathlib.Path.cwd())
+        path, design = voice_of(value, voices, base or pathlib.Path.cwd())
         return Voicing(name=value, voice=path, instruct=design)
     except InvalidInput as exc:
         if " " not in value.strip():
