@@ -226,6 +226,7 @@ FLOORS = [
     ("engine", ["omnivoice_demo.engine"]),
     ("studio core", ["omnivoice_demo.studio"]),
     ("batch", ["omnivoice_demo.batch"]),
+    ("book", ["omnivoice_demo.book"]),
     ("evaluation", ["omnivoice_demo.eval"]),
     ("front ends", ["omnivoice_demo.ui", "omnivoice_demo.api", "omnivoice_demo.wyoming"]),
     ("programs", ["omnivoice_demo.app", "omnivoice_demo.cli"]),

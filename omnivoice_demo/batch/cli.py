@@ -21,13 +21,7 @@ def add_batch_command(commands, add_model_arguments) -> None:
     add_model_arguments(batch)
     batch.add_argument("--input", required=True, help="items.jsonl, items.csv (a header row: text, id, voice, ...) or items.txt")
     batch.add_argument("--output", required=True, help="the output folder (shared by every node with --ray)")
-    batch.add_argument("--workers", type=int, default=1,
-                       help="local worker processes, each with its own engine and its share of the cores")
-    batch.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|local|ADDRESS",
-                       help="run on a Ray cluster (pip install .[batch]): auto = the running cluster, "
-                            "local = start one here, or ray://HOST:PORT")
-    batch.add_argument("--actor-cpus", type=int, default=1, help="CPUs (and engine threads) per Ray actor")
-    batch.add_argument("--actor-gpus", type=float, default=0, help="GPUs per Ray actor (with --provider cuda)")
+    add_backend_arguments(batch)
     batch.add_argument("--format", default="wav", choices=AUDIO_FORMATS, dest="audio_format")
     batch.add_argument("--subtitles", default="", metavar="srt,vtt", help="subtitle formats to write per item")
     batch.add_argument("--book", action="store_true",
@@ -44,6 +38,17 @@ def add_batch_command(commands, add_model_arguments) -> None:
     add_config_arguments(batch)
     batch.set_defaults(limits="local")  # a batch runs on one's own machines; --limits and --max-... still apply
     batch.set_defaults(run=run)
+
+
+def add_backend_arguments(parser) -> None:
+    """Where the items run (``open_backend``): --workers, --ray, --actor-cpus, --actor-gpus (batch and book)."""
+    parser.add_argument("--workers", type=int, default=1,
+                        help="local worker processes, each with its own engine and its share of the cores")
+    parser.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|local|ADDRESS",
+                        help="run on a Ray cluster (pip install .[batch]): auto = the running cluster, "
+                             "local = start one here, or ray://HOST:PORT")
+    parser.add_argument("--actor-cpus", type=int, default=1, help="CPUs (and engine threads) per Ray actor")
+    parser.add_argument("--actor-gpus", type=float, default=0, help="GPUs per Ray actor (with --provider cuda)")
 
 
 def parse_subtitles(text: str) -> tuple[str, ...]:

@@ -314,12 +314,12 @@ def _item_from_row(row: dict, line: int, base: GenerationConfig, voices, folder:
         if any(row.get(key) for key in ("voice", "instruct")):
             raise InvalidInput("a script row gives each name its voice (in the script or in 'speakers'); leave out "
                                "'voice' and 'instruct'")
-        turns = read_script(text, lambda value: _voice_of(value, voices, folder), row.get("speakers"))
+        turns = read_script(text, lambda value: voice_of(value, voices, folder), row.get("speakers"))
         return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
                          instruct=None, voice=None, config=config, pronunciations=pronunciations, turns=tuple(turns))
     if row.get("speakers") is not None:
         raise InvalidInput("'speakers' maps the names of a script to voices: give \"script\": true with it")
-    voice, design = _voice_of(row.get("voice"), voices, folder)
+    voice, design = voice_of(row.get("voice"), voices, folder)
     description = read_description(row.get("instruct"), param="instruct")   # lenient: the sidecar lists the rest
     return BatchItem(id=item_id, line=line, text=text.strip(), language=row.get("language") or None,
                      instruct=description.instruct or design, voice=voice, config=config,
@@ -340,10 +340,10 @@ def _ssml_voices(text: str, voices, folder: pathlib.Path) -> tuple:
     if not looks_like_ssml(text):
         return ()
     names = dict.fromkeys(s.voice for s in parse(text, Limits.local()).segments if s.voice is not None)
-    return tuple((name, *_voice_of(name, voices, folder)) for name in names)
+    return tuple((name, *voice_of(name, voices, folder)) for name in names)
 
 
-def _voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Optional[str], Optional[str]]:
+def voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Optional[str], Optional[str]]:
     """(the voice file's absolute path, None) or (None, a named design) of a row's ``voice``, read as every
     front end reads it (``studio.vocabulary``): a saved voice in ``voices``, a named design, a ``.npz`` path
     (relative to the input's ``folder``)."""

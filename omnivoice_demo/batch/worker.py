@@ -97,6 +97,13 @@ class ItemWorker:
         self.engine = spec.open(threads)
         self.threads = threads
 
+    @classmethod
+    def on_engine(cls, engine, threads: Optional[int] = None) -> "ItemWorker":
+        """A worker on an engine already open (the app's, for its book jobs)."""
+        worker = cls.__new__(cls)
+        worker.engine, worker.threads = engine, threads
+        return worker
+
     def check(self, items: list[BatchItem]) -> tuple[list[tuple[int, str]], dict[str, float]]:
         """The engine's own checks of every item (``prepare``; no compute): problems (line, message), and planned
         seconds.  Each item is checked on its own: one that fails (even by an error of ours) leaves the others."""

@@ -412,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ..batch.cli import add_batch_command
 
     add_batch_command(commands, add_model_arguments)
+    from ..book.cli import add_book_command
+
+    add_book_command(commands, add_model_arguments)
     from ..eval.cli import add_eval_command
 
     add_eval_command(commands, add_model_arguments)

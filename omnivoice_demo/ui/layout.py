@@ -19,7 +19,7 @@ from .generation_panel import SessionHistory
 from ..studio.sharing import browser_secret
 from ..studio import Studio, session_of
 from . import lexicon_editor
-from .tabs import benchmark, clone, codec, model, speak
+from .tabs import benchmark, book, clone, codec, model, speak
 
 TITLE = "OmniVoice ONNX Studio"
 INTRO = ("Zero-shot text-to-speech in 600+ languages with [OmniVoice](https://github.com/k2-fsa/OmniVoice), "
@@ -48,6 +48,7 @@ def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optio
             clone.build(studio, history, speak_voice=speak_panel.controls["voice"], browser_voices=browser_voices,
                         lexicon=speak_panel.lexicon)
             codec.build(studio)
+            book.build(studio)
             bench_models = benchmark.build(studio)
             model_tab = model.ModelTab(studio, bar, bench_models, model_spec, precision, provider,
                                        follow=[(speak_panel.go, speak_panel.outputs["progress"])])

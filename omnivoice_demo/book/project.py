@@ -1,0 +1,335 @@
+"""A book project: the book's sentences as batch items, made once, then joined into chapters and the outputs.
+
+The output folder::
+
+    DIR/sentences/        the batch output folder: one item per distinct sentence (``<key>.flac`` + sidecar)
+    DIR/chapters/         NN.flac (and .mp3/.opus with --format), NN.srt, NN.vtt: each chapter, joined
+    DIR/<title>.m4b       the audiobook: AAC in MP4, chapter markers, title, author, cover
+    DIR/<title>.readalong.epub   the text with media overlays (SMIL): read along, sentence by sentence
+    DIR/report.json       chapters, loudness per chapter, sentences that failed every take, what was skipped
+
+What decides a sentence's audio is its item: its text after the lexicon (the engine then normalises that text
+as its settings say, which are in the item), its voice (a voice file by content), its generation settings and
+its seed (the book's ``--seed``, else one from the spoken text).  The item's id is its key, so a sentence is
+found again wherever it moved, the same sentence twice is made once, a lexicon entry changes exactly the
+sentences that hold its word, and a new voice for one character exactly that character's sentences.  The
+batch machinery (``batch.runner.run_batch``) does the rest: what is done is reused (its audio's sha256
+checked), every file is written atomically, sidecar last, so ``kill -9`` loses at most the sentences in
+flight; the same items run in this process, in worker processes or on Ray actors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import re
+import time
+from typing import Callable, Mapping, Optional
+
+import numpy as np
+
+from ..batch.items import BatchItem, default_seed
+from ..batch.runner import Summary, run_batch
+from ..batch.store import OutputFolder
+from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, split_sentences
+from ..batch.worker import Job
+from ..settings.generation import GenerationConfig
+from ..text.lexicon import Lexicon
+from ..errors import InvalidInput
+from .reading import Book
+from .voices import Part, Voicing, parts_of
+
+#: how each sentence is kept (lossless)
+SENTENCE_FORMAT = "flac"
+OUTPUT_FORMATS = ("m4b", "mp3", "opus", "flac")
+#: ACX (Audible): RMS between -23 and -18 dBFS, peaks at most -3 dBFS; the target is the middle
+ACX_RMS_RANGE = (-23.0, -18.0)
+ACX_PEAK_CEILING = -3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Loudness:
+    """A chapter's level target: RMS (dBFS) under a peak ceiling (dBFS), and the range that passes."""
+
+    rms_db: float = -20.0
+    peak_ceiling_db: float = ACX_PEAK_CEILING
+    rms_range: tuple[float, float] = ACX_RMS_RANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class BookSettings:
+    config: GenerationConfig
+    narrator: Voicing
+    dialogue: Optional[Voicing] = None
+    cast: Mapping[str, Voicing] = dataclasses.field(default_factory=dict)
+    chapter_voices: Mapping[int, Voicing] = dataclasses.field(default_factory=dict)   # chapter number -> narrator
+    language: Optional[str] = None        # overrides the book's
+    lexicon: Lexicon = Lexicon()
+    paragraph_pause: float = 0.6          # seconds of silence between paragraphs
+    chapter_pause: float = 2.0            # and after each chapter
+    loudness: Optional[Loudness] = Loudness()
+    audio_format: str = "m4b"
+    subtitles: tuple[str, ...] = SUBTITLE_FORMATS
+    readalong: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    chapter: int          # from 1
+    paragraph: int        # from 0, in its chapter
+    text: str             # as the book writes it
+    item_id: str
+    speaker: str = ""
+
+
+@dataclasses.dataclass
+class BookPlan:
+    book: Book
+    language: Optional[str]
+    sentences: list[Sentence]
+    items: list[BatchItem]          # one per distinct sentence (its id is its key)
+    notes: list[str]
+
+
+def book_language(book: Book, override: Optional[str]) -> tuple[Optional[str], list[str]]:
+    """The language to speak: ``override``, else the book's (``en-GB`` -> ``en`` when the model has no ``en-GB``)."""
+    from ..text.languages import resolve_language
+
+    if override:
+        return resolve_language(override), []
+    if not book.language:
+        return None, ["the book names no language: the model chooses (give --language to set it)"]
+    for candidate in (book.language, book.language.replace("_", "-").split("-")[0]):
+        try:
+            return resolve_language(candidate), []
+        except InvalidInput:
+            continue
+    return None, [f"the book's language {book.language!r} is not one the model knows; the model chooses "
+                  "(give --language to set it)"]
+
+
+def plan_book(book: Book, settings: BookSettings, model_identity: str) -> BookPlan:
+    """Every sentence of ``book`` with its voice, and the distinct items to make (no compute)."""
+    language, notes = book_language(book, settings.language)
+    sentences: list[Sentence] = []
+    items: dict[str, BatchItem] = {}
+    for number, chapter in enumerate(book.chapters, 1):
+        narrator = settings.chapter_voices.get(number, settings.narrator)
+        for index, paragraph in enumerate(chapter.paragraphs):
+            for part in parts_of(paragraph, narrator, settings.dialogue, settings.cast):
+                for text in split_sentences(part.text):
+                    item = sentence_item(text, part, language, settings, model_identity)
+                    items.setdefault(item.id, dataclasses.replace(item, line=len(items) + 1))
+                    sentences.append(Sentence(number, index, text, item.id, part.speaker))
+    return BookPlan(book=book, language=language, sentences=sentences, items=list(items.values()), notes=notes)
+
+
+def sentence_item(text: str, part: Part, language: Optional[str], settings: BookSettings,
+                  model_identity: str) -> BatchItem:
+    """The batch item of one sentence; its id is its key (see the module)."""
+    spoken = settings.lexicon.apply(text)
+    config = settings.config
+    if config.seed is None:
+        config = config.replace(seed=default_seed("book", spoken))
+    item = BatchItem(id="pending", line=0, text=spoken, language=language, instruct=part.voicing.instruct,
+                     voice=part.voicing.voice, config=config)
+    return dataclasses.replace(item, id="s" + item.key(model_identity, SENTENCE_FORMAT)[:32])
+
+
+@dataclasses.dataclass
+class BookRun:
+    """What a run did: the JSON line's figures, the report's path, the outputs."""
+
+    chapters: int
+    sentences: int
+    made: int
+    reused: int
+    failed: int
+    output: Optional[str]
+    report: str
+    summary: Summary
+    timings: dict = dataclasses.field(default_factory=dict)   # seconds (and _cpu: this process's CPU seconds) of
+    # synthesis (with start-up; local workers and Ray actors are other processes), join, outputs
+
+    def line(self) -> str:
+        return json.dumps({"chapters": self.chapters, "sentences": self.sentences, "made": self.made,
+                           "reused": self.reused, "output": self.output}, ensure_ascii=False)
+
+
+def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str,
+             open_backend: Callable[[], object], progress: bool = True,
+             on_chapter: Optional[Callable[[int, str], None]] = None) -> BookRun:
+    """Make what is missing, then join the chapters and write the outputs (only when every sentence is made)."""
+    folder = OutputFolder(output).create()
+    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, model_identity=model_identity)
+    tick, cpu = time.perf_counter(), time.process_time()
+    summary = run_batch(plan.items, job, open_backend, progress=progress, retry_failed=True)
+    timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
+    report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
+                    "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
+                    "skipped": list(plan.book.skipped), "notes": list(plan.book.notes) + plan.notes}
+    output_path = None
+    if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
+        with folder.lock():
+            tick, cpu = time.perf_counter(), time.process_time()
+            chapters = join_chapters(plan, settings, folder, on_chapter)
+            timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
+            report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k != "cues"} for c in chapters]
+            report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
+            tick, cpu = time.perf_counter(), time.process_time()
+            output_path = write_outputs(plan, settings, folder, chapters)
+            timings.update(outputs=time.perf_counter() - tick, outputs_cpu=time.process_time() - cpu)
+    report_path = folder.path / "report.json"
+    folder.write_json(report_path, report)
+    return BookRun(chapters=len(plan.book.chapters), sentences=len(plan.sentences), made=summary.done,
+                   reused=summary.skipped, failed=summary.failed, output=output_path, report=str(report_path),
+                   summary=summary, timings=timings)
+
+
+@dataclasses.dataclass
+class JoinedChapter:
+    number: int
+    title: str
+    file: str            # chapters/NN.flac, relative to the output folder
+    samples: int
+    sample_rate: int
+    sentences: int
+    rms_db: float
+    peak_db: float
+    gain_db: float
+    meets_target: Optional[bool]
+    cues: list = dataclasses.field(default_factory=list, repr=False)
+
+    @property
+    def seconds(self) -> float:
+        return self.samples / self.sample_rate
+
+
+def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
+                  on_chapter: Optional[Callable[[int, str], None]] = None) -> list[JoinedChapter]:
+    """Each chapter's sentences end to end (a pause between paragraphs and after the chapter), at the loudness
+    target, as ``chapters/NN.flac`` with its subtitles; one chapter in memory at a time."""
+    import soundfile
+
+    sentences_folder = folder.path / "sentences"
+    joined = []
+    for number, chapter in enumerate(plan.book.chapters, 1):
+        mine = [s for s in plan.sentences if s.chapter == number]
+        pieces, cues, offset, rate, paragraph = [], [], 0, None, None
+        for sentence in mine:
+            audio, rate = soundfile.read(str(sentences_folder / f"{sentence.item_id}.{SENTENCE_FORMAT}"),
+                                         dtype="float32")
+            if paragraph is not None and sentence.paragraph != paragraph:
+                pieces.append(np.zeros(int(settings.paragraph_pause * rate), np.float32))
+                offset += len(pieces[-1])
+            paragraph = sentence.paragraph
+            cues.append(Cue(offset / rate, (offset + len(audio)) / rate, sentence.text, sentence.speaker))
+            pieces.append(audio)
+            offset += len(audio)
+        pieces.append(np.zeros(int(settings.chapter_pause * rate), np.float32))
+        audio = np.concatenate(pieces)
+        audio, gain, rms, peak = level(audio, settings.loudness)
+        target = settings.loudness
+        meets = None if target is None else bool(target.rms_range[0] <= rms <= target.rms_range[1]
+                                                 and peak <= target.peak_ceiling_db + 1e-6)
+        name = f"chapters/{number:02d}.flac"
+        with folder.atomic(folder.path / name) as temp:
+            soundfile.write(str(temp), audio, rate, subtype="PCM_16", format="FLAC")
+        for kind in settings.subtitles:
+            folder.write_bytes(folder.path / f"chapters/{number:02d}.{kind}", render(cues, kind).encode("utf-8"))
+        joined.append(JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio),
+                                    sample_rate=rate, sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain,
+                                    meets_target=meets, cues=cues))
+        if on_chapter:
+            on_chapter(number, name)
+    return joined
+
+
+def level(audio: np.ndarray, target: Optional[Loudness]) -> tuple[np.ndarray, float, float, float]:
+    """(audio at the target RMS, its peak at most the ceiling: the ceiling wins; gain dB, RMS dBFS, peak dBFS).
+
+    ACX measures RMS over the whole file and the sample peak, so these are plain RMS and the largest sample."""
+    def measure(wav):
+        rms = float(np.sqrt(np.mean(np.square(wav, dtype=np.float64)))) if wav.size else 0.0
+        peak = float(np.abs(wav).max()) if wav.size else 0.0
+        return (20 * np.log10(rms) if rms > 0 else float("-inf"), 20 * np.log10(peak) if peak > 0 else float("-inf"))
+
+    rms, peak = measure(audio)
+    if target is None or not np.isfinite(rms):
+        return audio, 0.0, rms, peak
+    gain = min(target.rms_db - rms, target.peak_ceiling_db - peak)
+    audio = (audio * np.float32(10 ** (gain / 20))).astype(np.float32)
+    rms, peak = measure(audio)
+    return audio, float(gain), rms, peak
+
+
+def failed_checks(plan: BookPlan, sentences_folder: pathlib.Path) -> list[dict]:
+    """The sentences whose every take failed the sentence check (guard), where they are, to listen to."""
+    folder = OutputFolder(sentences_folder)
+    where: dict[str, list[int]] = {}
+    for sentence in plan.sentences:
+        where.setdefault(sentence.item_id, []).append(sentence.chapter)
+    found = []
+    for item in plan.items:
+        sidecar = folder.read_sidecar(item.id) or {}
+        for check in sidecar.get("checks", []):
+            if not check.get("passed", True):
+                takes = check.get("takes", [])
+                found.append({"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
+                              "audio": f"sentences/{item.id}.{SENTENCE_FORMAT}",
+                              "takes": len(takes), "transcripts": [t.get("transcript") for t in takes]})
+    return found
+
+
+def write_outputs(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
+                  chapters: list[JoinedChapter]) -> str:
+    """The chosen format (an M4B, or a chapter file each), and the read-along EPUB; returns the main output."""
+    from .containers import write_chapter_audio, write_m4b
+
+    title = safe_name(plan.book.title)
+    if settings.audio_format == "m4b":
+        main = folder.path / f"{title}.m4b"
+        with folder.atomic(main) as temp:
+            write_m4b(temp, [(c.title, folder.path / c.file, c.samples, c.sample_rate) for c in chapters],
+                      title=plan.book.title, author=plan.book.author, cover=plan.book.cover,
+                      cover_type=plan.book.cover_type)
+    else:
+        main = folder.path / "chapters"
+        if settings.audio_format != "flac":
+            for chapter in chapters:
+                final = folder.path / f"chapters/{chapter.number:02d}.{settings.audio_format}"
+                with folder.atomic(final) as temp:
+                    write_chapter_audio(temp, folder.path / chapter.file, settings.audio_format,
+                                        title=chapter.title, album=plan.book.title, author=plan.book.author,
+                                        track=chapter.number)
+    if settings.readalong:
+        from .overlay import write_readalong
+
+        final = folder.path / f"{title}.readalong.epub"
+        with folder.atomic(final) as temp:
+            write_readalong(temp, plan, chapters, folder.path)
+    return str(main)
+
+
+def safe_name(title: str) -> str:
+    """A file name from a title: letters, digits, spaces, dots, dashes; at most 80 characters."""
+    name = re.sub(r"[^\w .-]+", "", title, flags=re.UNICODE).strip(" .") or "book"
+    return name[:80]
+
+
+def estimated_seconds(plan: BookPlan) -> float:
+    """The audio's planned length from the text alone (the engine's duration estimate at the default rate)."""
+    from ..constants import FRAME_RATE
+    from ..engine.duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration
+
+    frames = sum(estimate_duration(s.text, FALLBACK_REF_TEXT, FALLBACK_REF_FRAMES) for s in plan.sentences)
+    return frames / FRAME_RATE
+
+
+def chapter_summary(plan: BookPlan) -> list[dict]:
+    counts: dict[int, int] = {}
+    for sentence in plan.sentences:
+        counts[sentence.chapter] = counts.get(sentence.chapter, 0) + 1
+    return [{"number": n, "title": c.title, "sentences": counts.get(n, 0)}
+            for n, c in enumerate(plan.book.chapters, 1)]
