@@ -27,4 +27,4 @@ def test_every_child_of_the_tab_bar_is_a_tab(tmp_path):
         strays = [type(child).__name__ for child in bar.children if not isinstance(child, gr.Tab)]
         assert strays == [], strays
     labels = [child.label for child in bars[0].children]
-    assert labels == ["Speak", "Clone", "Codec", "Benchmark", "Model"]
+    assert labels == ["Speak", "Clone", "Codec", "Book", "Benchmark", "Model"]
