@@ -13,18 +13,15 @@ later ones are read, and the run is the one of the plan ``prepare`` makes of the
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 from omnivoice_demo.engine.read_ahead import StreamedPlan
 from omnivoice_demo.errors import ResourceLimitExceeded
 from omnivoice_demo.text import normalize
+from tests.support.planted_normalizer import held_reading  # noqa: F401 - a fixture
 
 FAST = dict(num_step=4, seed=7)
-#: how long a planted reading of a later sentence waits for the first step (it never comes where prepare reads them)
-WAIT = 5.0
 
 #: sentence-local readings: each sentence alone is read as in the whole text
 LOCAL = {
@@ -90,31 +87,6 @@ def test_nothing_to_read_ahead_gives_prepares_own_plan(engine):
     assert not isinstance(engine.prepare("It costs $12.", sentence_streaming=True, **kwargs), StreamedPlan)
     assert not isinstance(engine.prepare(LOCAL["en"][0], sentence_streaming=True, duration=9.0, **kwargs),
                           StreamedPlan)   # the whole text's length sets every chunk's pace
-
-
-@pytest.fixture
-def held_reading(monkeypatch):
-    """A planted normaliser: the first call reads at once, every later one waits (at most ``WAIT``) until ``first_step``
-    is set; ``reads`` records, per call, its text and whether the first step had come when it was read."""
-    first_step = threading.Event()
-    reads = []
-    original = normalize.build_normalizer
-
-    def build(code):
-        def read(text):
-            if reads:
-                reads.append((text, first_step.wait(WAIT)))
-            else:
-                reads.append((text, first_step.is_set()))
-            return fn(text)
-        fn = original(code) if not normalize.missing_modules() else (lambda text: text.replace("3", "three"))
-        return read
-
-    monkeypatch.setattr(normalize, "build_normalizer", build)
-    monkeypatch.setattr(normalize, "missing_modules", lambda: [])
-    normalize.normalize_text.cache_clear()
-    yield first_step, reads
-    normalize.normalize_text.cache_clear()
 
 
 def test_the_first_chunk_is_generated_while_the_later_sentences_are_read(engine, held_reading):

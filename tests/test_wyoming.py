@@ -33,7 +33,7 @@ from omnivoice_demo.wyoming.server import WyomingServer, make_context, start_bes
 from omnivoice_demo.wyoming.text_stream import TextStream
 
 from tests.support.app_server import free_port
-from tests.test_read_ahead import held_reading  # noqa: F401 - a fixture
+from tests.support.planted_normalizer import held_reading  # noqa: F401 - a fixture
 from tests.support.signals import speech_like
 
 SAVED = "Test Voice"
