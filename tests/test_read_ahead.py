@@ -143,3 +143,23 @@ def test_a_first_chunk_the_whole_plan_does_not_start_with_is_made_again(engine, 
     first_chunk_steps = [e.step for e in events if e.kind == "step" and e.chunk == 0]
     assert first_chunk_steps == list(range(1, 5)) * 2   # made from the head, then again from the whole plan
     assert_same_run(codes_and_audio(events), eager)
+
+
+def test_closing_the_run_during_the_first_chunk_stops_it_at_once(engine, monkeypatch):
+    stopped = []
+    original = engine._unmask
+
+    def unmask(*args, **kwargs):
+        try:
+            yield from original(*args, **kwargs)
+        finally:
+            stopped.append(True)
+
+    monkeypatch.setattr(engine, "_unmask", unmask)
+    plan = engine.prepare(LOCAL["en"][0], language="en", normalize_text=True, sentence_streaming=True,
+                          read_ahead=True, **FAST)
+    events = engine.run(plan)
+    assert next(events).kind == "step"
+    events.close()
+    assert stopped == [True]   # the first chunk's steps ended with the run, not after its reading
+    assert plan.complete().chunks[0] == plan.head.chunks[0]   # the reading finished on its worker, dropped
