@@ -81,6 +81,17 @@ def test_a_reading_that_is_not_sentence_local_is_each_sentences_own_with_streami
     assert_same_run(codes_and_audio(engine.run(streamed)), codes_and_audio(engine.run(eager)))
 
 
+@pytest.mark.parametrize("number, alone, in_a_paragraph", [
+    (11, "eleven", "one one"), (14, "fourteen", "one four"), (19, "nineteen", "one nine"), (100, "one hundred", "one oh oh")])
+def test_wetextprocessing_reads_some_numbers_digit_by_digit_after_a_long_text(number, alone, in_a_paragraph):
+    """What docs/text.md says of the whole text's reading: after 120 characters of text, these numbers drift."""
+    sentence = f"We stayed {number} days."
+    before = "The cat sat on the mat. " * 5
+    assert normalize.normalize_text(sentence, "en") == f"We stayed {alone} days."
+    assert normalize.normalize_text(before + sentence, "en").endswith(f"We stayed {in_a_paragraph} days.")
+    assert normalize.normalize_sentences(before + sentence, "en").endswith(f"We stayed {alone} days.")
+
+
 def test_nothing_to_read_ahead_gives_prepares_own_plan(engine):
     kwargs = dict(language="en", normalize_text=True, read_ahead=True, **FAST)
     assert not isinstance(engine.prepare(LOCAL["en"][0], **kwargs), StreamedPlan)    # streaming off
