@@ -134,7 +134,7 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
         return None
     first = prefix[:end].strip()
     unread = "".join(pieces[len(read):])
-    if not worth_streaming(prefix[end:].strip() + " " + unread.strip()):
+    if not worth_streaming(f"{prefix[end:]} {unread}".strip()):   # a guess (the later sentences as written)
         return None
     voice_text, voice_frames = (voice.transcript, voice.frames) if voice else (None, None)
     # the first of several chunks is planned alone, against the voice (or the reference's fallback)
