@@ -326,9 +326,10 @@ class SpeechHandler(AsyncEventHandler):
         # a text that starts with <speak is SSML: a whole one (synthesize), or a streamed one, which TextStream
         # keeps whole until its </speak>; other streamed text is read as it comes
         ssml = None if piece.stream is None or looks_like_ssml(piece.text) else False
+        # read_ahead: the first sentence's numbers are read now, the later ones while it is generated
         plan = engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config, ssml=ssml, voices=voices,
-                              pronunciations=self.context.lexicon)
+                              pronunciations=self.context.lexicon, read_ahead=True)
         log.info("Numbers: %s", normalization_note(plan))   # Wyoming has no field for it: the server's log says
         return plan
 
