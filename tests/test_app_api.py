@@ -14,7 +14,7 @@ from gradio_client.exceptions import AppError
 from tests.support.app_server import AppProcess, shared_app, wait_model_ready
 from tests.support.signals import speech_like
 
-pytestmark = pytest.mark.slow  # these tests run the app in a subprocess (the fast tier stays under 3 minutes)
+pytestmark = pytest.mark.slow  # these tests run the app in a subprocess (the fast tier stays in process)
 
 ENDPOINTS = ("/speak", "/clone", "/codec", "/decode", "/benchmark", "/voices", "/models")
 

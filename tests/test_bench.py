@@ -124,3 +124,13 @@ def test_engine_memory_reports_the_choice_and_its_peak(tiny_fp32_folder, capsys)
                                "--steps", "2"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["choice"] == "int8" and report["peak_rss_mb"] > 0 and report["audio_s"] > 0
+
+
+def test_read_ahead_benchmark_times_the_plan_and_first_step_both_ways(tiny_fp32_folder, capsys):
+    from benchmarks import read_ahead
+
+    assert read_ahead.main(["--model", str(tiny_fp32_folder), "--backbone", "fp32", "--rounds", "2",
+                            "--steps", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("all read first: plan") == 3 and printed.count("read ahead: plan") == 3
+    assert "6 sentences" in printed and "all read" in printed.split("median, read ahead:")[1]

@@ -274,3 +274,36 @@ def test_a_chapter_as_mp3_or_opus_keeps_its_length_and_tags(tmp_path, audio_form
         tags = {**container.metadata, **stream.metadata}
     assert stream.codec_context.name.startswith(codec) and seconds == pytest.approx(3.0, abs=0.1)
     assert tags.get("title") == "The Storm" and tags.get("album") == "The Book"
+
+
+def test_made_with_word_timings_the_readalong_highlights_each_word_of_the_written_text(
+        tiny_fp32_folder, recognizer_folder, tmp_path, capsys, monkeypatch):
+    """``--word-timestamps``: each sentence's words (aligned by the random-weight recogniser, so their times are
+    checked for order and place, not for where the words are really said) become word-level ``<par>``s inside the
+    sentence's ``<seq>``, the page keeps the book's own text, a sentence spoken otherwise than written (a number
+    read as words) stays one unit, and each chapter has word-level subtitles."""
+    monkeypatch.setenv("OMNIVOICE_ASR_MODEL", str(recognizer_folder))
+    book = write_epub3(tmp_path / "words.epub", [("The Harbour", ["Anna walked to the harbour. She had 3 boats."])],
+                       cover=False)
+    output = tmp_path / "out"
+    run_book(capsys, *book_args(tiny_fp32_folder, book, output, "--word-timestamps", "--normalize-text"))
+    with zipfile.ZipFile(output / "The Test Book.readalong.epub") as archive:
+        smil = archive.read("OEBPS/ch01.smil").decode()
+        xhtml = archive.read("OEBPS/ch01.xhtml").decode()
+    paragraph = re.search(r"<p>((?:(?!</p>).)*Anna(?:(?!</p>).)*)</p>", xhtml).group(1)
+    assert re.sub(r"<[^>]+>", "", paragraph) == "Anna walked to the harbour. She had 3 boats."   # as written
+    anna = re.search(r'<span id="(c01s\d{4})"><span id="\1w001">Anna</span>', paragraph).group(1)
+    words = re.findall(rf'<span id="({anna}w\d{{3}})">([^<]*)</span>', paragraph)
+    assert [w for _, w in words] == ["Anna", "walked", "to", "the", "harbour"]
+    seq = re.search(rf'<seq epub:textref="ch01.xhtml#{anna}">(.*?)</seq>', smil).group(1)
+    clips = re.findall(r'<text src="ch01.xhtml#(\w+)"/><audio src="audio/01.m4a" clipBegin="([\d:.]+)" '
+                       r'clipEnd="([\d:.]+)"/>', seq)
+    assert [i for i, _, _ in clips] == [i for i, _ in words]
+    seconds = [sum(float(x) * 60 ** n for n, x in enumerate(reversed(t.split(":")))) for _, b, e in clips
+               for t in (b, e)]
+    assert seconds == sorted(seconds)
+    boats = re.search(r'<span id="(c01s\d{4})">She had 3 boats.</span>', paragraph).group(1)   # spoken "three"
+    assert f'<par id="p_{boats}"><text src="ch01.xhtml#{boats}"/>' in smil and f"{boats}w001" not in smil
+    word_srt = (output / "chapters" / "01.words.srt").read_text()
+    assert "Anna walked" in word_srt and "three" in word_srt
+    assert (output / "chapters" / "01.words.vtt").read_text().startswith("WEBVTT")

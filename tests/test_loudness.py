@@ -88,3 +88,39 @@ def test_the_command_lines_and_the_http_api_take_the_loudness(engine, tmp_path):
     assert streamed.status_code == 400 and "loudness" in streamed.json()["error"]["message"]
     bad = client.post("/v1/audio/speech", json=dict(body, loudness=3))
     assert bad.status_code == 400 and "loudness" in bad.json()["error"]["message"]
+
+
+def test_each_ssml_segment_is_brought_to_the_loudness_asked(engine, monkeypatch):
+    """Planted levels (random weights decode to no level worth measuring): the codec's audio is speech-like for the
+    first segment and a square wave for the second.  The post-processing peak-normalises each to 0.5, where the
+    speech (crest factor about 12 dB) is about 10 LU quieter than the square wave (3 dB).  Without ``loudness`` the
+    two levels stay apart; with it each segment's own stretch lands on the target (within 1 LU), not only the
+    whole file's average, and the codes are the same."""
+    decode = engine._require_codec().decode
+    planted_kinds = []
+
+    def planted(tokens):
+        samples = decode(tokens).shape[-1]
+        planted_kinds.append("speech" if len(planted_kinds) % 2 == 0 else "square")
+        if planted_kinds[-1] == "speech":
+            return speech_like(samples / RATE + 1e-6, RATE, seed=3)[0][:samples]
+        return (0.3 * np.sign(np.sin(2 * np.pi * 220 * np.arange(samples) / RATE))).astype(np.float32)
+
+    monkeypatch.setattr(engine.codec, "decode", planted)
+    markup = ("<speak><p>A first sentence, read quietly by the planted codec, long enough to be measured.</p>"
+              "<break time='400ms'/><p>A second sentence, read loudly by the same codec, long enough as well.</p>"
+              "</speak>")
+
+    def stretches(result):
+        return [integrated_loudness(result.audio[s["start_sample"]:s["end_sample"]], RATE) for s in result.segments]
+
+    plain = engine.generate(markup, ssml=True, seed=1, num_step=2, postprocess=False)
+    loud = engine.generate(markup, ssml=True, seed=1, num_step=2, postprocess=False, loudness=-23.0)
+    assert planted_kinds == ["speech", "square"] * 2 and len(plain.segments) == 2
+    for a, b in zip(plain.codes, loud.codes):
+        np.testing.assert_array_equal(a, b)
+    quiet, strong = stretches(plain)
+    assert strong - quiet > 8, (quiet, strong)                   # unset: the planted levels stay apart
+    for measured in stretches(loud):
+        assert abs(measured - -23.0) <= 1.0, stretches(loud)     # set: each segment on the target
+    assert true_peak(loud.audio, RATE) <= TRUE_PEAK_CEILING

@@ -126,6 +126,19 @@ def test_say_as_in_a_num2words_language_and_chinese():
         normalize.normalize_text("第3", "zh")
 
 
+def test_say_as_without_xml_lang_reads_in_the_requests_language(engine):
+    """No xml:lang: the request's language reads the number (it was English's rule whatever the request said);
+    an xml:lang still wins, and with neither the normaliser's rule without a language (English here) stays."""
+    markup = speak('Wir sind <say-as interpret-as="cardinal">21</say-as>. '
+                   '<lang xml:lang="fr">Et <say-as interpret-as="cardinal">21</say-as>.</lang>')
+    german = [s.text for s in parse(markup, language="de").segments if s.text]
+    assert german == ["Wir sind einundzwanzig .", "Et vingt et un ."], german
+    assert [s.text for s in parse(markup).segments if s.text][0] == \
+        "Wir sind " + " ".join(normalize.normalize_text("21", "en").split()) + " ."
+    plan = engine.prepare(markup, language="de", ssml=True, num_step=2)
+    assert "einundzwanzig" in plan.plans[0].text and "vingt et un" in plan.plans[1].text
+
+
 def test_say_as_without_the_normaliser_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(normalize, "missing_modules", lambda: ["pynini"])
     with pytest.raises(SsmlError, match=r"line 1.*date.*pynini.*pip install"):

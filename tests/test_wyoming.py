@@ -33,6 +33,7 @@ from omnivoice_demo.wyoming.server import WyomingServer, make_context, start_bes
 from omnivoice_demo.wyoming.text_stream import TextStream
 
 from tests.support.app_server import free_port
+from tests.support.planted_normalizer import held_reading  # noqa: F401 - a fixture
 from tests.support.signals import speech_like
 
 SAVED = "Test Voice"
@@ -226,6 +227,29 @@ def test_the_first_audio_of_three_sentences_arrives_before_the_last_sentence_is_
     assert record["chunks"][-1][1] == len(plan.chunks) - 1
     assert first_chunk_at < last_generated_at, (first_chunk_at, last_generated_at)
     assert received[-1][1].type == "audio-stop"
+
+
+def test_the_first_sentence_is_generated_while_the_later_ones_are_read_as_words(server, engine, monkeypatch,
+                                                                               held_reading):
+    """Numbers read as words (Wyoming's default for English): the first sentence's steps start before the later
+    sentences are read (a planted normaliser holds each later reading until the engine's first step; reading the
+    whole text before planning, the server read it in one call and nothing waited), and the audio comes."""
+    first_step, reads = held_reading
+    original = engine.run
+
+    def run(plan):
+        for event in original(plan):
+            if event.kind == "step":
+                first_step.set()
+            yield event
+
+    monkeypatch.setattr(engine, "run", run)
+    text = "The first of 3 sentences is here, and it goes on. The second one has 3 more words. The third ends it."
+    received = talk(server.port, [synthesize(text, "alloy", seed=SEED, language="en")])
+    assert received[-1][1].type == "audio-stop" and audio_of(received)
+    assert reads[0][0].startswith("The first of 3 sentences") and "second" not in reads[0][0]
+    later = reads[1:]
+    assert later and all(waited for _, waited in later), reads
 
 
 def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, engine, monkeypatch):

@@ -113,6 +113,13 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def word_subtitles(words, kind: str) -> str:
+    """Word-level subtitles of ``words`` (``WordTiming``s on one time line) as ``kind``: SRT cues of a few
+    words, or (``vtt``) WebVTT with each word's start marked for karaoke highlighting."""
+    cues = cues_for_words(words)
+    return to_srt(cues) if kind == "srt" else to_karaoke_vtt(cues)
+
+
 def to_srt(cues: list[Cue]) -> str:
     blocks = []
     for number, cue in enumerate(cues, start=1):

@@ -26,7 +26,7 @@ from ..studio.results import checks_of
 from .items import BatchItem
 from .store import OutputFolder, file_sha256
 from ..asr.alignment import WordTiming
-from .subtitles import cues_for_chunks, cues_for_words, render, to_karaoke_vtt, to_srt
+from .subtitles import cues_for_chunks, render, word_subtitles
 from .timeline import chunk_spans
 
 log = logging.getLogger("omnivoice.batch")
@@ -180,10 +180,10 @@ def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kind
     for kind in kinds:
         folder.write_bytes(folder.subtitle_path(item_id, kind), render(cues, kind).encode("utf-8"))
     if words:
-        word_cues = cues_for_words([WordTiming(**word) for word in words])
+        timings = [WordTiming(**word) for word in words]
         for kind in kinds:
-            text = to_srt(word_cues) if kind == "srt" else to_karaoke_vtt(word_cues)
-            folder.write_bytes(folder.subtitle_path(item_id, f"words.{kind}"), text.encode("utf-8"))
+            folder.write_bytes(folder.subtitle_path(item_id, f"words.{kind}"),
+                               word_subtitles(timings, kind).encode("utf-8"))
 
 
 def codes_sha256(codes: list[np.ndarray]) -> str:

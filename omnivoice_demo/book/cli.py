@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from ..batch.cli import add_backend_arguments
 from ..settings.generation import add_config_arguments, config_from_arguments
@@ -55,20 +54,10 @@ def add_book_command(commands, add_model_arguments) -> None:
     book.set_defaults(run=run)
 
 
-def chapter_voices(values: list[str], voices, resolve) -> dict[int, object]:
-    found = {}
-    for value in values:
-        match = re.fullmatch(r"\s*(\d+)\s*=\s*(.+)", value)
-        if not match:
-            raise InvalidInput(f"--chapter-voice {value!r}: write N=VOICE, for example 3=alloy.", param="chapter_voice")
-        found[int(match.group(1))] = resolve(match.group(2), voices, None, what=f"--chapter-voice {value}")
-    return found
-
-
 def settings_from_arguments(args, book):
     from ..studio import VoiceLibrary
     from .project import BookSettings, Loudness
-    from .voices import Voicing, read_cast, resolve_voicing
+    from .voices import Voicing, chapter_voices, read_cast, resolve_voicing
 
     voices = VoiceLibrary(args.voices)
     config = config_from_arguments(args)
@@ -80,11 +69,8 @@ def settings_from_arguments(args, book):
     if not -40 <= args.rms <= -6:
         raise InvalidInput(f"--rms must be between -40 and -6 dBFS, got {args.rms}.", param="rms")
     cast = read_cast(args.cast, voices) if args.cast else {}
-    numbered = chapter_voices(args.chapter_voice, voices, resolve_voicing)
-    for number in numbered:
-        if not 1 <= number <= len(book.chapters):
-            raise InvalidInput(f"--chapter-voice {number}: the book has chapters 1-{len(book.chapters)}.",
-                               param="chapter_voice")
+    numbered = chapter_voices(args.chapter_voice, len(book.chapters),
+                              lambda value, what: resolve_voicing(value, voices, None, what=f"--chapter-voice: {what}"))
     return BookSettings(config=config, narrator=resolve_voicing(args.voice, voices) or Voicing(name="default"),
                         dialogue=resolve_voicing(args.dialogue_voice, voices, what="--dialogue-voice"),
                         cast=cast, chapter_voices=numbered, language=args.language, lexicon=args.lexicon or Lexicon(),

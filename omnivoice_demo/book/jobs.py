@@ -21,7 +21,8 @@ from typing import Optional
 
 from ..errors import InvalidInput, ResourceLimitExceeded
 from .project import BookPlan, BookRun, BookSettings, chapter_summary, estimated_seconds, plan_book, run_book
-from .reading import BookLimits, read_book
+from .reading import BookLimits, book_of_chapters, read_book
+from .voices import check_chapter_voices
 
 MAX_SHARED_SENTENCES = 3000
 MAX_SHARED_HOURS = 2.0
@@ -93,14 +94,18 @@ class BookJobs:
     def limits(self) -> BookLimits:
         return BookLimits.shared() if self.shared else BookLimits()
 
-    def open(self, owner: Optional[str], path: str, settings: BookSettings, model_identity: str) -> BookJob:
-        """Read and plan the book (every bound checked) as ``owner``'s job; replaces their job that is not running."""
+    def open(self, owner: Optional[str], path: str, settings: BookSettings, model_identity: str,
+             chapters: Optional[str] = None) -> BookJob:
+        """Read and plan the book (every bound checked) as ``owner``'s job; replaces their job that is not running.
+        ``chapters``: only these (``"1-3,5"``, as ``reading.book_of_chapters`` reads it); the settings' chapter
+        voices count the chapters chosen."""
         key = owner or "local"
         with self.lock:
             current = self.jobs.get(key)
             if current is not None and current.state == "running":
                 raise InvalidInput("Your book is being made; pause it before you open another.")
-        book = read_book(path, self.limits())
+        book = book_of_chapters(read_book(path, self.limits()), chapters)
+        check_chapter_voices(settings.chapter_voices, len(book.chapters))
         plan = plan_book(book, settings, model_identity)
         if self.shared:
             hours = estimated_seconds(plan) / 3600

@@ -7,10 +7,12 @@ whole book's (``media:duration``), and the class a reading system gives the sent
 (``media:active-class``).  Written with ``zipfile`` (the ``mimetype`` entry first, stored), to the EPUB 3.3
 Media Overlays rules.
 
-Word level: a ``Unit`` is any span with its times; a sentence's units are the sentence itself, or, once the
-engine gives word timings (``words``: ``[{"word", "start", "end"}]`` in the sentence's own seconds), its
-words, each its own span and ``<par>`` inside the sentence's ``<seq>``.  ``units_of`` is the one place that
-chooses.
+Word level: a ``Unit`` is any span with its times; a sentence's units are the sentence itself, or, when the
+book was made with word timings (``omnivoice book --word-timestamps``: each sentence's batch sidecar keeps its
+``words``, ``[{"word", "start", "end"}]`` in the sentence's own seconds), its words, each its own span and
+``<par>`` inside the sentence's ``<seq>``.  The page shows the book's own text: a word's span is found in the
+sentence as the book writes it, in order, and a sentence whose spoken words are not its written ones (a
+number read as words, a lexicon respelling) stays one unit.  ``units_of`` is the one place that chooses.
 """
 
 from __future__ import annotations
@@ -37,11 +39,51 @@ class Unit:
 
 def units_of(sentence_id: str, text: str, start: float, end: float,
              words: Optional[Sequence[dict]] = None) -> list[Unit]:
-    """The sentence as one unit, or as its words' units when word timings are given."""
-    if not words:
+    """The sentence as one unit, or as its words' units when word timings are given and each word is found in
+    ``text`` in order (``word_places``).  ``start``/``end``: the sentence's place in the chapter's audio."""
+    if not words or word_places(text, [w["word"] for w in words]) is None:
         return [Unit(sentence_id, text, start, end)]
-    return [Unit(f"{sentence_id}w{n:03d}", w["word"], start + float(w["start"]), start + float(w["end"]))
+    return [Unit(f"{sentence_id}w{n:03d}", w["word"], round(start + float(w["start"]), 3),
+                 round(min(start + float(w["end"]), end), 3))
             for n, w in enumerate(words, 1)]
+
+
+def word_places(text: str, words: Sequence[str]) -> Optional[list[tuple[int, int]]]:
+    """Where each of ``words`` lies in ``text`` (start, end), each after the one before, with only spaces and
+    punctuation between them; None when a word is not there (the text spoken was not the text written).  A
+    word is looked for without the punctuation the recogniser attaches to it (``"harbour."``, the model's
+    added full stop), which stays outside its span."""
+    places, cursor = [], 0
+    for word in words:
+        core = _core(word)
+        found = text.find(core, cursor) if core else -1
+        if found < 0 or any(ch.isalnum() for ch in text[cursor:found]):
+            return None
+        places.append((found, found + len(core)))
+        cursor = found + len(core)
+    return None if any(ch.isalnum() for ch in text[cursor:]) else places
+
+
+def _core(word: str) -> str:
+    """``word`` without the punctuation (anything not a letter or digit) at its ends."""
+    begin, end = 0, len(word)
+    while begin < end and not word[begin].isalnum():
+        begin += 1
+    while end > begin and not word[end - 1].isalnum():
+        end -= 1
+    return word[begin:end]
+
+
+def sentence_markup(sentence_id: str, text: str, units: Sequence[Unit]) -> str:
+    """The sentence's span; with word units, each word a span inside it and the text between them as written."""
+    if len(units) == 1 and units[0].id == sentence_id:
+        return f'<span id="{sentence_id}">{escape(text)}</span>'
+    places = word_places(text, [u.text for u in units]) or []
+    inner, cursor = [], 0
+    for unit, (begin, finish) in zip(units, places):
+        inner.append(escape(text[cursor:begin]) + f'<span id="{unit.id}">{escape(text[begin:finish])}</span>')
+        cursor = finish
+    return f'<span id="{sentence_id}">{"".join(inner)}{escape(text[cursor:])}</span>'
 
 
 def clock(seconds: float) -> str:
@@ -52,20 +94,19 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{rest // 1000:02d}.{rest % 1000:03d}"
 
 
-def chapter_documents(number: int, title: str, paragraphs: list[list[tuple[str, list[Unit]]]],
+def chapter_documents(number: int, title: str, paragraphs: list[list[tuple[str, str, list[Unit]]]],
                       audio_name: str, language: str) -> tuple[str, str]:
-    """(the chapter's XHTML, its SMIL); ``paragraphs``: per paragraph, (sentence id, its units) in order."""
+    """(the chapter's XHTML, its SMIL); ``paragraphs``: per paragraph, (sentence id, its text, its units) in
+    order."""
     name = f"ch{number:02d}"
     body, pars = [], []
     for paragraph in paragraphs:
         spans = []
-        for sentence_id, units in paragraph:
+        for sentence_id, text, units in paragraph:
+            spans.append(sentence_markup(sentence_id, text, units))
             if len(units) == 1 and units[0].id == sentence_id:
-                spans.append(f'<span id="{sentence_id}">{escape(units[0].text)}</span>')
                 pars.append(_par(name, units[0], audio_name))
             else:
-                inner = " ".join(f'<span id="{u.id}">{escape(u.text)}</span>' for u in units)
-                spans.append(f'<span id="{sentence_id}">{inner}</span>')
                 pars.append(f'<seq epub:textref="{name}.xhtml#{sentence_id}">'
                             + "".join(_par(name, u, audio_name) for u in units) + "</seq>")
         body.append("<p>" + " ".join(spans) + "</p>")
@@ -146,12 +187,14 @@ def write_readalong(path, plan, chapters, output_folder: pathlib.Path) -> None:
             mine = [s for s in plan.sentences if s.chapter == chapter.number]
             paragraphs: list[list] = []
             last = None
-            for n, (sentence, cue) in enumerate(zip(mine, chapter.cues), 1):
+            words = chapter.words or [[]] * len(mine)
+            for n, (sentence, cue, sentence_words) in enumerate(zip(mine, chapter.cues, words), 1):
                 if sentence.paragraph != last:
                     paragraphs.append([])
                     last = sentence.paragraph
                 sentence_id = f"c{chapter.number:02d}s{n:04d}"
-                paragraphs[-1].append((sentence_id, units_of(sentence_id, sentence.text, cue.start, cue.end)))
+                paragraphs[-1].append((sentence_id, sentence.text,
+                                       units_of(sentence_id, sentence.text, cue.start, cue.end, sentence_words)))
             audio_name = f"audio/{chapter.number:02d}.m4a"
             xhtml, smil = chapter_documents(chapter.number, chapter.title, paragraphs, audio_name, language)
             archive.writestr(f"OEBPS/ch{chapter.number:02d}.xhtml", xhtml, compress_type=zipfile.ZIP_DEFLATED)

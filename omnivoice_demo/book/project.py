@@ -32,7 +32,8 @@ import numpy as np
 from ..batch.items import BatchItem, default_seed
 from ..batch.runner import Summary, run_batch
 from ..batch.store import OutputFolder
-from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, split_sentences
+from ..asr.alignment import WordTiming
+from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, split_sentences, word_subtitles
 from ..batch.worker import Job
 from ..settings.generation import GenerationConfig
 from ..text.lexicon import Lexicon
@@ -175,7 +176,8 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
             tick, cpu = time.perf_counter(), time.process_time()
             chapters = join_chapters(plan, settings, folder, on_chapter)
             timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
-            report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k != "cues"} for c in chapters]
+            report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("cues", "words")}
+                                  for c in chapters]
             report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
             tick, cpu = time.perf_counter(), time.process_time()
             output_path = write_outputs(plan, settings, folder, chapters)
@@ -200,6 +202,9 @@ class JoinedChapter:
     gain_db: float
     meets_target: Optional[bool]
     cues: list = dataclasses.field(default_factory=list, repr=False)
+    # per sentence (as ``cues``), its words' times in the sentence's own seconds (the batch sidecar's ``words``,
+    # made with ``word_timestamps``); empty lists without them
+    words: list = dataclasses.field(default_factory=list, repr=False)
 
     @property
     def seconds(self) -> float:
@@ -213,10 +218,12 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
     import soundfile
 
     sentences_folder = folder.path / "sentences"
+    sidecars = OutputFolder(sentences_folder)
     joined = []
     for number, chapter in enumerate(plan.book.chapters, 1):
         mine = [s for s in plan.sentences if s.chapter == number]
         pieces, cues, offset, rate, paragraph = [], [], 0, None, None
+        words: list[list[dict]] = []
         for sentence in mine:
             audio, rate = soundfile.read(str(sentences_folder / f"{sentence.item_id}.{SENTENCE_FORMAT}"),
                                          dtype="float32")
@@ -225,6 +232,7 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
                 offset += len(pieces[-1])
             paragraph = sentence.paragraph
             cues.append(Cue(offset / rate, (offset + len(audio)) / rate, sentence.text, sentence.speaker))
+            words.append((sidecars.read_sidecar(sentence.item_id) or {}).get("words") or [])
             pieces.append(audio)
             offset += len(audio)
         pieces.append(np.zeros(int(settings.chapter_pause * rate), np.float32))
@@ -238,9 +246,14 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
             soundfile.write(str(temp), audio, rate, subtype="PCM_16", format="FLAC")
         for kind in settings.subtitles:
             folder.write_bytes(folder.path / f"chapters/{number:02d}.{kind}", render(cues, kind).encode("utf-8"))
+        on_chapter_line = [WordTiming(**w).shifted(cue.start) for cue, sentence_words in zip(cues, words)
+                           for w in sentence_words]
+        for kind in settings.subtitles if on_chapter_line else ():   # made with word timings: word-level too
+            folder.write_bytes(folder.path / f"chapters/{number:02d}.words.{kind}",
+                               word_subtitles(on_chapter_line, kind).encode("utf-8"))
         joined.append(JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio),
                                     sample_rate=rate, sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain,
-                                    meets_target=meets, cues=cues))
+                                    meets_target=meets, cues=cues, words=words))
         if on_chapter:
             on_chapter(number, name)
     return joined

@@ -33,7 +33,7 @@ import zipfile
 from typing import Optional
 from urllib.parse import unquote
 
-from ..errors import InvalidInput, ModelNotAvailable
+from ..errors import InvalidInput, ModelNotAvailable, excerpt
 
 BOOK_INSTALL = "pip install 'omnivoice-onnx-studio[book]' (or: pip install ebooklib av)"
 #: the kinds of file a book may be
@@ -127,11 +127,11 @@ def parse_chapter_choice(text: str, count: int) -> list[int]:
         part = part.strip()
         match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
         if not match:
-            raise InvalidInput(f"--chapters: {part!r} is no chapter number or range; write for example 1-3,5.",
+            raise InvalidInput(f"Chapters: {excerpt(part)} is no chapter number or range; write for example 1-3,5.",
                                param="chapters")
         low, high = int(match.group(1)), int(match.group(2) or match.group(1))
         if not 1 <= low <= high <= count:
-            raise InvalidInput(f"--chapters: {part} is outside the book's chapters 1-{count}.", param="chapters")
+            raise InvalidInput(f"Chapters: {part} is outside the book's chapters 1-{count}.", param="chapters")
         numbers += [n for n in range(low, high + 1) if n not in numbers]
     return numbers
 

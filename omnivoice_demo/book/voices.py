@@ -21,9 +21,9 @@ import dataclasses
 import json
 import pathlib
 import re
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, excerpt
 
 #: verbs that attribute speech
 SPEECH_VERBS = ("said", "says", "asked", "asks", "replied", "replies", "answered", "cried", "shouted", "whispered",
@@ -154,3 +154,31 @@ def _merged(parts: list[Part]) -> list[Part]:
         else:
             merged.append(part)
     return merged
+
+
+def chapter_voices(entries, count: Optional[int], resolve: Callable[[str, str], Optional[Voicing]]
+                   ) -> dict[int, Voicing]:
+    """The narrator of some chapters: ``N=VOICE`` entries (the CLI's ``--chapter-voice``, the Book tab's
+    "Chapter voices" box, ``3=nova, 5=onyx``), each voice looked up with ``resolve(value, what)``; N counts the
+    chapters being made from 1 (as they are listed), at most ``count`` (None: checked once the book is read,
+    ``check_chapter_voices``)."""
+    found: dict[int, Voicing] = {}
+    for entry in entries:
+        match = re.fullmatch(r"\s*(\d+)\s*=\s*(.+?)\s*", entry)
+        if not match:
+            raise InvalidInput(f"Chapter voice {excerpt(entry)}: write N=VOICE, for example 3=alloy.",
+                               param="chapter_voice")
+        number = int(match.group(1))
+        check_chapter_voices([number], count if count is not None else number)
+        voicing = resolve(match.group(2), f"the voice of chapter {number}")
+        if voicing is not None:
+            found[number] = voicing
+    return found
+
+
+def check_chapter_voices(numbers, count: int) -> None:
+    """Every chapter a voice is given to is one of the ``count`` chapters being made."""
+    for number in numbers:
+        if not 1 <= number <= count:
+            raise InvalidInput(f"Chapter voice {number}: the book has chapters 1-{count}.", param="chapter_voice")
+

@@ -31,7 +31,7 @@ import dataclasses
 import pathlib
 import secrets
 import time
-from typing import Iterator, Optional, Union
+from typing import Generator, Iterator, Optional, Union
 
 import numpy as np
 
@@ -51,7 +51,7 @@ from .guard import Guard, require_aligner, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from ..text.languages import resolve_language
 from ..text.lexicon import as_lexicon
-from ..text.normalize import normalize_text
+from ..text.normalize import normalize_sentences, normalize_text
 from ..text.normalize_choice import choose_normalization
 from ..text.text_work import check_number_bounds, without_numbers
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
@@ -59,6 +59,7 @@ from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..settings.presets import prompt_refresh_for
 from ..runtime.sessions import providers_for, session_options
 from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .read_ahead import StreamedPlan, read_ahead_plan
 from .segments import SegmentsPlan, plan_segments, run_segments
 from ..text.ssml import looks_like_ssml
 from .streaming import playback_piece, sentence_chunks
@@ -271,8 +272,8 @@ class OmniVoiceEngine:
 
     def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
                 voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
-                pronunciations=None, ssml: Optional[bool] = False, voices=None,
-                **overrides) -> Union[GenerationPlan, SegmentsPlan]:
+                pronunciations=None, ssml: Optional[bool] = False, voices=None, read_ahead: bool = False,
+                **overrides) -> Union[GenerationPlan, SegmentsPlan, StreamedPlan]:
         """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
 
         ``config`` (default ``GenerationConfig()``, the reference's settings) with
@@ -281,6 +282,10 @@ class OmniVoiceEngine:
         ``ssml``: the text is SSML (``None``: when it starts with ``<speak``), planned segment by segment
         (``segments.plan_segments``; ``voices`` resolves its ``<voice name>``s).
         Every check, this engine's ``limits`` included, happens here, before any work.
+        ``read_ahead``: with sentence streaming and numbers read as words, a ``read_ahead.StreamedPlan`` when the
+        text has later sentences: the first is read now (with every check of the text as written and the first
+        chunk's), the others on a worker while it is generated; the whole plan's checks are then made before any
+        audio is given out (``run``).
         """
         if ssml or (ssml is None and looks_like_ssml(text)):
             return plan_segments(self, text, language=language, instruct=instruct, voice=voice, config=config,
@@ -308,36 +313,61 @@ class OmniVoiceEngine:
             self._check_prompt_text(voice.transcript, "The voice's transcript")
         ref_text = voice.transcript if voice else None
         ref_frames = voice.frames if voice else None
+        if config.seed is None:
+            config = config.replace(seed=secrets.randbelow(2**31))
         # whether, and in which language, numbers are read as words (the user's language, else the text's own);
         # the model still gets ``code``, the user's language or none, as the reference
         normalization = choose_normalization(text, code, config.normalize_text, self.limits)
         if normalization.language is not None:   # the reference's place: the target text only, before its length
             self._check_before_normalising(text, ref_text, ref_frames, config)
-            text = normalize_text(text, normalization.language)
-        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
-        if config.seed is None:
-            config = config.replace(seed=secrets.randbelow(2**31))
+            if read_ahead and config.sentence_streaming:   # the first sentence now, the others while it is made
+                self._require_for(config)
+                streamed = read_ahead_plan(self, text, code, instruct, voice, config, normalization)
+                if streamed is not None:
+                    return streamed
+            # sentence streaming reads each sentence alone (so the first can be read first); else the whole text,
+            # as the reference
+            text = (normalize_sentences(text, normalization.language) if config.sentence_streaming
+                    else normalize_text(text, normalization.language))
+        plan = self.checked_plan(self.plan_of(text, code, instruct, voice, config, normalization))
+        self._require_for(config)
+        return plan
 
-        target, plan_speed = plan_target_frames(text, ref_text, ref_frames, speed=config.speed,
+    def plan_of(self, text: str, code: Optional[str], instruct: Optional[str], voice: Optional[Voice],
+                config: GenerationConfig, normalization=None) -> GenerationPlan:
+        """The plan of a text as it is read (numbers already in words): its length and chunks
+        (``_preprocess_all``), unchecked (``checked_plan``)."""
+        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
+        target, plan_speed = plan_target_frames(text, voice.transcript if voice else None,
+                                                voice.frames if voice else None, speed=config.speed,
                                                 duration=config.duration)
-        self.limits.check("The planned speech", round(target / FRAME_RATE, 1), "max_audio_seconds", " s")
-        if config.guard:  # every take counts: a request cannot multiply its cost past the limit
-            self.limits.check(f"The planned speech times guard_tries ({config.guard_tries})",
-                              round(target / FRAME_RATE * config.guard_tries, 1), "max_audio_seconds", " s")
         # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
         chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
-        plan = GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
+        return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
                               instruct=resolved_instruct, voice=voice, config=config, normalization=normalization)
+
+    def checked_plan(self, plan: GenerationPlan) -> GenerationPlan:
+        """``plan``, held to the limits: its planned speech (times the sentence check's takes), chunks and prompt."""
+        self.check_planned_frames(plan.target_frames, plan.config)
         self._check_chunks(plan)
-        if config.guard:  # refused now, with what to download, rather than run unchecked
+        return plan
+
+    def check_planned_frames(self, frames: int, config: GenerationConfig) -> None:
+        self.limits.check("The planned speech", round(frames / FRAME_RATE, 1), "max_audio_seconds", " s")
+        if config.guard:  # every take counts: a request cannot multiply its cost past the limit
+            self.limits.check(f"The planned speech times guard_tries ({config.guard_tries})",
+                              round(frames / FRAME_RATE * config.guard_tries, 1), "max_audio_seconds", " s")
+
+    def _require_for(self, config: GenerationConfig) -> None:
+        """What the settings need installed, refused now with what to download rather than run without it."""
+        if config.guard:
             require_recognizer(self.recognizer)
         if config.word_timestamps:
             require_aligner(self.recognizer)
         if config.loudness is not None:
             require_pyloudnorm()
-        return plan
 
     def _check_before_normalising(self, text: str, ref_text: Optional[str], ref_frames: Optional[int],
                                   config: GenerationConfig) -> None:
@@ -397,6 +427,8 @@ class OmniVoiceEngine:
         self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
 
     def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):
+        if isinstance(plan, StreamedPlan):   # its whole plan once its later sentences are read, else its head
+            plan = plan.now()
         return plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt, sentence=sentence,
                          takes=[len(check.takes) for check in checks] if checks else None)
 
@@ -492,7 +524,7 @@ class OmniVoiceEngine:
                                    voice.transcript if voice else None, voice.frames if voice else None)
 
     def _chunk(self, plan: GenerationPlan, index: int, frames: int, first_codes: Optional[np.ndarray],
-               rng: np.random.Generator, guard: Optional[Guard], timer: Timer, started: float) -> Iterator:
+               rng: np.random.Generator, guard: Optional[Guard], timer: Timer, started: float) -> Generator:
         """Chunk ``index``: its prompt, then its take (or the sentence check's takes), yielding their step events;
         returns the kept ``(codes, audio)``.  ``first_codes``: chunk 0's codes, the reference of later chunks
         when there is no voice (``_generate_chunked``)."""
@@ -518,7 +550,8 @@ class OmniVoiceEngine:
 
         return (yield from (guard.chunk(index, plan.chunks[index], frames, rng, take) if guard else take(rng)))
 
-    def _run(self, plan: GenerationPlan) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
+    def _run(self, plan: Union[GenerationPlan, StreamedPlan]) -> Iterator[Union[StepEvent, ChunkEvent,
+                                                                                 GenerationResult]]:
         config = plan.config
         rng = np.random.default_rng(config.seed)
         timer = Timer()
@@ -528,9 +561,18 @@ class OmniVoiceEngine:
         chunk_audio: list[np.ndarray] = []
         guard = self._guard(config, timer, plan.language)
         all_words: list[list] = []
+        first = None
+        if isinstance(plan, StreamedPlan):   # its first chunk while its later sentences are read (read_ahead.py)
+            first = yield from self._first_ahead(plan, rng, guard, timer, started)
+            plan = plan.complete()
+            if first is None:   # the whole plan starts otherwise: its first chunk made again, as its own run makes it
+                rng, guard = np.random.default_rng(config.seed), self._guard(config, timer, plan.language)
         for index, frames in enumerate(self._layout(plan)):
-            tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
-                                                   rng, guard, timer, started)
+            if index == 0 and first is not None:
+                tokens, audio = first
+            else:
+                tokens, audio = yield from self._chunk(plan, index, frames, chunk_codes[0] if chunk_codes else None,
+                                                       rng, guard, timer, started)
             chunk_codes.append(tokens)
             chunk_audio.append(audio)
             words = self._words(plan, index, audio, timer, guard)
@@ -553,6 +595,26 @@ class OmniVoiceEngine:
                                codes=chunk_codes, seed=config.seed, chunks=list(plan.chunks), timings=timings,
                                settings=plan.settings, config=config, checks=guard.checks if guard else [],
                                words=placed, chunk_words=all_words)
+
+    def _first_ahead(self, plan: StreamedPlan, rng: np.random.Generator, guard: Optional[Guard], timer: Timer,
+                     started: float) -> Iterator:
+        """The first chunk of a ``StreamedPlan``, made from its head: its step events (counted in the whole plan's
+        chunks once it is known); the whole plan is taken as soon as the later sentences are read (its error stops
+        the run there) and at the latest when the chunk is made.  Returns the chunk's ``(codes, audio)``, or None
+        when the whole plan's first chunk is not the one made (``StreamedPlan.head_agrees``)."""
+        events = self._chunk(plan.head, 0, plan.head_frames, None, rng, guard, timer, started)
+        try:
+            while True:
+                try:
+                    event = next(events)
+                except StopIteration as made:
+                    kept = made.value
+                    break
+                yield dataclasses.replace(event, num_chunks=len(plan.now().chunks))
+        finally:
+            events.close()
+        whole = plan.complete()
+        return kept if plan.head_agrees(whole, self._layout(whole)[0]) else None
 
     def _words(self, plan: GenerationPlan, index: int, audio: np.ndarray, timer: Timer,
                guard: Optional[Guard] = None) -> Optional[list]:

@@ -111,7 +111,7 @@ def plan_segments(engine, markup: str, *, language: Optional[str] = None, instru
                            "with <prosody rate>.", param="duration")
     if config.seed is None:
         config = config.replace(seed=secrets.randbelow(2**31))
-    document: Document = parse(markup, engine.limits)
+    document: Document = parse(markup, engine.limits, language)   # say-as without xml:lang: the request's
     speed = GenerationConfig.setting("speed")
     items, resolved, clamped = [], {}, []
     for segment in document.segments:

@@ -70,27 +70,38 @@ def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
     short sentence comes back as one chunk, the text itself.
     """
     text = text.strip()
+    end, _ = first_chunk_end(text, first_chunk_seconds)
+    first, rest = text[:end].strip(), text[end:].strip()
+    if not worth_streaming(rest):
+        return [text]
     frames_per_char = max(target_frames, 1) / max(len(text), 1)
     chunk_len = int(chunk_duration * FRAME_RATE / frames_per_char)         # the reference's chunk size
+    return [first] + split_oversized_chunks(chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3),
+                                            chunk_len)
+
+
+def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS) -> tuple[int, bool]:
+    """Where the first chunk of ``text`` (stripped) ends, and whether its end was decided (False: every clause was
+    taken and the first chunk is still short, so a longer text would have a longer one).  It depends on the clauses
+    up to its end only: a text's beginning decides it (``read_ahead.py``)."""
     pieces = clauses(text)
-    if len(pieces) <= 1:
-        return [text]
     end, taken = 0, 0
     for index, piece in enumerate(pieces):
         start = text.find(piece, end)
         if start < 0:  # not a substring (cannot happen: the pieces are stripped slices); stay safe
-            return [text]
+            return len(text), False
         long_enough = taken and _frames(text[:end]) >= MIN_FIRST_FRAMES
         if long_enough and _frames(text[:start + len(piece)]) > first_chunk_seconds * FRAME_RATE:
-            break
+            return end, True
         end, taken = start + len(piece), index + 1
         if ends_sentence(piece) and _frames(text[:end]) >= MIN_FIRST_FRAMES:
-            break
-    first, rest = text[:end].strip(), text[end:].strip()
-    if len(rest) < 3 or _frames(rest) < MIN_FIRST_FRAMES:  # too little left to be worth streaming
-        return [text]
-    return [first] + split_oversized_chunks(chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3),
-                                            chunk_len)
+            return end, True
+    return end, False
+
+
+def worth_streaming(rest: str) -> bool:
+    """Whether the text after the first chunk is long enough to be chunks of its own (else the text is one chunk)."""
+    return len(rest) >= 3 and _frames(rest) >= MIN_FIRST_FRAMES
 
 
 def _frames(text: str) -> float:

@@ -142,9 +142,11 @@ class _Builder:
         return self.tree.close()
 
 
-def parse(markup: str, limits: Optional[Limits] = None) -> Document:
+def parse(markup: str, limits: Optional[Limits] = None, language: Optional[str] = None) -> Document:
     """The segments and notes of an SSML document; ``SsmlError`` (an ``InvalidInput``) with the line and column
-    for malformed or unsupported markup, a refused DTD or entity; ``ResourceLimitExceeded`` over ``limits``."""
+    for malformed or unsupported markup, a refused DTD or entity; ``ResourceLimitExceeded`` over ``limits``.
+    ``language``: the request's, the language of text no ``xml:lang`` names (its ``say-as`` numbers are read in
+    it); without either, the normaliser's rule without a language (Chinese for CJK text, else English)."""
     limits = limits or Limits()
     if not isinstance(markup, str) or not markup.strip():
         raise InvalidInput("The SSML is empty; write the text inside <speak>...</speak>.", param="input")
@@ -177,7 +179,7 @@ def parse(markup: str, limits: Optional[Limits] = None) -> Document:
     reader = _Reader(builder.positions, limits)
     if _local(root.tag) != "speak":
         raise SsmlError(f"the root element must be <speak>, not <{_local(root.tag)}>.", *builder.positions[root])
-    reader.element(root, _Context(), is_root=True)
+    reader.element(root, _Context(language=language.strip() or None if language else None), is_root=True)
     document = Document(tuple(reader.segments()), tuple(reader.notes))
     limits.check("The SSML's text", len(document.text), "max_text_chars", " characters")
     return document

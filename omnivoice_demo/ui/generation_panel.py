@@ -134,11 +134,27 @@ class GenerationPanel:
 
 
 #: Go: the toasts of an earlier run (an error such as "consent is needed") are closed, so they do not stand over
-#: this one; on a narrow screen (studio.css's one column) the panel's progress is scrolled to the top of the screen
+#: this one; on a narrow screen (studio.css's one column) the panel's progress is scrolled to the top of the screen,
+#: and kept in sight while the page above it still changes (the text's live info, answered after the tap by a busy
+#: server, grows above the progress and pushes it and the result off the screen; Safari, the iPhone's browser, has
+#: no CSS scroll anchoring to hold them), until the visitor scrolls, taps or types, or for a minute
 ON_GO_JS = """() => {
   document.querySelectorAll('[data-testid="toast-close"]').forEach((button) => button.click());
   const progress = document.getElementById("%s-progress");
-  if (progress && window.innerWidth <= 640) progress.scrollIntoView({block: "start"});
+  if (!progress || window.innerWidth > 640) return;
+  progress.scrollIntoView({block: "start"});
+  const keep = () => {
+    const r = progress.getBoundingClientRect();
+    if (r.top < -1 || r.bottom > window.innerHeight + 1) progress.scrollIntoView({block: "start"});
+  };
+  const resized = new ResizeObserver(keep);
+  resized.observe(document.querySelector(".gradio-container") || document.body);  // the page's height (not body's)
+  const stop = () => {
+    resized.disconnect();
+    ["wheel", "touchstart", "pointerdown", "keydown"].forEach((kind) => window.removeEventListener(kind, stop));
+  };
+  ["wheel", "touchstart", "pointerdown", "keydown"].forEach((kind) => window.addEventListener(kind, stop, {passive: true}));
+  setTimeout(stop, 60000);
 }"""
 
 #: run(text, values, history, data, session, owner) -> the handler's updates (output name -> value); ``owner``: the

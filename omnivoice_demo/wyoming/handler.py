@@ -161,12 +161,16 @@ class SpeechHandler(AsyncEventHandler):
         """End a connection whose stream has no frame left, so that the client reads the error first: shut the
         writing side, then read and drop what the client still sends (for at most ``LINGER_SECONDS``); closing
         with unread bytes would reset the connection, and a reset discards what the client had not read yet."""
-        with contextlib.suppress(OSError, RuntimeError, TimeoutError):
+        # asyncio.wait_for, not asyncio.timeout (Python 3.11+): requires-python is 3.10, where asyncio.TimeoutError
+        # is not yet the builtin TimeoutError
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError, asyncio.TimeoutError):
             if self.writer.can_write_eof():
                 self.writer.write_eof()
-            async with asyncio.timeout(LINGER_SECONDS):
-                while await self.reader.read(1 << 16):
-                    pass
+            await asyncio.wait_for(self._drain_reader(), LINGER_SECONDS)
+
+    async def _drain_reader(self) -> None:
+        while await self.reader.read(1 << 16):
+            pass
 
     async def _finish_after_eof(self) -> None:
         """The work asked for before the client's end of stream, while the client is there.
@@ -322,9 +326,10 @@ class SpeechHandler(AsyncEventHandler):
         # a text that starts with <speak is SSML: a whole one (synthesize), or a streamed one, which TextStream
         # keeps whole until its </speak>; other streamed text is read as it comes
         ssml = None if piece.stream is None or looks_like_ssml(piece.text) else False
+        # read_ahead: the first sentence's numbers are read now, the later ones while it is generated
         plan = engine.prepare(piece.text, language=piece.request.language, instruct=instruct, voice=voice,
                               config=config, ssml=ssml, voices=voices,
-                              pronunciations=self.context.lexicon)
+                              pronunciations=self.context.lexicon, read_ahead=True)
         log.info("Numbers: %s", normalization_note(plan))   # Wyoming has no field for it: the server's log says
         return plan
 

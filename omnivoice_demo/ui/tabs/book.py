@@ -8,6 +8,7 @@ book is bounded before any work (``book.jobs``), and the job, its chapters and i
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from typing import Optional
@@ -16,7 +17,7 @@ import gradio as gr
 
 from ...book.jobs import BookJobs
 from ...book.project import BookSettings, estimated_seconds
-from ...book.voices import Voicing
+from ...book.voices import Voicing, chapter_voices
 from ...settings.generation import GenerationConfig
 from ...errors import InvalidInput
 from ...studio import Studio
@@ -24,6 +25,8 @@ from ..error_mapping import ui_errors
 from ..owners import owner_of
 
 NARRATOR_DEFAULT = "alloy"
+#: entries of the "Chapter voices" box (each is looked up, a description read: bounded before that work)
+MAX_CHAPTER_VOICES = 100
 NONE = "(none)"
 HEADERS = ["#", "Chapter", "Sentences", "Made", "Minutes"]
 
@@ -49,7 +52,7 @@ def voicing(studio: Studio, value: Optional[str], what: str) -> Optional[Voicing
     return Voicing(name=value, instruct=description.instruct)
 
 
-def settings_of(studio: Studio, narrator, dialogue, cast_text, num_step, guard) -> BookSettings:
+def settings_of(studio: Studio, narrator, dialogue, cast_text, chapter_voices_text, num_step, guard) -> BookSettings:
     cast = {}
     if cast_text and cast_text.strip():
         try:
@@ -59,9 +62,15 @@ def settings_of(studio: Studio, narrator, dialogue, cast_text, num_step, guard) 
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise InvalidInput("The cast maps names to voices: {\"Anna\": \"nova\", \"Ben\": \"onyx\"}.")
         cast = {name.strip(): voicing(studio, voice, f"the cast's {name!r}") for name, voice in data.items()}
+    # entries split at ";", a line end, or a comma before the next "N=" (a description has commas of its own)
+    entries = [entry for entry in re.split(r"[;\n]|,(?=\s*\d+\s*=)", chapter_voices_text or "") if entry.strip()]
+    if len(entries) > MAX_CHAPTER_VOICES:
+        raise InvalidInput(f"Chapter voices: at most {MAX_CHAPTER_VOICES} entries, got {len(entries)}.")
+    numbered = chapter_voices(entries, None, lambda value, what: voicing(studio, value, what))
     config = GenerationConfig(num_step=int(num_step), guard=bool(guard)).validate()
     return BookSettings(config=config, narrator=voicing(studio, narrator, "Narrator") or Voicing("default"),
-                        dialogue=voicing(studio, dialogue, "Voice for quoted speech"), cast=cast)
+                        dialogue=voicing(studio, dialogue, "Voice for quoted speech"), cast=cast,
+                        chapter_voices=numbered)
 
 
 def model_identity(studio: Studio) -> tuple[object, str]:
@@ -115,6 +124,12 @@ def build(studio: Studio) -> None:
                 cast = gr.Textbox(label='Cast: names to voices, JSON ({"Anna": "nova"})', lines=2,
                                   elem_id="book-cast")
                 with gr.Row():
+                    choice = gr.Textbox(label="Chapters (empty: all)", placeholder="1-3, 5", max_length=200,
+                                        elem_id="book-chapter-choice")
+                    chapter_voice = gr.Textbox(label="Chapter voices (as numbered below)",
+                                               placeholder="2=nova, 3=female, low pitch", max_length=2000,
+                                               elem_id="book-chapter-voices")
+                with gr.Row():
                     num_step = gr.Slider(4, 64, value=32, step=1, label="Steps", elem_id="book-steps")
                     guard = gr.Checkbox(value=True, label="Check each sentence", elem_id="book-guard")
         summary = gr.Markdown("", elem_id="book-summary")
@@ -128,15 +143,15 @@ def build(studio: Studio) -> None:
             pick = gr.Dropdown([], label="Listen to a finished chapter", elem_id="book-pick")
             player = gr.Audio(type="filepath", interactive=False, label="Chapter", elem_id="book-player")
         m4b = gr.File(label="Audiobook (.m4b)", interactive=False, elem_id="book-m4b")
-    controls = [narrator, dialogue, cast, num_step, guard]
+    controls = [narrator, dialogue, cast, chapter_voice, num_step, guard]
 
     @ui_errors
-    def opened(path, *values, request: gr.Request = None):
+    def opened(path, chosen, *values, request: gr.Request = None):
         if not path:
             return "", [], ""
         studio.check_upload(str(path), "book")
         _, identity = model_identity(studio)
-        job = jobs.open(owner_of(request), path, settings_of(studio, *values), identity)
+        job = jobs.open(owner_of(request), path, settings_of(studio, *values), identity, chapters=chosen or None)
         book = job.plan.book
         minutes = estimated_seconds(job.plan) / 60
         length = f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes:.1f} min"
@@ -148,13 +163,13 @@ def build(studio: Studio) -> None:
         return "\n\n".join(lines), table(job), status(job)
 
     @ui_errors
-    def started(path, *values, request: gr.Request = None):
+    def started(path, chosen, *values, request: gr.Request = None):
         owner = owner_of(request)
         job = jobs.get(owner)
         if job is None or job.state != "running":
             if not path:
                 raise InvalidInput("Upload a book first.")
-            opened(path, *values, request=request)   # the voices as they are now
+            opened(path, chosen, *values, request=request)   # the chapters and voices as they are now
         loaded, _ = model_identity(studio)
         job = jobs.start(owner, loaded)
         return status(job), table(job), gr.Timer(active=True)
@@ -191,9 +206,14 @@ def build(studio: Studio) -> None:
         shutil.copyfile(source, copy)
         return str(copy)
 
-    upload.change(opened, inputs=[upload, *controls], outputs=[summary, chapters, state_line],
+    upload.change(opened, inputs=[upload, choice, *controls], outputs=[summary, chapters, state_line],
                   api_visibility="private")
-    start.click(started, inputs=[upload, *controls], outputs=[state_line, chapters, timer], api_visibility="private")
+    choice.submit(opened, inputs=[upload, choice, *controls], outputs=[summary, chapters, state_line],
+                  api_visibility="private")
+    choice.blur(opened, inputs=[upload, choice, *controls], outputs=[summary, chapters, state_line],
+                api_visibility="private")
+    start.click(started, inputs=[upload, choice, *controls], outputs=[state_line, chapters, timer],
+                api_visibility="private")
     pause.click(paused, outputs=state_line, api_visibility="private", queue=False)
     timer.tick(ticked, outputs=[state_line, chapters, pick, m4b, timer], api_visibility="private", queue=False)
     pick.change(listen, inputs=pick, outputs=player, api_visibility="private")
