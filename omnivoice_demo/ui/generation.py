@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ..audio.processing import audio_bytes, save_audio
-from ..batch.subtitles import cues_for_words, to_karaoke_vtt, to_srt
+from ..batch.subtitles import word_subtitles
 from ..storage.atomic import write_atomically
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
@@ -104,17 +104,15 @@ def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str
                   owner: Optional[str], **meta) -> dict[str, pathlib.Path]:
     """The result's WAV, FLAC and codes file (``meta`` joins the codes file's seed, text and settings); with word
     timings, its word-level subtitles too: cues of a few words (SRT) and the karaoke WebVTT, as ``synth
-    --subtitles`` writes them (``batch.subtitles``)."""
+    --subtitles`` and batch write them (``batch.subtitles.word_subtitles``)."""
     wav = save_audio(studio.output_path(stem, ".wav", owner), result.audio, result.sample_rate)
     flac = save_audio(studio.output_path(stem, ".flac", owner), result.audio, result.sample_rate, format="FLAC")
     npz = studio.output_path(stem, ".codes.npz", owner)
     save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings, **meta})
     files = {"wav": wav, "flac": flac, "npz": npz}
-    if result.words:
-        cues = cues_for_words(result.words)
-        for kind, render in (("srt", to_srt), ("vtt", to_karaoke_vtt)):
-            files[kind] = write_atomically(studio.output_path(stem, f".words.{kind}", owner),
-                                           render(cues).encode("utf-8"), "word subtitles")
+    for kind in ("srt", "vtt") if result.words else ():
+        files[kind] = write_atomically(studio.output_path(stem, f".words.{kind}", owner),
+                                       word_subtitles(result.words, kind).encode("utf-8"), "word subtitles")
     return files
 
 
