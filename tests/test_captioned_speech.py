@@ -84,3 +84,30 @@ def test_same_body_limits_and_key_as_speech(app):
         assert 400 <= response.status_code < 500, response.text
         error = response.json()["error"]
         assert error["message"] and (param is None or error["param"] == param)
+
+
+SCRIPT = "Anna: The bass is loud tonight.\nBen: Turn it down, please."
+
+
+def streamed_words(app, body: dict) -> list[dict]:
+    """Every word of a streamed answer's lines, in order."""
+    words = []
+    with httpx.stream("POST", app.url + "dev/captioned_speech", json=body,
+                      headers={"Authorization": f"Bearer {KEY}"}, timeout=300) as response:
+        assert response.status_code == 200, response.read()
+        for line in response.iter_lines():
+            if line:
+                words.extend(json.loads(line)["timestamps"])
+    return words
+
+
+def test_a_scripts_words_carry_their_speaker_whole_and_streamed(app):
+    body = dict(FAST, input=SCRIPT, script=True, speakers={"Anna": "female", "Ben": "male"}, response_format="wav")
+    response = post(app, dict(body, stream=False))
+    assert response.status_code == 200, response.text
+    whole = response.json()["timestamps"]
+    streamed = streamed_words(app, body)
+    expected = [("Anna", w) for w in "The bass is loud tonight.".split()] + \
+        [("Ben", w) for w in "Turn it down, please.".split()]
+    assert [(w.get("speaker"), w["word"]) for w in whole] == expected
+    assert [(w.get("speaker"), w["word"]) for w in streamed] == expected

@@ -126,10 +126,12 @@ class Timer:
         return now
 
 
-def run_part(engine, plan: GenerationPlan, first: int, total: int, started: float, kinds=("step", "chunk")):
+def run_part(engine, plan: GenerationPlan, first: int, total: int, started: float, kinds=("step", "chunk"),
+             speaker: Optional[str] = None):
     """The events of ``plan``, one part of a whole run in several plans (SSML segments, a script's turns): its
     events of ``kinds`` with their chunks numbered in the whole (``first`` of ``total``) and the time since
-    ``started``; returns its ``GenerationResult``.  Closing the whole run closes this part's at once."""
+    ``started``, a chunk's words (word timings on) with ``speaker`` (a script's turn) as the result's have it;
+    returns its ``GenerationResult``.  Closing the whole run closes this part's at once."""
     import contextlib
 
     result = None
@@ -138,8 +140,11 @@ def run_part(engine, plan: GenerationPlan, first: int, total: int, started: floa
             if event.kind == "result":
                 result = event
             elif event.kind in kinds:
-                yield dataclasses.replace(event, chunk=first + event.chunk, num_chunks=total,
-                                          elapsed=time.perf_counter() - started)
+                event = dataclasses.replace(event, chunk=first + event.chunk, num_chunks=total,
+                                            elapsed=time.perf_counter() - started)
+                if speaker is not None and getattr(event, "words", None):
+                    event = dataclasses.replace(event, words=[word.shifted(0.0, speaker) for word in event.words])
+                yield event
     return result
 
 

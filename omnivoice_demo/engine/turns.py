@@ -102,8 +102,8 @@ def run_turns(engine, whole: TurnsPlan) -> Iterator[object]:
     started = time.perf_counter()
     total, first = len(whole.chunks), 0
     results: list[GenerationResult] = []
-    for plan in whole.plans:   # closing this run (a cancel) stops the turn's at once
-        results.append((yield from run_part(engine, plan, first, total, started)))
+    for speaker, plan in zip(whole.speakers, whole.plans):   # closing this run (a cancel) stops the turn's at once
+        results.append((yield from run_part(engine, plan, first, total, started, speaker=speaker)))
         first += len(plan.chunks)
     audio = [result.audio[np.newaxis] for result in results]
     joined = cross_fade_chunks(audio, SAMPLE_RATE)[0]

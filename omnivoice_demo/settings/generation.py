@@ -119,10 +119,11 @@ class GenerationConfig:
     guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
                               help="most takes of one chunk; the best is kept")
     # --- word times (off = nothing aligned; engine/word_times.py) -------------------------------
-    word_timestamps: bool = _field(False, label="Word timings",
+    word_timestamps: bool = _field(False, label="Word timings (read-along)",
                                    help="align each chunk with its text (the speech recogniser's cross-attention) "
-                                        "and report every word's start and end in the result and the stream "
-                                        "(needs the speech recogniser)")
+                                        "and report every word's start and end in the result and the stream; the "
+                                        "app shows the words under the player, the one heard highlighted, and "
+                                        "offers word subtitles (needs the speech recogniser)")
     # --- delivery (off = the exact output; audio/loudness.py) ----------------------------------
     loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness of the result and downloads", advanced=False,
                                        help="normalise the final audio to this integrated loudness (EBU R128; "

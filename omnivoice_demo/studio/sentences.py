@@ -23,6 +23,7 @@ from ..settings.generation import MAX_SEED, GenerationConfig
 from ..engine.events import ChunkEvent, GenerationPlan, GenerationResult
 from ..engine.guard import ChunkCheck
 from ..engine.loop import join_chunks
+from ..engine.word_times import place_words
 from ..storage.voice_file import Voice
 from ..errors import InvalidInput
 from ..constants import SAMPLE_RATE
@@ -37,6 +38,7 @@ class SentenceTake:
     audio: np.ndarray                 # float32 [960 * T]
     seed: Optional[int]               # None: drawn in the first generation (its seed's stream)
     check: Optional[ChunkCheck] = None
+    words: Optional[list] = None      # word timings on: its words, times from the start of ``audio``
 
 
 class SentenceResult:
@@ -49,7 +51,7 @@ class SentenceResult:
         self.sentences = list(plan.chunks)
         self.seed, self.config, self.settings = plan.config.seed, plan.config, plan.settings
         self.ref_rms = plan.voice.rms if plan.voice is not None else None
-        self.current = [SentenceTake(e.codes, e.audio, None, e.check) for e in chunks]
+        self.current = [SentenceTake(e.codes, e.audio, None, e.check, e.words) for e in chunks]
         self.previous: list[Optional[SentenceTake]] = [None] * len(chunks)
         self.last_seed = [self.seed] * len(chunks)   # the last seed each sentence drew; Again takes the next
         self.changed: Optional[int] = None            # the sentence changed last (None: as first generated)
@@ -93,7 +95,8 @@ class SentenceResult:
         restored."""
         index = self._sentence(event.chunk)
         kept = event.check.best.seed if event.check is not None else None   # None: the plan's own seed
-        take = SentenceTake(event.codes, event.audio, plan.config.seed if kept is None else kept, event.check)
+        take = SentenceTake(event.codes, event.audio, plan.config.seed if kept is None else kept, event.check,
+                            event.words)
         self.previous[index], self.current[index] = self.current[index], take
         drawn = [t.seed for t in event.check.takes if t.seed is not None] if event.check else []
         self.last_seed[index] = max([self.last_seed[index]] + drawn)   # the check's takes drew the seeds after it
@@ -114,11 +117,17 @@ class SentenceResult:
         return join_chunks([take.audio for take in self.current], self.ref_rms, self.config)
 
     def result(self, timings: dict[str, float]) -> GenerationResult:
-        """The current version as a ``GenerationResult`` (``timings``: of the run that made it so)."""
-        return GenerationResult(audio=self.audio(), sample_rate=SAMPLE_RATE,
+        """The current version as a ``GenerationResult`` (``timings``: of the run that made it so); with word
+        timings, each take's own words placed on the joined audio as the engine places a generation's."""
+        audio = self.audio()
+        chunk_words = [list(take.words or []) for take in self.current]
+        words = (place_words(chunk_words, [take.audio for take in self.current], self.config, len(audio))
+                 if self.config.word_timestamps else [])
+        return GenerationResult(audio=audio, sample_rate=SAMPLE_RATE,
                                 codes=[take.codes for take in self.current], seed=self.seed,
                                 chunks=list(self.sentences), timings=timings, settings=self.settings,
-                                config=self.config, checks=[t.check for t in self.current if t.check is not None])
+                                config=self.config, checks=[t.check for t in self.current if t.check is not None],
+                                words=words, chunk_words=chunk_words if self.config.word_timestamps else [])
 
     def seeds(self) -> list[Optional[int]]:
         """Each sentence's current take's seed (None: as first generated)."""

@@ -1,4 +1,4 @@
-"""The app's static files (CSS, the chunk player's script, examples), from the checkout or the installed package.
+"""The app's static files (CSS, the chunk player's and the read-along view's scripts, examples), from the checkout or the installed package.
 
 In a checkout they are in ``assets/`` at the top; ``pip install`` puts the same
 folder into the package ``omnivoice_demo.assets`` (see pyproject.toml).
@@ -34,6 +34,10 @@ def css() -> str:
 
 def chunk_player_js() -> str:
     return read_asset("chunk_player.js") or ""
+
+
+def read_along_js() -> str:
+    return read_asset("read_along.js") or ""
 
 
 def examples(tab: str = "speak") -> list[list[str]]:

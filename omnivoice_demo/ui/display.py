@@ -62,6 +62,24 @@ def chunk_player_html(run_id: str, chunks: list[tuple[int, str]], total: int) ->
     return f'<div class="ov-chunks" data-ov-run="{run_id}">{items}</div>'
 
 
+def read_along_html(words, player_id: str) -> str:
+    """The read-along view of a result's words (``asr.alignment.WordTiming``s, seconds in the result's audio): each
+    word a span with its start and end, a speaker's name where a script's turn starts; the page's script
+    (assets/read_along.js) highlights the word being heard in the player ``player_id`` (an element id).  Empty
+    without words (word timings off)."""
+    if not words:
+        return ""
+    parts, speaker = [], None
+    for index, word in enumerate(words):
+        if word.speaker is not None and word.speaker != speaker:
+            parts.append(f'<b class="ov-speaker">{html.escape(word.speaker)}:</b>')
+        speaker = word.speaker
+        parts.append(f'<span class="ov-word" data-ov-word="{index}" data-start="{word.start:.3f}" '
+                     f'data-end="{word.end:.3f}">{html.escape(word.word)}</span>')
+    return (f'<div class="ov-read-along" data-ov-player="{html.escape(player_id)}" data-ov-current="-1" '
+            f'title="Click a word to hear it from there">{" ".join(parts)}</div>')
+
+
 def result_info(result, model_label: str) -> str:
     """Markdown under a finished generation: audio length, compute time, RTF, seed, chunks, steps, timings."""
     stages = ", ".join(f"{k} {v:.2f} s" for k, v in result.timings.items() if k != "total")

@@ -18,6 +18,8 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ..audio.processing import audio_bytes, save_audio
+from ..batch.subtitles import word_subtitles
+from ..storage.atomic import write_atomically
 from ..storage.codes_file import save_codes
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.events import GenerationPlan
@@ -29,8 +31,8 @@ from ..errors import InvalidInput, OmniVoiceError
 from ..storage.voice_file import Voice
 from . import pictures
 from .controls import generation_request, styled_request
-from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, result_info, shown,
-                      style_note)
+from .display import (check_rows, chunk_player_html, fmt_seconds, history_rows, progress_html, read_along_html,
+                      result_info, shown, style_note)
 from ..studio.models import ModelNotReady
 from .speed_controls import preset_estimates, time_left
 from ..studio import Studio
@@ -100,12 +102,23 @@ def _first_line(exc: BaseException) -> str:
 
 def _save_outputs(studio: Studio, result: GenerationResult, stem: str, text: str,
                   owner: Optional[str], **meta) -> dict[str, pathlib.Path]:
-    """The result's WAV, FLAC and codes file (``meta`` joins the codes file's seed, text and settings)."""
+    """The result's WAV, FLAC and codes file (``meta`` joins the codes file's seed, text and settings); with word
+    timings, its word-level subtitles too: cues of a few words (SRT) and the karaoke WebVTT, as ``synth
+    --subtitles`` and batch write them (``batch.subtitles.word_subtitles``)."""
     wav = save_audio(studio.output_path(stem, ".wav", owner), result.audio, result.sample_rate)
     flac = save_audio(studio.output_path(stem, ".flac", owner), result.audio, result.sample_rate, format="FLAC")
     npz = studio.output_path(stem, ".codes.npz", owner)
     save_codes(npz, result.codes, {"seed": result.seed, "text": text, "settings": result.settings, **meta})
-    return {"wav": wav, "flac": flac, "npz": npz}
+    files = {"wav": wav, "flac": flac, "npz": npz}
+    for kind in ("srt", "vtt") if result.words else ():
+        files[kind] = write_atomically(studio.output_path(stem, f".words.{kind}", owner),
+                                       word_subtitles(result.words, kind).encode("utf-8"), "word subtitles")
+    return files
+
+
+def downloads(files: dict[str, pathlib.Path]) -> list[str]:
+    """The download list of a result's files (``_save_outputs``): audio, codes, then any word subtitles."""
+    return [str(path) for path in files.values()]
 
 
 def _history_entry(tab: str, text: str, result: GenerationResult, wav: pathlib.Path) -> dict:
@@ -146,7 +159,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
     yield {"progress": progress_html(0.0, "Starting…", f"{first} · {plan.target_frames / FRAME_RATE:.1f} s of speech"
                                      f"{f' in {num_chunks} chunks' if num_chunks > 1 else ''}"),
            "grid": pictures.code_grid(empty_grid), "chunks": "", "seed": plan.config.seed, "audio": None,
-           "files": None, "info": "", "checks": _checks_table([]), "takes": None}
+           "files": None, "info": "", "words": "", "checks": _checks_table([]), "takes": None}
 
     # the service runs it on its worker; closing ``stream`` (Stop, a cancelled event) cancels the job
     job = studio.service.submit(lambda: engine.run(plan), estimate=estimate, lock=loaded.lock, label=tab)
@@ -200,7 +213,8 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
            "grid": pictures.code_grid(result.codes),
            # autoplay (the panel applies it to the player) unless the chunks were already played as they came
            "audio": str(files["wav"]), "autoplay": bool(values.get("autoplay", True)) and not chunk_audio,
-           "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
+           "files": downloads(files),
+           "words": read_along_html(result.words, f"{tab.lower()}-audio"),   # with word timings: read-along
            "info": result_info(result, loaded.label) + style_note(request.description), "seed": result.seed,
            "history": history,
            "history_table": history_rows(history),

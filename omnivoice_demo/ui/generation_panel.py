@@ -12,7 +12,7 @@ from .gradio_api import generation_concurrency
 from ..errors import InvalidInput
 from ..text.prompt import NONVERBAL_TAGS
 from ..storage.voice_file import Voice
-from .assets import chunk_player_js
+from .assets import chunk_player_js, read_along_js
 from .controls import value_inputs, values_of
 from .design import DESIGN_CATEGORIES, check_instruct
 from .display import CHECK_HEADERS, HISTORY_HEADERS, failed_progress, idle_progress, stopped_progress
@@ -66,7 +66,8 @@ def go_stop_buttons(prefix: str, label: str) -> tuple[gr.Button, gr.Button]:
 
 
 def output_panel(prefix: str) -> dict:
-    """Progress, the live code grid, the chunk player, the audio, the downloads, the info line."""
+    """Progress, the live code grid, the chunk player, the audio, its words (read-along), the downloads, the info
+    line."""
     return {
         "progress": gr.HTML(idle_progress(), elem_id=f"{prefix}-progress"),
         "grid": gr.Image(label="Code grid (8 codebooks × frames): dark = undecided, white = decided this step",
@@ -75,13 +76,16 @@ def output_panel(prefix: str) -> dict:
         "chunks": gr.HTML("", elem_id=f"{prefix}-chunks", js_on_load=chunk_player_js()),
         "audio": gr.Audio(label="Result", type="filepath", interactive=False, elem_id=f"{prefix}-audio",
                           buttons=["download"]),
+        # with "Word timings" (Advanced): the text's words under the player, the one being heard highlighted
+        "words": gr.HTML("", elem_id=f"{prefix}-words", js_on_load=read_along_js()),
         # with "Check each sentence": each chunk's CER, its takes and the kept one
         "checks": gr.Dataframe(headers=CHECK_HEADERS, interactive=False, visible=False, label="Sentence check",
                                elem_id=f"{prefix}-checks"),
         # each sentence with its player, Again and Restore (sentences.py); the session's result behind them
         "sentences": sentences_component(prefix),
         "takes": gr.State(None),
-        "files": gr.File(label="Downloads: WAV, FLAC, codes (.npz)", file_count="multiple", interactive=False,
+        "files": gr.File(label="Downloads: WAV, FLAC, codes (.npz); with Word timings, word subtitles (.words.srt, "
+                               "karaoke .words.vtt)", file_count="multiple", interactive=False,
                          elem_id=f"{prefix}-files"),
         "info": gr.Markdown("", elem_id=f"{prefix}-info"),
     }
@@ -114,7 +118,7 @@ class SessionHistory:
 def failed_outputs() -> dict:
     """What the output panel shows after a failed run: no progress, audio, files or info of an earlier run."""
     return {"progress": failed_progress(), "grid": None, "chunks": "", "audio": None, "files": None, "info": "",
-            "checks": gr.update(value=[], visible=False), "sentences": "", "takes": None}
+            "words": "", "checks": gr.update(value=[], visible=False), "sentences": "", "takes": None}
 
 
 @dataclasses.dataclass

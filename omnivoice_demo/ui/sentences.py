@@ -27,9 +27,9 @@ from ..studio.sentences import SentenceResult
 from ..studio.service import QueueEvent
 from . import pictures
 from .controls import generation_request, value_inputs, values_of
-from .display import fmt_seconds, history_rows, progress_html
+from .display import fmt_seconds, history_rows, progress_html, read_along_html
 from .error_mapping import ui_errors
-from .generation import _checks_table, _history_entry, _save_outputs, queue_progress
+from .generation import _checks_table, _history_entry, _save_outputs, downloads, queue_progress
 from .gradio_api import generation_concurrency
 from .owners import owner_of
 from .speed_controls import time_left
@@ -145,7 +145,7 @@ def _shown(studio: Studio, result: SentenceResult, history: Optional[list], tab:
                                       state="done"),
             "grid": pictures.code_grid(current.codes),
             "audio": gr.update(value=str(files["wav"]), autoplay=False),
-            "files": [str(files["wav"]), str(files["flac"]), str(files["npz"])],
+            "files": downloads(files), "words": read_along_html(current.words, f"{tab.lower()}-audio"),
             "info": (f"**{current.duration:.2f} s** of audio · seed **{result.seed}** · sentence seeds "
                      f"{', '.join('first' if s is None else str(s) for s in result.seeds())} · {result.model[0]}"),
             "sentences": sentences_html(result), "takes": result, "checks": _checks_table(current.checks),
