@@ -119,3 +119,20 @@ def test_the_highlighted_word_follows_playback_and_seeking(app, artifacts_dir):
             highlighted = page.locator(f"{VIEW} .ov-word-now")
             assert highlighted.count() == 1 and highlighted.get_attribute("data-ov-word") == str(expected)
             assert expected >= index
+
+
+def test_the_gradio_speak_api_returns_the_words_with_word_timings(app):
+    """/speak (the Gradio API) with ``word_timestamps``: its details carry each word's times in the audio it
+    returns; without it, no words."""
+    import soundfile
+    from gradio_client import Client
+
+    client = Client(app.url, verbose=False)
+    audio, _, info = client.predict(text="Three words here.", num_step=2, seed=3, word_timestamps=True,
+                                    api_name="/speak")
+    seconds = soundfile.info(audio).duration
+    assert [w["word"] for w in info["words"]] == ["Three", "words", "here."], info.get("words")
+    assert all(0 <= w["start"] <= w["end"] <= seconds + 1e-3 for w in info["words"])
+    _, _, plain = client.predict(text="Three words here.", num_step=2, seed=3, api_name="/speak")
+    assert "words" not in plain
+

@@ -141,6 +141,8 @@ async def run_job(studio, text: str, values: dict, voice, tab: str,
     # the voice design given, the words of the description left out and the style clip, as the HTTP API's headers
     info = dict(details(result, loaded.label), instruct=plan.instruct, ignored=list(request.description.ignored),
                 style=request.description.style)
+    if result.words:   # word_timestamps: each word's start and end in the audio, as /dev/captioned_speech gives them
+        info["words"] = [word.to_dict() for word in result.words]
     return str(path), int(result.seed), info
 
 
