@@ -134,6 +134,8 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     with pytest.raises(InvalidInput, match="chapters 1-2"):
         BookJobs(tmp_path / "books", shared=True).open(
             None, str(book), settings_of(studio, "alloy", None, "", "3=nova", 4, False), identity, chapters="2-3")
+    with pytest.raises(InvalidInput, match="numbered from 1"):   # before the book is read: not "chapters 1-0"
+        settings_of(studio, "alloy", None, "", "0=nova", 4, False)
     with pytest.raises(InvalidInput, match="outside the book's chapters 1-3"):
         BookJobs(tmp_path / "books", shared=True).open(None, str(book), settings, identity, chapters="2-4")
 

@@ -169,16 +169,19 @@ def chapter_voices(entries, count: Optional[int], resolve: Callable[[str, str], 
             raise InvalidInput(f"Chapter voice {excerpt(entry)}: write N=VOICE, for example 3=alloy.",
                                param="chapter_voice")
         number = int(match.group(1))
-        check_chapter_voices([number], count if count is not None else number)
+        check_chapter_voices([number], count)
         voicing = resolve(match.group(2), f"the voice of chapter {number}")
         if voicing is not None:
             found[number] = voicing
     return found
 
 
-def check_chapter_voices(numbers, count: int) -> None:
-    """Every chapter a voice is given to is one of the ``count`` chapters being made."""
+def check_chapter_voices(numbers, count: Optional[int]) -> None:
+    """Every chapter a voice is given to is one of the ``count`` chapters being made (None: not known yet, only
+    that chapters count from 1)."""
     for number in numbers:
-        if not 1 <= number <= count:
+        if number < 1:
+            raise InvalidInput(f"Chapter voice {number}: chapters are numbered from 1.", param="chapter_voice")
+        if count is not None and number > count:
             raise InvalidInput(f"Chapter voice {number}: the book has chapters 1-{count}.", param="chapter_voice")
 
