@@ -32,7 +32,6 @@ from typing import Optional
 from ..settings.generation import GenerationConfig
 from ..storage.voice_file import Voice
 from ..text.normalize import normalize_text, sentences
-from ..text.prompt import build_condition_ids
 from .duration import estimate_target_frames
 from .events import GenerationPlan
 from .streaming import first_chunk_end, worth_streaming
@@ -144,10 +143,8 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
     # the first chunk's own checks: the whole text's length and prompt are at least these
     engine.check_planned_frames(head_frames, config)
     engine.limits.check("The prompt (instruct, reference transcript and text)",
-                        len(build_condition_ids(first, engine.tokenizer, ref_text=voice_text, language=code,
-                                                instruct=head.instruct, denoise=config.denoise,
-                                                has_reference=voice is not None)),
-                        "max_prompt_tokens", " tokens")
+                        engine.prompt_tokens(dataclasses.replace(head, chunks=[first])), "max_prompt_tokens",
+                        " tokens")
 
     def read_the_rest() -> GenerationPlan:
         rest = "".join(normalize_text(piece, normalization.language) for piece in pieces[len(read):])
