@@ -134,3 +134,44 @@ def test_read_ahead_benchmark_times_the_plan_and_first_step_both_ways(tiny_fp32_
     printed = capsys.readouterr().out
     assert printed.count("all read first: plan") == 3 and printed.count("read ahead: plan") == 3
     assert "6 sentences" in printed and "all read" in printed.split("median, read ahead:")[1]
+
+
+def test_step_floor_times_every_product_shape_and_the_attention_of_the_graph(tiny_fp32_folder, tmp_path,
+                                                                            monkeypatch, capsys):
+    import onnx
+
+    from benchmarks import step_floor
+
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "floor.json"
+    assert step_floor.main(["--model", str(tiny_fp32_folder), "--backbone", "int8-row", "--threads", "1",
+                            "--cond", "24", "--uncond", "10", "--repeats", "1", "--pytorch-seconds", "10",
+                            "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    graph = onnx.load(str(next((tmp_path / "cache" / "backbones").glob("*-int8-row/llm_decoder.onnx"))),
+                      load_external_data=False).graph
+    products = [node for node in graph.node if node.op_type == "MatMulIntegerToFloat"]
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"product"')]
+    # every product shape of the graph, at the three row counts, and as many per forward as the graph has
+    assert sum(row["per_forward"] for row in rows) == 3 * len(products)
+    assert {row["rows"] for row in rows} == {24, 10, 34}
+    assert summary["layers"] == sum(node.op_type == "GroupQueryAttention" for node in graph.node)
+    floor = summary["floor_s"]
+    attention, weights = summary["attention_s"], summary["weight_products_s"]
+    assert floor["cond"] == pytest.approx(weights["cond"] + attention["cond"], abs=2e-6)
+    assert floor["pair"] == pytest.approx(min(weights["both"], weights["cond"] + weights["uncond"])
+                                          + attention["cond"] + attention["uncond"], abs=2e-6)
+    # Reference: 32 guided steps; Fast: 8 steps, the unconditional forward on every second
+    reference, fast = summary["presets"]["reference"], summary["presets"]["fast"]
+    assert (reference["guided_steps"], reference["conditional_only_steps"]) == (32, 0)
+    assert (fast["guided_steps"], fast["conditional_only_steps"]) == (4, 4)
+    assert reference["backbone_floor_s"] == pytest.approx(32 * floor["pair"], abs=5e-5)
+    assert fast["backbone_floor_s"] == pytest.approx(4 * floor["pair"] + 4 * floor["cond"], abs=5e-5)
+    assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / (32 * floor["pair"]), rel=0.02)
+
+
+def test_step_floor_refuses_a_graph_without_dense_int8_products(tiny_fp32_folder):
+    from benchmarks import step_floor
+
+    with pytest.raises(SystemExit, match="no MatMulIntegerToFloat"):
+        step_floor.main(["--graph", str(tiny_fp32_folder / "llm_decoder.onnx"), "--repeats", "1"])
