@@ -57,12 +57,15 @@ def test_a_long_number_is_refused_before_the_normaliser_runs(engine, planted):
     with pytest.raises(ResourceLimitExceeded, match=r"599 digits.*max_number_digits") as caught:
         engine.prepare(HEAVY, normalize_text=True, num_step=1)
     assert caught.value.param == "max_number_digits"
+    assert "in groups with spaces" in str(caught.value) and "normalize_text=false" in str(caught.value)
+    engine.prepare(" ".join(["1234"] * 5), normalize_text=True, num_step=1)   # the advice: in groups, it is read
+    engine.prepare("Reference 1234567890123456789012345.", normalize_text=False, num_step=1)  # or as written
     many = " ".join(str(n) for n in range(engine.limits.max_numbers + 1))
     with pytest.raises(ResourceLimitExceeded, match="max_numbers"):
         engine.prepare(many, normalize_text=True, num_step=1)
-    assert planted.seen == []                      # the normaliser never saw either
+    assert planted.seen == ["1234 1234 1234 1234 1234"]     # the normaliser saw neither refused text
     engine.prepare("It costs 12 dollars.", normalize_text=True, num_step=1)
-    assert planted.seen == ["It costs 12 dollars."]
+    assert planted.seen[-1] == "It costs 12 dollars."
 
 
 def test_the_planned_length_is_checked_on_the_raw_text_before_normalising(engine, planted, limited):

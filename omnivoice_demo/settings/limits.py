@@ -50,12 +50,13 @@ class Limits:
                    max_upload_bytes=500 * 1024 * 1024, max_voice_variants=32,
                    max_ssml_chars=1_000_000, max_ssml_elements=50_000)
 
-    def check(self, what: str, value: float, limit_name: str, unit: str = "") -> None:
-        """Raise ``ResourceLimitExceeded`` naming the limit when ``value`` is over ``self.<limit_name>``."""
+    def check(self, what: str, value: float, limit_name: str, unit: str = "", advice: str = "Shorten the input") -> None:
+        """Raise ``ResourceLimitExceeded`` naming the limit when ``value`` is over ``self.<limit_name>``;
+        ``advice``: what the user can change in the input (before the way to raise the limit)."""
         limit = getattr(self, limit_name)
         if value > limit:
             raise ResourceLimitExceeded(
-                f"{what} is {value:g}{unit}; the limit is {limit:g}{unit} ({limit_name}). Shorten the input, or "
+                f"{what} is {value:g}{unit}; the limit is {limit:g}{unit} ({limit_name}). {advice}, or "
                 f"raise the limit where the program is started: --limits local, or --{limit_name.replace('_', '-')} "
                 "N (a shared server keeps its operator's limits).", param=limit_name)
 

@@ -41,6 +41,12 @@ SMALL_CHARS = 200
 MAX_WAITING_TEXTS = 32
 
 
+#: what a user can do about a number the normaliser may not read: a reference number, a long code
+NUMBER_ADVICE = ("Write a long number in groups with spaces between them (each group is read on its own), or turn "
+                 "off reading numbers as words (\"Read numbers as words\", normalize_text=false) to have it read as "
+                 "written")
+
+
 def check_number_bounds(text: str, limits) -> None:
     """``ResourceLimitExceeded`` naming the limit when a run of digits of ``text`` is longer than
     ``limits.max_number_digits`` or it holds more than ``limits.max_numbers`` of them; nothing else."""
@@ -48,9 +54,10 @@ def check_number_bounds(text: str, limits) -> None:
     for match in _NUMBER_RE.finditer(text):
         count += 1
         limits.check(f"A number of the text (at character {match.start()})", match.end() - match.start(),
-                     "max_number_digits", " digits")
+                     "max_number_digits", " digits", advice=NUMBER_ADVICE)
         if count > limits.max_numbers:
-            limits.check("The numbers of the text read through normalize_text", count, "max_numbers")
+            limits.check("The numbers of the text read through normalize_text", count, "max_numbers",
+                         advice=NUMBER_ADVICE)
 
 
 def without_numbers(text: str) -> str:
