@@ -268,13 +268,12 @@ def report(output: pathlib.Path, stream, words: Optional[pathlib.Path] = None,
                                   "words": [word.to_dict() for word in result.words]})
         print(f"wrote {words}: {len(result.words)} words with their times", file=sys.stderr)
     if subtitles is not None:
-        from ..batch.subtitles import cues_for_words, to_karaoke_vtt, to_srt
+        from ..batch.subtitles import word_subtitles
         from ..storage.atomic import write_atomically
 
-        cues = cues_for_words(result.words)
-        text = to_srt(cues) if subtitles.suffix.lower() == ".srt" else to_karaoke_vtt(cues)
+        text = word_subtitles(result.words, "srt" if subtitles.suffix.lower() == ".srt" else "vtt")
         write_atomically(subtitles, text.encode("utf-8"))
-        print(f"wrote {subtitles}: {len(cues)} cues", file=sys.stderr)
+        print(f"wrote {subtitles}: subtitles of {len(result.words)} words", file=sys.stderr)
     print(f"wrote {output}: {result.duration:.2f} s of audio, {result.frames} frames, "
           f"{len(result.chunks)} chunk(s), seed {result.seed}, {result.timings['total']:.2f} s "
           f"(RTF {result.rtf:.2f}), first audio after {first_audio:.2f} s")
