@@ -411,6 +411,18 @@ def test_word_level_cues_and_karaoke_vtt():
     assert "<v Ben>eleven <00:00:05.500>twelve" in vtt
 
 
+def test_sentences_of_subtitles_and_books_do_not_end_at_an_abbreviation_nor_lose_a_closing_quote():
+    """A book's sentence items and a chunk's cues are cut by ``split_sentences``: "Mr." alone made an item of its
+    own (spoken by itself), and the quote closing "Why?" went missing."""
+    from omnivoice_demo.batch.subtitles import cues_for_words, split_sentences
+
+    text = 'Mr. Smith met Dr. Jones. "Why?" she asked. 你好。再见！'
+    assert split_sentences(text) == ["Mr. Smith met Dr. Jones.", '"Why?"', "she asked.", "你好。", "再见！"]
+    assert split_sentences("  ") == [""] and split_sentences("no end") == ["no end"]
+    words = [WordTiming(w, 0.3 * i, 0.3 * i + 0.2, 0.9) for i, w in enumerate("Mr. Smith left. Then rain.".split())]
+    assert [c.text for c in cues_for_words(words)] == ["Mr. Smith left.", "Then rain."]
+
+
 def test_cli_synth_writes_words_and_subtitles(tiny_fp32_folder, recognizer_folder, tmp_path):
     import subprocess
     import sys

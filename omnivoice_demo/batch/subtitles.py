@@ -19,6 +19,7 @@ import dataclasses
 import re
 
 from ..engine.duration import total_weight
+from ..text.normalize import ABBREVIATIONS, sentences as text_sentences
 
 FORMATS = ("srt", "vtt")
 #: a word-level cue holds at most this many words, and lasts at most MAX_CUE_SECONDS
@@ -41,7 +42,9 @@ class Cue:
 
 
 def split_sentences(text: str) -> list[str]:
-    parts = [part.strip() for part in _SENTENCE_END.split(text)]
+    """``text``'s sentences, stripped: ``text.normalize.sentences``, the splitter sentence streaming reads numbers
+    by (never after an abbreviation such as "Mr.", closing quotes kept with their sentence)."""
+    parts = [part.strip() for part in text_sentences(text)]
     return [part for part in parts if part] or [text.strip()]
 
 
@@ -79,7 +82,7 @@ def cues_for_words(words, max_words: int = MAX_CUE_WORDS, max_seconds: float = M
                       or word.end - group[0].start > max_seconds):
             close()
         group.append(word)
-        if _SENTENCE_END.search(word.word + " "):
+        if _SENTENCE_END.search(word.word + " ") and word.word.strip("\"'”’)]") not in ABBREVIATIONS:
             close()
     close()
     return cues
