@@ -1,11 +1,12 @@
 """Time to the first audio chunk against the total time of a Wyoming ``synthesize`` (Home Assistant's way in).
 
-    python -m benchmarks.wyoming_first_audio --model /work/models/full-int4 --threads 2 [--repeats 1] [--numbers]
+    python -m benchmarks.wyoming_first_audio --model /work/models/full-int4 --threads 2 [--repeats 1] [--numbers] \
+        [--preset fast]
 
 Starts ``python -m omnivoice_demo wyoming`` on 127.0.0.1 (a free port), sends the three-sentence text
 of ``api_first_audio`` (``--numbers``: six sentences with numbers, dates and money, read as words by the
 server's default) with the ``wyoming`` library's client (voice ``alloy``, seed 1, the server's
-default 32 steps) and prints, per run, the seconds to the first ``audio-chunk``, to ``audio-stop`` and
+preset: ``--preset``, default reference's 32 steps) and prints, per run, the seconds to the first ``audio-chunk``, to ``audio-stop`` and
 their ratio.  The first run is the server's first request.
 """
 
@@ -68,14 +69,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--numbers", action="store_true", help="six sentences with numbers instead")
+    parser.add_argument("--preset", default="reference", help="the server's --preset")
     args = parser.parse_args()
     text = NUMBERS if args.numbers else TEXT
     port = free_port()
     command = [sys.executable, "-m", "omnivoice_demo", "wyoming", "--model", args.model,
-               "--uri", f"tcp://127.0.0.1:{port}"] + (["--threads", str(args.threads)] if args.threads else [])
+               "--uri", f"tcp://127.0.0.1:{port}", "--preset", args.preset] + (
+                   ["--threads", str(args.threads)] if args.threads else [])
     with server_process(command) as server:
         asyncio.run(wait_serving(port, server))
-        print(f"text: {text!r} ({len(text)} characters), 32 steps, threads {args.threads or 'all'}", flush=True)
+        print(f"text: {text!r} ({len(text)} characters), preset {args.preset}, threads {args.threads or 'all'}",
+              flush=True)
         for run in range(args.repeats):
             first, total, size = asyncio.run(timed(port, text))
             print(f"run {run + 1}: first audio chunk {first:.2f} s, audio-stop {total:.2f} s (first/total "

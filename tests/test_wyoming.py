@@ -425,6 +425,39 @@ def test_a_wrong_uri_is_one_error_line():
         WyomingServer("tcp://127.0.0.1", None)
 
 
+def test_the_servers_preset_sets_every_requests_steps(core, server, engine, monkeypatch):
+    """Home Assistant sends no generation settings: ``--preset`` is how a slow machine answers sooner."""
+    models, voices, service = core
+    record = recording_run(engine, monkeypatch)
+    talk(server.port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
+    port = free_port()
+    fast = WyomingServer(f"tcp://127.0.0.1:{port}", make_context(models, voices, service, preset="Fast")
+                         ).start_in_thread()
+    try:
+        received = talk(port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
+    finally:
+        fast.stop_thread()
+    assert received[-1][1].type == "audio-stop"
+    default, quick = (plan.config for plan in record["plans"])
+    assert (default.num_step, default.guidance_every) == (32, 1)
+    assert (quick.num_step, quick.guidance_every, quick.prompt_refresh) == (8, 2, 4)
+    assert quick.sentence_streaming and quick.seed == SEED == default.seed
+
+
+def test_the_preset_flags_of_the_wyoming_server(capsys):
+    from omnivoice_demo.cli.main import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["wyoming"]).wyoming_preset == "reference"
+    assert parser.parse_args(["wyoming", "--preset", "FAST"]).wyoming_preset == "fast"
+    assert parser.parse_args(["serve", "--wyoming-uri", "tcp://127.0.0.1:10200", "--wyoming-preset", "hd"]
+                             ).wyoming_preset == "hd"
+    assert make_context(None, None, None, preset="hd").preset == "reference"   # the alias means its preset
+    with pytest.raises(SystemExit):
+        parser.parse_args(["wyoming", "--preset", "turbo"])
+    assert "invalid choice: 'turbo'" in capsys.readouterr().err
+
+
 def test_serve_takes_the_wyoming_flags_and_starts_it_beside_the_http_api():
     from omnivoice_demo.cli.main import build_parser
 

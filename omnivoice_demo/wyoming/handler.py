@@ -47,6 +47,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
+from ..settings.presets import DEFAULT_PRESET
 from ..text.normalize_choice import normalization_note
 from ..constants import SAMPLE_RATE
 from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
@@ -83,6 +84,7 @@ class WyomingContext:
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
     lexicon: Optional[object] = None        # text.lexicon.Lexicon of --lexicon: every request's pronunciations
+    preset: str = DEFAULT_PRESET            # the speed preset of every request (--preset; Wyoming has no field)
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -320,9 +322,10 @@ class SpeechHandler(AsyncEventHandler):
         instruct = description.instruct or design
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
-        config = GenerationConfig(seed=piece.request.seed, sentence_streaming=True,
-                                  normalize_text=NORMALIZE_AUTO,   # by the text's language (en, zh)
-                                  guard=self.context.guard)
+        config = GenerationConfig.preset(self.context.preset).replace(
+            seed=piece.request.seed, sentence_streaming=True,
+            normalize_text=NORMALIZE_AUTO,   # by the text's language (en, zh)
+            guard=self.context.guard)
         # a text that starts with <speak is SSML: a whole one (synthesize), or a streamed one, which TextStream
         # keeps whole until its </speak>; other streamed text is read as it comes
         ssml = None if piece.stream is None or looks_like_ssml(piece.text) else False

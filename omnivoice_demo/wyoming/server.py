@@ -29,6 +29,7 @@ from wyoming.server import AsyncServer
 
 from ..text.lexicon import lexicon_argument
 from ..studio.service import add_queue_arguments
+from ..settings.presets import ALIASES, DEFAULT_PRESET, PRESETS, canonical_preset
 from .handler import SpeechHandler, WyomingContext
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,18 @@ ZEROCONF_INSTALL = "pip install 'omnivoice-onnx-studio[zeroconf]'"
 
 
 def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False,
-                 lexicon=None) -> WyomingContext:
+                 lexicon=None, preset: str = DEFAULT_PRESET) -> WyomingContext:
     return WyomingContext(models=models, voices=voices, service=service, redact=redact,
                           session=WYOMING_SESSION if getattr(voices, "private", False) else None, guard=guard,
-                          lexicon=lexicon)
+                          lexicon=lexicon, preset=canonical_preset(preset))
+
+
+def _preset_argument(group, flag: str) -> None:
+    group.add_argument(flag, dest="wyoming_preset", choices=[*PRESETS, *ALIASES], default=DEFAULT_PRESET,
+                       type=str.lower, metavar="PRESET",
+                       help=f"the speed preset of every Wyoming request ({', '.join(PRESETS)}; default "
+                            f"{DEFAULT_PRESET}: the model's 32 steps): Home Assistant sends no setting of its own, so a slow "
+                            "machine answers sooner with fast (docs/home-assistant.md)")
 
 
 def _guard_argument(group, flag: str) -> None:
@@ -167,6 +176,7 @@ def wyoming_arguments(parser: argparse.ArgumentParser) -> None:
                             "and queue (default: off)")
     _zeroconf_argument(group)
     _guard_argument(group, "--wyoming-guard")
+    _preset_argument(group, "--wyoming-preset")
 
 
 def start_beside(args: argparse.Namespace, models, voices, service, redact: Callable[[str], str] = str
@@ -178,7 +188,9 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
         return None
     server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact,
                                                           getattr(args, "wyoming_guard", False),
-                                                          getattr(args, "lexicon", None)), args.zeroconf)
+                                                          getattr(args, "lexicon", None),
+                                                          getattr(args, "wyoming_preset", DEFAULT_PRESET)),
+                           args.zeroconf)
     return server.start_in_thread()
 
 
@@ -202,7 +214,8 @@ def run_wyoming(args: argparse.Namespace) -> int:
         return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text
 
     server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
-                                                  args.wyoming_guard, args.lexicon), args.zeroconf)
+                                                  args.wyoming_guard, args.lexicon, args.wyoming_preset),
+                           args.zeroconf)
     try:
         asyncio.run(server.serve_forever())
     except KeyboardInterrupt:
@@ -220,6 +233,7 @@ def add_wyoming_command(commands, add_model_arguments) -> None:
                             "only; tcp://0.0.0.0:10200 for Home Assistant on another machine)")
     _zeroconf_argument(group)
     _guard_argument(group, "--guard")
+    _preset_argument(group, "--preset")
     group.add_argument("--shared", action="store_true",
                        help="a server for strangers: no server paths in messages, saved voices not offered")
     group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
