@@ -34,7 +34,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Optional
+from typing import Any, AsyncIterator, Callable, Generator, Iterable, Optional
 
 from ..text.normalize import start_preload
 from ..errors import Busy
@@ -118,7 +118,7 @@ class Job:
 
     # --- reading the events ------------------------------------------------------------
 
-    def events(self, poll: float = 0.5) -> Iterator[Any]:
+    def events(self, poll: float = 0.5) -> Generator[Any, None, None]:
         """The job's events in order: ``QueueEvent``s while waiting, then the engine's events.
 
         Raises the engine's error if it failed.  Closing this generator early

@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 import math
 import secrets
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import gradio as gr
 import numpy as np
@@ -290,6 +290,6 @@ def api_function(name: str, doc: str, leading: list[tuple[str, Any]],
 
     endpoint.__name__ = endpoint.__qualname__ = name
     endpoint.__doc__ = doc
-    endpoint.__signature__ = inspect.Signature(parameters)
+    cast(Any, endpoint).__signature__ = inspect.Signature(parameters)  # what Gradio reads for the API's inputs
     endpoint.__annotations__ = {"request": gr.Request}
     return endpoint

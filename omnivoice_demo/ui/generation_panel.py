@@ -4,7 +4,7 @@ events of one generation (live text info, instruct check, Go, Stop)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional
 
 import gradio as gr
 
@@ -21,6 +21,10 @@ from .owners import owner_of
 from .sentences import sentences_component, with_sentences
 from .speed_controls import SHORTCUT_JS, STOP_PLAYBACK_JS
 from ..studio import Studio, session_of
+
+if TYPE_CHECKING:
+    from .lexicon_editor import LexiconEditor
+    from .script_mode import ScriptMode
 
 #: generations share one concurrency group: a CPU model is not sped up by running two at once
 ENGINE_GROUP = "engine"
@@ -131,6 +135,8 @@ class GenerationPanel:
     outputs: dict
     go: gr.Button
     stop: gr.Button
+    lexicon: Optional[LexiconEditor] = None   # Speak's pronunciation editor, set after the layout
+    script: Optional[ScriptMode] = None       # Speak's dialogue-script mode
 
 
 #: Go: the toasts of an earlier run (an error such as "consent is needed") are closed, so they do not stand over

@@ -36,7 +36,7 @@ import functools
 import logging
 import secrets
 import socket
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -62,6 +62,10 @@ from .requests import SpeechRequest, parse_request
 from ..text.ssml import looks_like_ssml
 from .text_stream import TextStream
 
+if TYPE_CHECKING:
+    from ..studio import ModelManager, VoiceLibrary
+    from ..studio.service import EngineService
+
 log = logging.getLogger(__name__)
 
 #: 16-bit mono: bytes per sample; samples per ``audio-chunk`` event (Wyoming's usual 1024)
@@ -77,9 +81,9 @@ LINGER_SECONDS = 2.0
 class WyomingContext:
     """What the connections work on: the studio's models, saved voices and queue (shared with the other front ends)."""
 
-    models: object                          # studio.ModelManager
-    voices: object                          # studio.VoiceLibrary
-    service: object                         # studio.EngineService
+    models: ModelManager
+    voices: VoiceLibrary
+    service: EngineService
     redact: Callable[[str], str] = str      # shared mode: no server paths in messages
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)

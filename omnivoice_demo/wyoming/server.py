@@ -155,9 +155,10 @@ class WyomingServer:
         if host in ("127.0.0.1", "localhost", "::1"):
             log.warning("--zeroconf announces %s, which only this machine can reach; listen on tcp://0.0.0.0:%s "
                         "for Home Assistant on another machine", host, parsed.port)
-        self._announcer = HomeAssistantZeroconf(port=parsed.port, name=self.zeroconf or None, host=host)
-        await self._announcer.register_server()
-        log.info("announced on the local network as %s (_wyoming._tcp)", self._announcer.name)
+        announcer = HomeAssistantZeroconf(port=parsed.port, name=self.zeroconf or None, host=host)
+        self._announcer = announcer
+        await announcer.register_server()
+        log.info("announced on the local network as %s (_wyoming._tcp)", announcer.name)
 
 
 # --- command line ----------------------------------------------------------------------------------

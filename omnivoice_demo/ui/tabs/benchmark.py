@@ -45,7 +45,7 @@ def benchmark(studio: Studio, labels: Optional[list[str]], length: str = "short"
                        progress)
 
 
-def _to_the_end(updates: Iterator, progress_type: type, progress=None):
+def _to_the_end(updates: Iterator, progress_type: type[BenchmarkProgress], progress=None):
     """The last update of ``updates`` (the result); each ``progress_type`` one before it goes to ``progress``."""
     result = None
     for update in updates:
