@@ -16,11 +16,26 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Protocol, Sequence
 
 from .items import BatchItem
 from .store import OutputFolder
 from .worker import Job, write_subtitles
+
+
+class Backend(Protocol):
+    """What ``run_batch`` hands the items to: ``local.InlineBackend`` and ``ProcessBackend``, ``ray_backend.RayBackend``."""
+
+    workers: int
+
+    def check(self, items: list[BatchItem]) -> tuple[list[tuple[int, str]], dict[str, float]]:
+        """The items each worker's engine refuses (index, reason) and the planned seconds of those it takes."""
+
+    def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
+        """Each item's record as it is done, in any order."""
+
+    def close(self) -> None:
+        """Stop the workers."""
 
 
 @dataclasses.dataclass
@@ -65,7 +80,7 @@ class Summary:
         return lines
 
 
-def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], object], *, retry_failed: bool = False,
+def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], Backend], *, retry_failed: bool = False,
               book: bool = False, progress: bool = True, rejected: Sequence[tuple[int, str]] = ()) -> Summary:
     """Run ``items``; ``rejected``: ``(line, message)`` of the input's rows that could not be read (failed)."""
     folder = OutputFolder(job.output).create()

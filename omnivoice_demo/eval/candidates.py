@@ -17,12 +17,15 @@ import hashlib
 import json
 import os
 import re
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..settings.generation import GenerationConfig
 from ..settings.limits import Limits
 from ..settings.presets import under_preset
 from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..engine.loop import OmniVoiceEngine
 
 EXACT_NAME = "exact"
 EXACT_BACKBONE = "fp32"
@@ -184,4 +187,4 @@ class EngineCache:
         return self._engine
 
 
-EngineSource = Callable[[Candidate], object]
+EngineSource = Callable[[Candidate], "OmniVoiceEngine"]

@@ -20,12 +20,15 @@ import dataclasses
 import pathlib
 import re
 import tempfile
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Optional, Sequence
 
 from ..errors import InvalidInput
 from .candidates import EXACT_BACKBONE, Candidate, exact_candidate, parse_candidate
 from .items import read_eval_items
 from .runner import EvalProgress, Scorers, eval_events
+
+if TYPE_CHECKING:
+    from ..engine.loop import OmniVoiceEngine
 
 #: what the tab offers, as ``--candidate`` specs
 CANDIDATE_CHOICES = {"balanced": "name=balanced,preset=balanced", "fast": "name=fast,preset=fast",
@@ -42,7 +45,7 @@ class QualityProgress:
     fraction: float
 
 
-def quality_events(engines: Mapping[str, object], exact_label: str, choices: Sequence[str], sentences: int,
+def quality_events(engines: Mapping[str, OmniVoiceEngine], exact_label: str, choices: Sequence[str], sentences: int,
                    intelligibility: bool, locks: Optional[Mapping[str, object]] = None) -> Iterator:
     """The run's events (``runner.eval_events``; the last one holds the ``EvalReport``), for the queue.
 

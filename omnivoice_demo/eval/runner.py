@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import io
 import sys
-from typing import Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .candidates import EXACT_NAME, Candidate, EngineSource, checked_name, exact
 from .items import EvalItem
 from .report import AUDIO_FORMAT, read_run_audio
 from .scores import cosine
+
+if TYPE_CHECKING:
+    from .speaker import SpeakerEmbedder
 
 MAX_CANDIDATES = 16
 MAX_SEEDS = 10
@@ -61,7 +64,7 @@ class Scorers:
 
     recognizer: object = None
     recognizer_id: str = ""
-    speaker: object = None
+    speaker: Optional[SpeakerEmbedder] = None
     notes: list[str] = dataclasses.field(default_factory=list)
 
 

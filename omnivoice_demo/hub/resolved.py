@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import TYPE_CHECKING, Optional
 
 from .progress import Reporter
+
+if TYPE_CHECKING:
+    from ..backbones.checkpoint import CheckpointWeights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +36,7 @@ class ResolvedModel:
     repaired: bool = False
     notices: list[str] = dataclasses.field(default_factory=list)
     verified: str = "sha256"
-    backbone_weights: object = None
+    backbone_weights: Optional[CheckpointWeights] = None
 
 
 def finish(reporter: Reporter, path: pathlib.Path, *, checksums: bool = True, **attrs) -> ResolvedModel:
