@@ -41,10 +41,12 @@ SMALL_CHARS = 200
 MAX_WAITING_TEXTS = 32
 
 
-#: what a user can do about a number the normaliser may not read: a reference number, a long code
-NUMBER_ADVICE = ("Write a long number in groups with spaces between them (each group is read on its own), or turn "
-                 "off reading numbers as words (\"Read numbers as words\", normalize_text=false) to have it read as "
-                 "written")
+#: what a user can do about a number the normaliser may not read (a reference number, a long code), and about a
+#: text with more numbers than it may read
+READ_AS_WRITTEN = "turn off reading numbers as words (\"Read numbers as words\", normalize_text=false) to have "
+NUMBER_ADVICE = ("Write a long number in groups with spaces between them (each group is read on its own), or "
+                 + READ_AS_WRITTEN + "it read as written")
+NUMBERS_ADVICE = "Send the text in shorter parts, or " + READ_AS_WRITTEN + "them read as written"
 
 
 def check_number_bounds(text: str, limits) -> None:
@@ -57,7 +59,7 @@ def check_number_bounds(text: str, limits) -> None:
                      "max_number_digits", " digits", advice=NUMBER_ADVICE)
         if count > limits.max_numbers:
             limits.check("The numbers of the text read through normalize_text", count, "max_numbers",
-                         advice=NUMBER_ADVICE)
+                         advice=NUMBERS_ADVICE)
 
 
 def without_numbers(text: str) -> str:
