@@ -23,8 +23,9 @@ Reference 32 guided steps, Fast 8 steps of which 4 guided).  With ``--reference`
 folder: its 32-step ``generate`` of ``targets.py``'s text and 5 s, timed in this run after the rest) or
 ``--pytorch-seconds``, it prints the highest ratio to PyTorch that each floor allows: no graph that
 computes these products and this attention on these kernels can beat it.  The backbone is the engine's
-build of ``--backbone`` from ``--model`` (made into our cache if it is not there yet), or ``--graph``.  The heads, sampling and the codec
-(about 5% of a Reference generation) are left out, so the real bound is a little lower still.
+build of ``--backbone`` from ``--model`` (made into our cache if it is not there yet), or ``--graph``.
+The heads, sampling and the codec (about 9% of a Reference generation on ``int8-row``) are left out, so
+the real bound is lower still.
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ ATTENTION = "GroupQueryAttention"
 
 
 def session(model, threads: int):
+    """A CPU session of ``model`` (a ``ModelProto`` or a graph file) with the engine's options (``session_options``)."""
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    from omnivoice_demo.runtime.sessions import session_options
+
+    source = str(model) if isinstance(model, pathlib.Path) else model.SerializeToString()
+    return ort.InferenceSession(source, session_options(threads), providers=["CPUExecutionProvider"])
 
 
 def timed(run, repeats: int) -> float:
@@ -152,13 +153,7 @@ def attention_seconds(full_graph, rows: int, threads: int, repeats: int) -> floa
 def step_seconds(path: pathlib.Path, cond: int, uncond: int, threads: int, repeats: int, hidden: int,
                  head_dim: int) -> dict:
     """The real graph: each row's forward alone, and both side by side as ``hidden_states_pair`` runs them."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    backbone = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    backbone = session(path, threads)
     inputs = {i.name: i for i in backbone.get_inputs()}
 
     def feed(rows: int) -> dict:
