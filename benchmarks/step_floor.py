@@ -19,7 +19,9 @@ The floor of a guided step is the cheaper of the products at 400 rows and the pr
 plus both rows' attention: what a step would cost if every other node (norms, the per-row activation
 quantisation, reshapes, the scheduler's gaps between nodes) cost nothing.  The floor of a generation
 counts the forwards its preset runs on 125 target frames (``unmask_schedule``, ``guidance_schedule``:
-Reference 32 guided steps, Fast 8 steps of which 4 guided).  With ``--reference`` (a PyTorch checkpoint
+Reference 32 guided steps, Fast 8 steps of which 4 guided; ``--candidate`` adds any configuration in
+``omnivoice eval``'s form, e.g. ``preset=fast,num_step=4``, to see how few forwards a target would take:
+their quality is for ``omnivoice eval`` to measure on the real weights).  With ``--reference`` (a PyTorch checkpoint
 folder: its 32-step ``generate`` of ``targets.py``'s text and 5 s, timed in this run after the rest) or
 ``--pytorch-seconds``, it prints the highest ratio to PyTorch that each floor allows: no graph that
 computes these products and this attention on these kernels can beat it.  The backbone is the engine's
@@ -217,12 +219,10 @@ def pytorch_seconds(checkpoint: str, threads: int) -> float:
     return round(time.perf_counter() - started, 2)
 
 
-def forwards(preset: str, frames: int) -> tuple[int, int]:
-    """(guided steps, conditional-only steps) a preset runs on ``frames`` target frames."""
+def forwards(config, frames: int) -> tuple[int, int]:
+    """(guided steps, conditional-only steps) a ``GenerationConfig`` runs on ``frames`` target frames."""
     from omnivoice_demo.engine.sampling import guidance_schedule, unmask_schedule
-    from omnivoice_demo.settings.generation import GenerationConfig
 
-    config = GenerationConfig.preset(preset)
     schedule = unmask_schedule(frames, 8, config.num_step, config.t_shift)
     guided = guidance_schedule(schedule, config.guidance_every)
     steps = [k > 0 for k in schedule]
@@ -243,7 +243,7 @@ def print_table(summary: dict) -> None:
         forwards_run = 2 * row["guided_steps"] + row["conditional_only_steps"]
         print(f"| {name} | {forwards_run} | {row['backbone_floor_s']:.2f} | {row['backbone_measured_s']:.2f} | "
               f"{row.get('best_ratio_to_pytorch', '-')} | {row.get('ratio_at_measured_backbone', '-')} | "
-              f"{TARGETS[name]}x |")
+              f"{f'{TARGETS[name]}x' if name in TARGETS else '-'} |")
 
 
 def main(argv=None) -> int:
@@ -258,6 +258,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--reference", help="a PyTorch checkpoint folder: its 32-step generate is timed in this run")
     parser.add_argument("--pytorch-seconds", type=float, help="PyTorch's 32-step generate on this machine")
+    parser.add_argument("--candidate", action="append", default=[], metavar="SPEC",
+                        help="also a configuration as omnivoice eval takes it (e.g. preset=fast,num_step=4): its "
+                             "forwards' floor, to see what a target would take; its quality is eval's to measure")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
 
@@ -295,8 +298,13 @@ def main(argv=None) -> int:
         "pytorch_s": pytorch_s,
         "presets": {},
     }
-    for preset in ("reference", "fast"):
-        guided, alone = forwards(preset, args.uncond)
+    from omnivoice_demo.eval.candidates import parse_candidate
+    from omnivoice_demo.settings.generation import GenerationConfig
+
+    configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
+    configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
+    for preset, config in configs.items():
+        guided, alone = forwards(config, args.uncond)
         floor = guided * pair_floor + alone * cond_floor
         now = guided * measured["pair_s"] + alone * measured["cond_s"]
         row = {"guided_steps": guided, "conditional_only_steps": alone, "backbone_floor_s": round(floor, 6),

@@ -146,7 +146,7 @@ def test_step_floor_times_every_product_shape_and_the_attention_of_the_graph(tin
     out = tmp_path / "floor.json"
     assert step_floor.main(["--model", str(tiny_fp32_folder), "--backbone", "int8-row", "--threads", "1",
                             "--cond", "24", "--uncond", "10", "--repeats", "1", "--pytorch-seconds", "10",
-                            "--json", str(out)]) == 0
+                            "--candidate", "name=four,preset=fast,num_step=4", "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     graph = onnx.load(str(next((tmp_path / "cache" / "backbones").glob("*-int8-row/llm_decoder.onnx"))),
                       load_external_data=False).graph
@@ -168,6 +168,8 @@ def test_step_floor_times_every_product_shape_and_the_attention_of_the_graph(tin
     assert reference["backbone_floor_s"] == pytest.approx(32 * floor["pair"], abs=5e-5)
     assert fast["backbone_floor_s"] == pytest.approx(4 * floor["pair"] + 4 * floor["cond"], abs=5e-5)
     assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / (32 * floor["pair"]), rel=0.02)
+    four = summary["presets"]["four"]   # a candidate in eval's form: 4 steps, guidance on every second
+    assert (four["guided_steps"], four["conditional_only_steps"]) == (2, 2)
 
 
 def test_step_floor_refuses_a_graph_without_dense_int8_products(tiny_fp32_folder):
