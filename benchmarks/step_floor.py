@@ -197,22 +197,11 @@ def built_graph(model: str, backbone: str, threads: int) -> pathlib.Path:
 
 
 def pytorch_seconds(checkpoint: str, threads: int) -> float:
-    """Wall seconds of PyTorch's 32-step ``generate`` (fp32) of ``targets.py``'s text and duration, after a
-    2-step warm-up: the baseline of issue 42's ratios."""
-    import torch
-    from omnivoice import OmniVoice
+    """Wall seconds of PyTorch's 32-step ``generate`` (``targets.pytorch_baseline``: its text, duration and seed),
+    after a 2-step warm-up: the baseline of issue 42's ratios."""
+    from benchmarks.targets import pytorch_baseline
 
-    from benchmarks.targets import DURATION
-    from omnivoice_demo.eval.quick_bench import TEXTS
-
-    torch.set_num_threads(threads)
-    reference = OmniVoice.from_pretrained(checkpoint, attn_implementation="sdpa", dtype=torch.float32).eval()
-
-    def generate(steps: int) -> None:
-        torch.manual_seed(1)
-        with torch.inference_mode():
-            reference.generate(text=TEXTS["medium"], duration=DURATION, num_step=steps)
-
+    generate = pytorch_baseline(checkpoint, threads)
     generate(2)
     started = time.perf_counter()
     generate(32)

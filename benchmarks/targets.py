@@ -34,6 +34,27 @@ TARGETS = {"reference": 4.5, "fast": 30.0}
 DURATION = 5.0
 
 
+def pytorch_baseline(checkpoint: str, threads: int, seed: int = 1):
+    """``generate(steps) -> seconds of audio``: PyTorch's ``OmniVoice.generate`` (fp32, ``torch.set_num_threads``) of
+    the targets' text and ``DURATION`` from ``seed``, the baseline of issue 42's ratios (here and in
+    ``step_floor.py``)."""
+    import torch
+    from omnivoice import OmniVoice
+
+    from omnivoice_demo.eval.quick_bench import TEXTS
+
+    torch.set_num_threads(threads)
+    reference = OmniVoice.from_pretrained(checkpoint, attn_implementation="sdpa", dtype=torch.float32).eval()
+
+    def generate(steps: int = 32) -> float:
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            audio = reference.generate(text=TEXTS["medium"], duration=DURATION, num_step=steps)[0]
+        return len(audio) / 24000
+
+    return generate
+
+
 def timed(run) -> dict:
     load = os.getloadavg()[0]
     started, cpu = time.perf_counter(), time.process_time()
@@ -54,26 +75,16 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
 
-    import torch
-    from omnivoice import OmniVoice
-
     from omnivoice_demo import OmniVoiceEngine
     from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.eval.quick_bench import TEXTS
 
-    torch.set_num_threads(args.threads)
     text = TEXTS["medium"]
-    reference = OmniVoice.from_pretrained(args.reference, attn_implementation="sdpa", dtype=torch.float32).eval()
+    pytorch = pytorch_baseline(args.reference, args.threads, args.seed)
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
     engine.backbone_watch.close()  # no background probe during the rounds
     configs = {name: GenerationConfig.preset(name).replace(seed=args.seed, duration=DURATION)
                for name in ("reference", "fast")}
-
-    def pytorch(steps=32):
-        torch.manual_seed(args.seed)
-        with torch.inference_mode():
-            audio = reference.generate(text=text, duration=DURATION, num_step=steps)[0]
-        return len(audio) / 24000
 
     def ours(name):
         result = engine.generate(text, config=configs[name])
