@@ -297,10 +297,32 @@ class _QuietRunHistory:
         return record.levelno > 20 or "run history" not in record.getMessage()
 
 
+def olive_telemetry_off() -> None:
+    """Keep Olive from sending anything: our builds run on users' machines and offline ones.
+
+    Olive 0.13 logs a heartbeat (a device id, the OS) *before* it reads ``OLIVE_DISABLE_TELEMETRY``;
+    only CI variables skip it, and on a machine with no network its export thread then prints a
+    traceback into the build's output.  Its ``Telemetry`` is a singleton whose every method does
+    nothing while its logger is None, so we make that instance first, already initialised with no
+    logger.  A user who wants Olive's telemetry sets ``OLIVE_DISABLE_TELEMETRY=0``."""
+    os.environ.setdefault("OLIVE_DISABLE_TELEMETRY", "1")
+    if os.environ["OLIVE_DISABLE_TELEMETRY"] != "1":
+        return
+    from olive.telemetry.telemetry import Telemetry
+
+    instance = Telemetry.__new__(Telemetry)
+    if not instance._initialized:
+        instance._logger = None
+        instance._cache_handler = None
+        instance._initialized = True
+    else:  # made earlier in this process: stop what it would still send
+        instance.disable_telemetry()
+
+
 def run_olive_workflow(config: dict, work: pathlib.Path) -> pathlib.Path:
     """Run one Olive workflow given as a dict (outputs and cache under ``work``); return the produced
     model.onnx.  Shared by convert/pipeline.py."""
-    os.environ.setdefault("OLIVE_DISABLE_TELEMETRY", "1")  # offline machines
+    olive_telemetry_off()
     import logging
 
     from olive.workflows import run
