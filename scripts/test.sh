@@ -10,7 +10,7 @@ bash scripts/setup_dev.sh
 temp_dir=${TMPDIR:-/tmp}
 free_mb=$(df -Pm "$temp_dir" | awk 'NR==2 {print $4}')
 if [ "${free_mb:-0}" -lt 4096 ]; then
-  echo "scripts/test.sh: only ${free_mb} MB free under $temp_dir; the suite needs about 4 GB there (and .venv-dev about 5 GB): free some space or point TMPDIR elsewhere" >&2
+  echo "scripts/test.sh: only ${free_mb} MB free under $temp_dir; the suite writes up to about 1.5 GB there at once (and .venv-dev is about 5 GB): free some space or point TMPDIR elsewhere" >&2
 fi
 bash scripts/lint.sh  # ruff and mypy first: a lint or type error fails the run (scripts/lint.sh)
 OMNIVOICE_NODE_MODULES=${OMNIVOICE_NODE_MODULES:-$PWD/.node-dev} HF_HUB_OFFLINE=1 exec .venv-dev/bin/python -m pytest "$@"
