@@ -320,6 +320,27 @@ def test_chunk_positions_replay_the_engines_silence_removal():
     assert plain[1][0] == pad + len(chunks[0]) + int(0.1 * rate)
 
 
+
+def test_chunk_positions_hold_where_pydub_pads_a_cut_past_the_last_sample(caplog):
+    """pydub's length in ms is rounded: a cut that ends at the audio's end can ask for up to half a ms past its
+    last sample, which pydub fills with silence.  The replay names those filler samples (-1) and the spans stay
+    exact; a replay from ranges of input samples alone indexed past the end (IndexError) or lost them."""
+    from omnivoice_demo.audio import processing as audio_ops
+    from omnivoice_demo.batch.timeline import chunk_spans, remove_silence_positions
+
+    rng = np.random.default_rng(3)
+    sound = (rng.standard_normal(int(1.5 * SAMPLE_RATE) + 13) * 0.3).astype(np.float32)   # 1500.54 ms: rounds up
+    chunks = [np.concatenate([np.zeros(int(0.8 * SAMPLE_RATE), np.float32), sound]), sound[:SAMPLE_RATE + 7]]
+    joined = audio_ops.cross_fade_chunks([c[np.newaxis] for c in chunks], SAMPLE_RATE)
+    positions, replayed = remove_silence_positions(joined, SAMPLE_RATE, mid_sil=500, lead_sil=100, trail_sil=100)
+    assert np.array_equal(replayed, audio_ops.remove_silence(joined, SAMPLE_RATE, 500, 100, 100))
+    assert (positions < 0).any() and positions.max() < joined.shape[-1]   # filler named, nothing past the end
+    final = audio_ops.postprocess_audio(joined, None, True, 0.1, 0.1, SAMPLE_RATE)
+    with caplog.at_level("WARNING", logger="omnivoice.batch"):
+        spans = chunk_spans(chunks, final.shape[-1], postprocess=True, pad_duration=0.1)
+    assert "approximate" not in caplog.text
+    assert spans[-1][1] == final.shape[-1] - 2400 and spans[0][1] <= spans[1][0]
+
 # --- Ray ----------------------------------------------------------------------------------------
 
 @pytest.mark.slow
