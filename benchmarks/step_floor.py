@@ -47,6 +47,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from omnivoice_demo.runtime.machine import cpu_name  # noqa: E402
 
 WEIGHT_PRODUCT = "MatMulIntegerToFloat"
+#: the engine's 8-bit builds whose weight products are ``MatMulIntegerToFloat`` (int8-block's are not)
+DENSE_EIGHT_BIT = ("int8-row", "int8", "int8-tensor")
 ATTENTION = "GroupQueryAttention"
 
 
@@ -181,19 +183,16 @@ def step_seconds(path: pathlib.Path, cond: int, uncond: int, threads: int, repea
 
 
 def built_graph(model: str, backbone: str, threads: int) -> pathlib.Path:
-    """The graph file of the engine's ``backbone`` build of ``model``: the engine makes it into our cache."""
-    from omnivoice_demo.backbones.choice import build_key
-    from omnivoice_demo.engine.loop import OmniVoiceEngine
-    from omnivoice_demo.storage.cache import default_cache_dir
+    """The graph file of the engine's ``backbone`` build of ``model``, made into our cache if it is not there yet
+    (``backbones.choice.cached_backbone``, which the engine builds with)."""
+    from omnivoice_demo.backbones.choice import cached_backbone
+    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
+    from omnivoice_demo.runtime.sessions import providers_for, session_options
     from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS
 
-    engine = OmniVoiceEngine(model, threads=threads, verify="size", backbone=backbone, calibrate=False)
-    del engine  # only its build is wanted: the forwards below open the graph alone
-    source = pathlib.Path(model) / BACKBONE_GRAPHS["backbone"]
-    graph = default_cache_dir() / "backbones" / f"{build_key(source)}-{backbone}" / source.name
-    if not graph.is_file():
-        raise SystemExit(f"no {backbone} build of {model} in our cache: give a dense 8-bit choice")
-    return graph
+    folder = pathlib.Path(model)
+    return cached_backbone(folder / BACKBONE_GRAPHS["backbone"], backbone, OmniVoiceOnnx(folder, threads=threads),
+                           providers_for("cpu"), lambda: session_options(threads))
 
 
 def pytorch_seconds(checkpoint: str, threads: int) -> float:
@@ -240,7 +239,8 @@ def main(argv=None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help="a model folder: the engine's --backbone build of it is measured")
     source.add_argument("--graph", help="a dense 8-bit backbone graph (llm_decoder.onnx)")
-    parser.add_argument("--backbone", default="int8-row", help="with --model: int8-row, int8 or int8-tensor")
+    parser.add_argument("--backbone", default="int8-row", choices=DENSE_EIGHT_BIT,
+                        help="with --model: a dense 8-bit build")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cond", type=int, default=275)
     parser.add_argument("--uncond", type=int, default=125)
