@@ -359,7 +359,8 @@ def test_an_api_key_guards_the_page_and_the_gradio_api_by_default(tiny_fp32_fold
 
 
 def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
-    """``python -m omnivoice_demo serve``: the same routes on their own server (the model loaded first)."""
+    """``python -m omnivoice_demo serve``: the same routes on their own server; the port opens while the model
+    loads (/health answers, /ready says when it is loaded: issue 52)."""
     import os
     import subprocess
     import sys
@@ -378,10 +379,14 @@ def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
         while True:
             assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
             try:
-                state = httpx.get(base + "/health", timeout=2).json()
-                break
+                ready = httpx.get(base + "/ready", timeout=2)
+                if ready.status_code == 200:
+                    break
+                assert ready.status_code == 503 and ready.headers["Retry-After"] == "5", ready.text
             except httpx.HTTPError:
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
+        state = httpx.get(base + "/health", timeout=2).json()
         assert state["model_loaded"] and state["queue"]["max_waiting"] == 2
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
         audio, rate = decode(client.audio.speech.create(model="omnivoice", voice="auto", input=TEXT,
@@ -389,7 +394,27 @@ def test_omnivoice_serve_is_the_api_without_the_ui(tiny_fp32_folder, tmp_path):
                                                         extra_body=dict(FAST, stream=False)).read(), "flac")
         assert rate == 24000 and len(audio) > 0
         assert httpx.get(base + "/").status_code == 404  # no UI here
+        assert 'omnivoice_requests_total{method="POST",route="/v1/audio/speech",status="200"} 1.0' in \
+            httpx.get(base + "/metrics").text
     finally:
         server.terminate()
         server.wait(30)
         log.close()
+
+
+def test_omnivoice_serve_stops_with_one_line_when_its_model_cannot_be_loaded(tmp_path):
+    """The port opens before the model loads (issue 52); a load that fails still ends the server, with its
+    reason on one line (no UI could load another model)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.app_server import ROOT, free_port
+
+    done = subprocess.run([sys.executable, "-m", "omnivoice_demo", "serve", "--model", str(tmp_path / "none"),
+                           "--port", str(free_port()), "--offline"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path / "d")))
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the model was not loaded: ") and "none" in last, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

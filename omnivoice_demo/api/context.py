@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 from fastapi import Depends, Request
 
+from ..studio.metrics import ServerMetrics
 from ..studio.service import EngineService
 from ..studio.throttle import LoginThrottle
 from .headers import DetailsStore
@@ -43,6 +44,11 @@ class ApiContext:
     lexicon: Optional[Lexicon] = None     # of --lexicon: under each request's pronunciations
     details: DetailsStore = dataclasses.field(default_factory=DetailsStore)   # whole values of cut headers
     throttle: LoginThrottle = dataclasses.field(default_factory=LoginThrottle)  # wrong keys, shared with the login
+    metrics: Optional[ServerMetrics] = None   # GET /metrics (None: one of its own, over its service and models)
+
+    def __post_init__(self) -> None:
+        if self.metrics is None:
+            self.metrics = ServerMetrics(self.service, self.models)
 
     def session(self) -> Optional[str]:
         return API_VOICE_SESSION if getattr(self.voices, "private", False) else None

@@ -33,9 +33,15 @@ class OpenAIRoute(APIRoute):
 
     def get_route_handler(self):
         handle = super().get_route_handler()
-        context, body_model = self.context, self.json_body_model()
+        context, body_model, template = self.context, self.json_body_model(), self.path
 
         async def answer(request: Request):
+            response = await respond(request)
+            if context is not None and context.metrics is not None:   # by the route's template, never its ids
+                context.metrics.request(template, request.method, response.status_code)
+            return response
+
+        async def respond(request: Request):
             try:
                 request.scope[SCOPE_KEY] = context
                 if request.url.path.startswith(("/v1", "/dev")):   # every API route; /health is open

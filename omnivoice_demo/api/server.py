@@ -14,6 +14,7 @@ import argparse
 import logging
 from typing import Optional
 
+from ..errors import ModelNotAvailable, OmniVoiceError, one_line
 from ..text.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.throttle import LoginThrottle
@@ -85,7 +86,10 @@ def api_routes(context: ApiContext) -> list:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """``omnivoice serve``: the HTTP API alone (no UI), the model loaded before the port opens."""
+    """``omnivoice serve``: the HTTP API alone (no UI).  The port opens at once and the model loads in the
+    background: ``/health`` answers from the start (liveness), ``/ready`` 503 with ``Retry-After`` until the
+    model serves requests (readiness), speech 503 until then.  A load that fails stops the server (exit 2, its
+    reason on one line): without a UI nothing could load another model."""
     import fastapi
     import uvicorn
 
@@ -102,7 +106,6 @@ def serve(args: argparse.Namespace) -> int:
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared,
                           **backbone_settings(args))
-    models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
     voices = VoiceLibrary(private=shared, max_variants=models.limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
 
@@ -119,7 +122,23 @@ def serve(args: argparse.Namespace) -> int:
     mount(app, context)
     if shared and not context.api_key:
         logging.getLogger(__name__).warning("shared mode without --api-key: /v1 is open, creating voices is off")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info"))
+    failed: list[str] = []
+
+    def load() -> None:
+        try:
+            models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
+        except Exception as exc:  # noqa: BLE001 - said on one line, and the server stops
+            failed.append(one_line(exc) if isinstance(exc, OmniVoiceError) else
+                          models.status.message or type(exc).__name__)
+            server.should_exit = True
+
+    import threading
+
+    threading.Thread(target=load, name="omnivoice-model-loader", daemon=True).start()
+    server.run()
+    if failed:
+        raise ModelNotAvailable(f"the model was not loaded: {failed[0]}")
     return 0
 
 

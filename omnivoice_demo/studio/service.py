@@ -37,6 +37,7 @@ import time
 from typing import Any, AsyncIterator, Callable, Generator, Iterable, Optional
 
 from ..text.normalize import start_preload
+from ..constants import SAMPLE_RATE
 from ..errors import Busy
 from ..runtime.memory import release_free_memory
 
@@ -80,6 +81,9 @@ class Job:
         self.started_at: Optional[float] = None
         self.ended_at: Optional[float] = None
         self.steps_after_cancel = 0
+        self.first_audio_at: Optional[float] = None   # when its first chunk of audio was decoded
+        self.result_seconds = 0.0    # seconds of audio in its results (the whole, post-processed)
+        self.chunk_seconds = 0.0     # seconds of audio in its chunks (what a run without a result made)
         self._start, self._lock = start, lock
         self._cancel = threading.Event()
         self._cond = threading.Condition()
@@ -91,6 +95,11 @@ class Job:
     @property
     def done(self) -> bool:
         return self.state in ("finished", "cancelled", "failed")
+
+    @property
+    def audio_seconds(self) -> float:
+        """Seconds of audio the job made: its results' (post-processed), else its decoded chunks'."""
+        return self.result_seconds or self.chunk_seconds
 
     @property
     def cancel_requested(self) -> bool:
@@ -237,6 +246,8 @@ class EngineService:
         self._running: list[Job] = []
         self._workers: list[threading.Thread] = []
         self._durations: collections.deque[float] = collections.deque(maxlen=20)
+        #: called with each job when it ends (on its worker thread, after its state is set): the metrics
+        self.listeners: list[Callable[[Job], None]] = []
 
     # --- submitting ---------------------------------------------------------------------
 
@@ -364,6 +375,11 @@ class EngineService:
                 self._lock.notify_all()
                 idle = not self._running
             job._end(state, error)
+            for listener in list(self.listeners):
+                try:
+                    listener(job)
+                except Exception:  # noqa: BLE001 - a listener (the metrics) must not stop the worker
+                    log.warning("a queue listener failed", exc_info=True)
             if idle:  # what the job freed goes back to the system, not kept as a plateau (issue 21 item 10)
                 release_free_memory()
 
@@ -385,6 +401,7 @@ class EngineService:
                         job.steps_after_cancel += 1
                         self.counters.steps_after_cancel += 1
                 if not job.cancel_requested:
+                    _measure(job, event)
                     job._push(event)
             return "cancelled", None
         except Exception as exc:  # handed to the job's reader, who maps it to a message
@@ -394,6 +411,17 @@ class EngineService:
         finally:
             if stream is not None and hasattr(stream, "close"):
                 stream.close()  # the engine's generator: frees its buffers now
+
+
+def _measure(job: Job, event) -> None:
+    """The job's audio so far and the time of its first audio, from an engine event (for the metrics)."""
+    kind = getattr(event, "kind", None)
+    if kind == "chunk":
+        if job.first_audio_at is None:
+            job.first_audio_at = time.monotonic()
+        job.chunk_seconds += len(getattr(event, "audio", ())) / SAMPLE_RATE   # ChunkEvent.audio: the codec's raw audio
+    elif kind == "result":
+        job.result_seconds += float(getattr(event, "duration", 0.0) or 0.0)
 
 
 def _rounded(seconds: Optional[float]) -> Optional[int]:

@@ -1,25 +1,56 @@
-"""``GET /health``: the model state, the queue and the formats (no key needed)."""
+"""``GET /health`` (liveness: the model state, the queue and the formats), ``GET /ready`` (readiness: 200 once a
+model serves requests, else 503 with ``Retry-After``) and ``GET /metrics`` (Prometheus' text format,
+``studio.metrics``); no key needed for any of them."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from .. import encoding
 from ..context import Context
 
 router = APIRouter(tags=["health"])
 
+#: seconds a load balancer is told to wait before asking /ready again: while the model loads, and after it failed
+RETRY_LOADING, RETRY_FAILED = 5, 30
+
+
+def _active(context) -> str | None:
+    try:
+        return context.models.get().label
+    except Exception:  # noqa: BLE001 - no model is an answer here, not an error
+        return None
+
 
 @router.get("/health")
 async def health(context: Context):
     state = context.models.status.state
-    try:
-        active = context.models.get().label
-    except Exception:  # noqa: BLE001 - no model is an answer here, not an error
-        active = None
+    active = _active(context)
     answer = {"status": "ok" if active else state, "model_loaded": active is not None, "model": active,
               "queue": context.service.stats(), "formats": encoding.formats()}
     if active is None and state in ("error", "loading"):  # why there is no model, or how far the load is
         answer["message"] = context.redact(context.models.status.message)
     return JSONResponse(answer)
+
+
+@router.get("/ready")
+async def ready(context: Context):
+    """200 when a model serves requests; else 503 with ``Retry-After`` and what the server is doing."""
+    active = _active(context)
+    if active is not None:
+        return JSONResponse({"status": "ready", "model": active})
+    status = context.models.status
+    loading = status.state == "loading" or context.models.loading
+    message = context.redact(status.message) if status.message else "no model is loaded"
+    return JSONResponse({"status": "loading" if loading else (status.state or "idle"), "message": message},
+                        status_code=503,
+                        headers={"Retry-After": str(RETRY_LOADING if loading else RETRY_FAILED)})
+
+
+@router.get("/metrics")
+async def metrics(context: Context):
+    from ...studio.metrics import CONTENT_TYPE
+
+    assert context.metrics is not None   # ApiContext makes one
+    return Response(context.metrics.text(), media_type=CONTENT_TYPE)
