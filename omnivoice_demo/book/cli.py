@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..batch.cli import add_backend_arguments
 from ..settings.generation import add_config_arguments, config_from_arguments
@@ -38,7 +39,9 @@ def add_book_command(commands, add_model_arguments) -> None:
                       help="m4b: one audiobook file with chapters; mp3/opus/flac: a file per chapter")
     book.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                       help="pronunciations (TSV or JSON, docs/text.md); a new entry remakes only its sentences")
-    book.add_argument("--encoding", default=None, help="the text file's encoding when it is not UTF-8 (cp1252, ...)")
+    book.add_argument("--encoding", default=None,
+                      help="the encoding of a text file, or of EPUB chapters that are not UTF-8 and declare none "
+                           "(cp1252, shift_jis, gb18030, ...)")
     book.add_argument("--chapter-marker", default=None, metavar="REGEX",
                       help="a .txt chapter starts at a line matching this (default: 'Chapter ...', 'Part ...')")
     book.add_argument("--paragraph-pause", type=float, default=0.6, metavar="S", help="silence between paragraphs")
@@ -101,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
               f"{estimated_seconds(plan) / 3600:.2f} h of audio")
         for line in book.skipped:
             print(f"skipped: {line}")
+        for line in book.garbled:
+            print(f"warning: {line}")
         return 0
+    for line in book.garbled:   # said before any work, and again in report.json's notes
+        print(f"warning: {line}", file=sys.stderr)
     done = run_book(plan, settings, args.output, spec.identity(), lambda: open_backend(args, spec),
                     progress=not args.no_progress)
     for line in done.summary.errors.items():

@@ -95,16 +95,19 @@ class BookJobs:
         return BookLimits.shared() if self.shared else BookLimits()
 
     def open(self, owner: Optional[str], path: str, settings: BookSettings, model_identity: str,
-             chapters: Optional[str] = None) -> BookJob:
+             chapters: Optional[str] = None, encoding: Optional[str] = None) -> BookJob:
         """Read and plan the book (every bound checked) as ``owner``'s job; replaces their job that is not running.
         ``chapters``: only these (``"1-3,5"``, as ``reading.book_of_chapters`` reads it); the settings' chapter
-        voices count the chapters chosen."""
+        voices count the chapters chosen; ``encoding``: as ``read_book``'s."""
+        if self.shared and not owner:   # one job for every visitor without one would mix their books
+            raise InvalidInput("This server keeps each visitor's book apart by a cookie, and this request has none: "
+                               "allow cookies for this page and reload it.")
         key = owner or "local"
         with self.lock:
             current = self.jobs.get(key)
             if current is not None and current.state == "running":
                 raise InvalidInput("Your book is being made; pause it before you open another.")
-        book = book_of_chapters(read_book(path, self.limits()), chapters)
+        book = book_of_chapters(read_book(path, self.limits(), encoding=encoding), chapters)
         check_chapter_voices(settings.chapter_voices, len(book.chapters))
         plan = plan_book(book, settings, model_identity)
         if self.shared:

@@ -169,7 +169,7 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
     timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
     report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
-                    "skipped": list(plan.book.skipped), "notes": list(plan.book.notes) + plan.notes}
+                    "skipped": list(plan.book.skipped), "notes": list(plan.book.garbled) + list(plan.book.notes) + plan.notes}
     output_path = None
     if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
         with folder.lock():

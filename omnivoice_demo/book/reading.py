@@ -88,6 +88,8 @@ class Book:
     skipped: tuple[str, ...] = ()      # what was left out, in words ("front matter: cover.xhtml", "3 images")
     notes: tuple[str, ...] = ()        # how it was read (a chapter read leniently, ...)
     kind: str = "text"                 # "epub", "markdown" or "text"
+    #: chapters whose text is largely U+FFFD (bytes that were not UTF-8 and named no encoding), in words
+    garbled: tuple[str, ...] = ()
 
 
 def read_book(path, limits: Optional[BookLimits] = None, encoding: Optional[str] = None,
@@ -106,7 +108,7 @@ def read_book(path, limits: Optional[BookLimits] = None, encoding: Optional[str]
         raise InvalidInput(f"{path.name} is {size / 2**20:.1f} MiB; a book may be at most "
                            f"{limits.max_file_bytes / 2**20:.0f} MiB.", param="input")
     if suffix == ".epub":
-        return read_epub(path, limits)
+        return read_epub(path, limits, encoding)
     text = decode_text(path.read_bytes(), path.name, encoding)
     if suffix == ".txt":
         return read_plain(text, path.stem, limits, chapter_marker)
@@ -269,15 +271,38 @@ def _inline_text(token, skipped: dict) -> str:
 
 # --- EPUB -------------------------------------------------------------------------------------------------------
 
-def read_epub(path: pathlib.Path, limits: BookLimits) -> Book:
-    entries = _checked_zip(path, limits)
+def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = None) -> Book:
+    """``encoding``: how to read a chapter that is not UTF-8 and declares no encoding of its own."""
+    if encoding:
+        _known_encoding(encoding)
+    checked = _checked_zip(path, limits, encoding)
+    entries = checked.sizes
     try:
         import ebooklib
         from ebooklib import epub
     except ImportError:
         raise ModelNotAvailable(f"Reading an EPUB needs ebooklib, which is not installed: {BOOK_INSTALL}.") from None
+
+    class NeededOnly(epub.EpubReader):
+        """ebooklib's reader, given only what the package and the spine need (the rest of the manifest reads as
+        empty: never unpacked), and each XML file as the UTF-8 the safety check parsed."""
+
+        def read_file(self, name):
+            name = posixpath.normpath(name)
+            if name in checked.xml:
+                return checked.xml[name]
+            if name not in checked.needed:
+                if name not in entries:
+                    raise KeyError(name)
+                return b""
+            return super().read_file(name)
+
     try:
-        document = epub.read_epub(str(path), options={"ignore_ncx": False})
+        reader = NeededOnly(str(path), options={"ignore_ncx": False})
+        document = reader.load()
+        reader.process()
+    except InvalidInput:
+        raise
     except Exception as exc:  # noqa: BLE001 - ebooklib raises many kinds for a broken package; say which file
         raise InvalidInput(f"{path.name} is not a readable EPUB ({type(exc).__name__}: {str(exc)[:200]}); "
                            "check it with epubcheck.", param="input") from None
@@ -300,7 +325,8 @@ def read_epub(path: pathlib.Path, limits: BookLimits) -> Book:
             skipped.append(f"not in the reading order: {name}")
             continue
         # the file's own bytes: ebooklib's get_content() of a document rebuilds it with a lenient HTML parser
-        blocks = _xhtml_blocks(item.content, name, entries.get(name, 0), limits, counts, notes)
+        blocks = _xhtml_blocks(checked.xml.get(name, item.content), name, entries.get(name, 0), limits, counts,
+                               notes)
         starts = titles.get(name, [])
         anchors = {fragment: title for fragment, title in starts if fragment}
         whole = next((title for fragment, title in starts if not fragment), None)
@@ -327,15 +353,34 @@ def read_epub(path: pathlib.Path, limits: BookLimits) -> Book:
     cover, cover_type = _cover(document, ebooklib, limits)
     return _finished(Book(title=_metadata(document, "title") or path.stem, author=_metadata(document, "creator"),
                           language=_metadata(document, "language"), chapters=tuple(found), cover=cover,
-                          cover_type=cover_type, skipped=tuple(skipped + said), notes=tuple(notes), kind="epub"))
+                          cover_type=cover_type, skipped=tuple(skipped + said), notes=tuple(notes + checked.notes),
+                          kind="epub"))
 
 
-def _checked_zip(path: pathlib.Path, limits: BookLimits) -> dict[str, int]:
-    """Entry name -> uncompressed size, after the bounds, DRM and XML safety checks (only the directory and the
-    XML entries are read, each within its bound)."""
-    from defusedxml import DefusedXmlException
-    from defusedxml.ElementTree import fromstring, ParseError
+#: the whole archive's compression ratio is checked once it unpacks to more than this (a small book is harmless)
+WHOLE_RATIO_FLOOR = 8 * 1024 * 1024
+#: an entry's own ratio is checked once it unpacks to more than this
+ENTRY_RATIO_FLOOR = 1024 * 1024
+#: the suffixes of the XML files of a package (each one read is parsed by defusedxml first)
+XML_SUFFIXES = (".xml", ".opf", ".ncx", ".xhtml", ".html", ".htm", ".smil")
 
+
+@dataclasses.dataclass
+class CheckedZip:
+    """What ``_checked_zip`` found: every entry's uncompressed size, the entries the package and the spine need
+    (container, OPF, NCX, nav, spine documents, cover), those of them that are XML as checked UTF-8 bytes, and
+    notes on how they were read."""
+
+    sizes: dict[str, int]
+    needed: set[str]
+    xml: dict[str, bytes]
+    notes: list[str]
+
+
+def _checked_zip(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = None) -> CheckedZip:
+    """Bounds, DRM and XML safety, judged before anything is unpacked: the entries' count, each entry's size and
+    ratio, and the whole archive's uncompressed size and ratio from the zip's directory; then only the entries
+    the package and its spine need are read (each within its bound), every XML one through ``defusedxml``."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError):
@@ -346,11 +391,13 @@ def _checked_zip(path: pathlib.Path, limits: BookLimits) -> dict[str, int]:
         if len(infos) > limits.max_entries:
             raise InvalidInput(f"{path.name} holds {len(infos)} files; an EPUB may hold at most {limits.max_entries}.",
                                param="input")
-        total = 0
+        total = packed = 0
         for info in infos:
             total += info.file_size
+            packed += info.compress_size
             ratio = info.file_size / max(info.compress_size, 1)
-            if info.file_size > limits.max_entry_bytes or (info.file_size > 1024 * 1024 and ratio > limits.max_ratio):
+            if info.file_size > limits.max_entry_bytes or (info.file_size > ENTRY_RATIO_FLOOR
+                                                           and ratio > limits.max_ratio):
                 raise InvalidInput(f"{path.name}: {info.filename} unpacks to {info.file_size / 2**20:.0f} MiB "
                                    f"from {info.compress_size / 2**20:.2f} MiB; that is a zip bomb or a file too "
                                    f"large for a book (at most {limits.max_entry_bytes / 2**20:.0f} MiB each, "
@@ -358,27 +405,142 @@ def _checked_zip(path: pathlib.Path, limits: BookLimits) -> dict[str, int]:
         if total > limits.max_uncompressed_bytes:
             raise InvalidInput(f"{path.name} unpacks to {total / 2**20:.0f} MiB; a book may unpack to at most "
                                f"{limits.max_uncompressed_bytes / 2**20:.0f} MiB.", param="input")
-        names = {info.filename for info in infos}
-        if "META-INF/rights.xml" in names:
+        if total > WHOLE_RATIO_FLOOR and total / max(packed, 1) > limits.max_ratio:
+            raise InvalidInput(f"{path.name} unpacks to {total / 2**20:.0f} MiB from {packed / 2**20:.2f} MiB "
+                               f"({total / max(packed, 1):.0f}x over its {len(infos)} files); that is a zip bomb "
+                               f"(a book compresses at most {limits.max_ratio:.0f}x).", param="input")
+        sizes = {info.filename: info.file_size for info in infos}
+        if "META-INF/rights.xml" in sizes:
             raise _drm(path)
-        for info in infos:
-            if not info.filename.lower().endswith((".xml", ".opf", ".ncx", ".xhtml", ".html", ".htm", ".smil")):
-                continue
-            data = archive.read(info)
+        xml: dict[str, bytes] = {}
+        notes: list[str] = []
+
+        def checked(name: str, required: bool):
+            """The root of the XML entry ``name`` (its checked UTF-8 bytes kept in ``xml``); None when it is not
+            well-formed and not ``required`` (a chapter, read leniently later)."""
+            from defusedxml import DefusedXmlException
+            from defusedxml.ElementTree import ParseError, fromstring
+
+            data = _as_utf8(archive.read(name), f"{path.name}: {name}", encoding, notes)
+            xml[name] = data
             try:
-                root = fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+                return fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
             except DefusedXmlException:
-                raise InvalidInput(f"{path.name}: {info.filename} declares XML entities or external references, "
+                raise InvalidInput(f"{path.name}: {name} declares XML entities or external references, "
                                    "which a book never needs (an entity expansion attack); it is refused.",
                                    param="input") from None
-            except ParseError as exc:
-                if info.filename.lower().endswith((".opf", ".ncx", ".xml")):
-                    raise InvalidInput(f"{path.name}: {info.filename} is not well-formed XML ({exc}); the "
+            except (ParseError, ValueError) as exc:
+                if required:
+                    raise InvalidInput(f"{path.name}: {name} is not well-formed XML ({exc}); the "
                                        "package cannot be read.", param="input") from None
-                continue   # malformed XHTML: read leniently later, and said
-            if info.filename == "META-INF/encryption.xml" and _encrypts_content(root):
+                return None
+
+        if "META-INF/encryption.xml" in sizes:
+            root = checked("META-INF/encryption.xml", True)
+            if root is not None and _encrypts_content(root):
                 raise _drm(path)
-        return {info.filename: info.file_size for info in infos}
+        needed = {"META-INF/container.xml"}
+        if "META-INF/container.xml" in sizes:
+            container = checked("META-INF/container.xml", True)
+            rootfile = next((e.get("full-path") for e in container.iter() if _local(e.tag) == "rootfile"
+                             and e.get("full-path")), None)
+            opf = posixpath.normpath(unquote(rootfile)) if rootfile else None
+            if opf in sizes:
+                needed.add(opf)
+                needed |= _package_needs(checked(opf, True), posixpath.dirname(opf))
+        for name in sorted(needed & set(sizes)):
+            if name.lower().endswith(XML_SUFFIXES) and name not in xml:
+                checked(name, False)
+        return CheckedZip(sizes=sizes, needed=needed, xml=xml, notes=notes)
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _package_needs(opf, folder: str) -> set[str]:
+    """The entries an OPF's spine, table of contents (NCX, nav) and cover need, as zip names."""
+    manifest: dict[str, tuple[str, str, str]] = {}
+    spine: list[str] = []
+    toc, cover = None, None
+    for element in opf.iter():
+        tag = _local(element.tag)
+        if tag == "item" and element.get("id") and element.get("href"):
+            manifest[element.get("id")] = (element.get("href"), element.get("media-type") or "",
+                                           element.get("properties") or "")
+        elif tag == "itemref" and element.get("idref"):
+            spine.append(element.get("idref"))
+        elif tag == "spine":
+            toc = element.get("toc")
+        elif tag == "meta" and element.get("name") == "cover":
+            cover = element.get("content")
+    wanted = set(spine) | {toc, cover}
+    wanted |= {uid for uid, (_, kind, properties) in manifest.items()
+               if kind == "application/x-dtbncx+xml" or {"nav", "cover-image"} & set(properties.split())}
+    return {posixpath.normpath(posixpath.join(folder, unquote(manifest[uid][0]))) for uid in wanted
+            if uid in manifest}
+
+
+#: an XML declaration's encoding (its first bytes are ASCII in every encoding a book may declare but UTF-16)
+_DECLARED = re.compile(rb"""^(?:\xef\xbb\xbf)?\s*<\?xml[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})["']""")
+
+
+def _known_encoding(encoding: str) -> str:
+    import codecs
+
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        raise InvalidInput(f"--encoding {encoding!r} is no encoding Python knows (try cp1252, latin-1, "
+                           "shift_jis, gb18030).", param="encoding") from None
+
+
+def _as_utf8(data: bytes, where: str, encoding: Optional[str], notes: list[str]) -> bytes:
+    """An XML file's bytes as UTF-8 with its declaration saying so: read in the encoding it declares (a legacy
+    one such as Shift_JIS, which the XML parsers' expat does not read), or, when it declares none and is not
+    UTF-8, in ``encoding`` (``--encoding``).  A declared encoding that is unknown, or bytes that are not what is
+    declared, are refused with the file named; undeclared bytes that are not UTF-8 are left to the lenient
+    reading (and its U+FFFD are counted by ``_finished``); a declaration of UTF-8 that the bytes belie gives way
+    to ``encoding``."""
+    import codecs
+
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data
+    match = _DECLARED.match(data[:400])
+    declared = match.group(1).decode("ascii") if match else None
+    if declared is not None:
+        try:
+            name = codecs.lookup(declared).name
+        except LookupError:
+            raise InvalidInput(f"{where} declares the encoding {declared!r}, which is not one this reader knows; "
+                               "save it as UTF-8 (or in cp1252, Shift_JIS, GB18030, ...).", param="input") from None
+        if name != "utf-8":
+            try:
+                text = data.decode(name)
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{where} declares {declared} but byte 0x{data[exc.start]:02x} at offset "
+                                   f"{exc.start} is not {declared}; repair the book or save it as UTF-8.",
+                                   param="input") from None
+            notes.append(f"{where.split(': ', 1)[-1]} was read as {declared}, as it declares")
+            return _redeclared(text).encode("utf-8")
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError:
+        if not encoding:   # read leniently later; its U+FFFD are counted (``garbled_chapters``)
+            return data
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{where} is not {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start} cannot "
+                           "be read; name its encoding with --encoding.", param="encoding") from None
+    notes.append(f"{where.split(': ', 1)[-1]} was read as {encoding} (--encoding)")
+    return _redeclared(text).encode("utf-8")
+
+
+def _redeclared(text: str) -> str:
+    """``text`` with its XML declaration's encoding (if any) made UTF-8."""
+    return re.sub(r"""^(\ufeff?\s*<\?xml[^>]*?\bencoding\s*=\s*)["'][^"']*["']""", r'\1"utf-8"', text, count=1)
 
 
 def _encrypts_content(root) -> bool:
@@ -418,7 +580,12 @@ def _xhtml_blocks(data: bytes, name: str, size: int, limits: BookLimits, counts:
     except etree.XMLSyntaxError as exc:
         notes.append(f"{name} is not well-formed XHTML (line {exc.lineno}: {exc.msg}); it was read as HTML")
         try:
-            root = html.fromstring(data, parser=html.HTMLParser(no_network=True, huge_tree=False))
+            # as UTF-8 (an EPUB's own encoding), never as lxml's guess (Latin-1 without a <meta>): a byte that is
+            # not UTF-8 becomes U+FFFD, which ``garbled_chapters`` counts, and ``--encoding`` reads it right
+            text = _redeclared(data.decode("utf-8", errors="replace")) if not data.startswith(
+                (b"\xff\xfe", b"\xfe\xff")) else data.decode("utf-16", errors="replace")
+            root = html.fromstring(re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", text),
+                                   parser=html.HTMLParser(no_network=True, huge_tree=False))
         except (etree.ParserError, ValueError):
             raise InvalidInput(f"{name} of the book cannot be read, not even as HTML; repair the book "
                                "(epubcheck names the problem).", param="input") from None
@@ -553,4 +720,24 @@ def _finished(book: Book) -> Book:
         raise InvalidInput("The book has no chapter with text to speak"
                            + (f" (left out: {'; '.join(book.skipped[:5])})" if book.skipped else "") + ".",
                            param="input")
-    return book
+    return dataclasses.replace(book, garbled=garbled_chapters(book.chapters))
+
+
+#: a chapter is mis-decoded when at least this share of its characters is U+FFFD (a book written so has none;
+#: one stray from an old conversion stays under it in any chapter of more than a thousand characters)
+GARBLED_SHARE = 0.001
+
+
+def garbled_chapters(chapters) -> tuple[str, ...]:
+    """What to say of each chapter whose text is largely U+FFFD, the character a reader puts where bytes were not
+    UTF-8: a chapter in cp1252 or Shift_JIS that declares no encoding, which would be spoken as noise."""
+    said = []
+    for number, chapter in enumerate(chapters, 1):
+        text = "".join(chapter.paragraphs)
+        # U+FFFD, or C1 controls (U+0080-U+009F: cp1252's quotes and Shift_JIS's lead bytes read as Latin-1)
+        lost = sum(text.count(ch) for ch in set(text) if ch == "\ufffd" or "\x80" <= ch <= "\x9f")
+        if lost and lost / max(len(text), 1) >= GARBLED_SHARE:
+            said.append(f"chapter {number} ({chapter.source or chapter.title}): {lost} of {len(text)} characters "
+                        "could not be read (U+FFFD): it is not UTF-8 and declares no other encoding; give its encoding "
+                        "(--encoding cp1252, shift_jis, gb18030, ...) or it is spoken as noise")
+    return tuple(said)

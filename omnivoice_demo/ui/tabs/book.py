@@ -132,6 +132,8 @@ def build(studio: Studio) -> None:
                 with gr.Row():
                     num_step = gr.Slider(4, 64, value=32, step=1, label="Steps", elem_id="book-steps")
                     guard = gr.Checkbox(value=True, label="Check each sentence", elem_id="book-guard")
+                    encoding = gr.Textbox(label="Encoding, when not UTF-8", placeholder="cp1252, shift_jis",
+                                          max_length=40, elem_id="book-encoding")
         summary = gr.Markdown("", elem_id="book-summary")
         chapters = gr.Dataframe(headers=HEADERS, value=[], interactive=False, elem_id="book-chapters")
         with gr.Row():
@@ -143,15 +145,20 @@ def build(studio: Studio) -> None:
             pick = gr.Dropdown([], label="Listen to a finished chapter", elem_id="book-pick")
             player = gr.Audio(type="filepath", interactive=False, label="Chapter", elem_id="book-player")
         m4b = gr.File(label="Audiobook (.m4b)", interactive=False, elem_id="book-m4b")
-    controls = [narrator, dialogue, cast, chapter_voice, num_step, guard]
+    # every handler names its inputs: Gradio gives the visitor (``gr.Request``) only to a parameter before any
+    # ``*args``, and without it every visitor's book is one job ("local")
+    controls = [narrator, dialogue, cast, chapter_voice, num_step, guard, encoding]
 
     @ui_errors
-    def opened(path, chosen, *values, request: gr.Request = None):
+    def opened(path, chosen, narrator, dialogue, cast, chapter_voices_text, num_step, guard, encoding,
+               request: gr.Request = None):
         if not path:
             return "", [], ""
         studio.check_upload(str(path), "book")
         _, identity = model_identity(studio)
-        job = jobs.open(owner_of(request), path, settings_of(studio, *values), identity, chapters=chosen or None)
+        settings = settings_of(studio, narrator, dialogue, cast, chapter_voices_text, num_step, guard)
+        job = jobs.open(owner_of(request), path, settings, identity, chapters=chosen or None,
+                        encoding=(encoding or "").strip() or None)
         book = job.plan.book
         minutes = estimated_seconds(job.plan) / 60
         length = f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes:.1f} min"
@@ -160,16 +167,20 @@ def build(studio: Studio) -> None:
                  + (f" · language {job.plan.language}" if job.plan.language else "")]
         if book.skipped:
             lines.append("Left out: " + "; ".join(book.skipped[:8]))
+        for line in book.garbled[:5]:
+            lines.append(f"⚠ Not readable as UTF-8: {line.replace('--encoding', 'the encoding')}")
         return "\n\n".join(lines), table(job), status(job)
 
     @ui_errors
-    def started(path, chosen, *values, request: gr.Request = None):
+    def started(path, chosen, narrator, dialogue, cast, chapter_voices_text, num_step, guard, encoding,
+                request: gr.Request = None):
         owner = owner_of(request)
         job = jobs.get(owner)
         if job is None or job.state != "running":
             if not path:
                 raise InvalidInput("Upload a book first.")
-            opened(path, chosen, *values, request=request)   # the chapters and voices as they are now
+            opened(path, chosen, narrator, dialogue, cast, chapter_voices_text, num_step, guard, encoding,
+                   request=request)   # the chapters and voices as they are now
         loaded, _ = model_identity(studio)
         job = jobs.start(owner, loaded)
         return status(job), table(job), gr.Timer(active=True)

@@ -1,0 +1,166 @@
+"""Issue 49's book causes, each at the place it starts: a chapter that declares a legacy encoding (3), chapters
+that are not UTF-8 and say nothing (4), a zip bomb of many small entries (5), the read-along EPUB's language
+(6), every visitor's Book tab job being one job (7), a full disk (10) and a sentence with no audio (12)."""
+
+from __future__ import annotations
+
+import types
+import zipfile
+
+import pytest
+
+from omnivoice_demo.book.reading import read_book
+from omnivoice_demo.errors import InvalidInput
+from tests.support.books import write_epub2
+
+pytest.importorskip("ebooklib")
+
+
+def _chapter(text: str, declared: str | None) -> str:
+    declaration = f'<?xml version="1.0" encoding="{declared}"?>' if declared else ""
+    return (f'{declaration}<html xmlns="http://www.w3.org/1999/xhtml"><head><title>x</title></head>'
+            f"<body><p>{text}</p></body></html>")
+
+
+# --- 3. a chapter that declares a legacy encoding --------------------------------------------------------------
+
+def test_a_chapter_declaring_shift_jis_is_read_in_it(tmp_path):
+    """expat (defusedxml's parser) reads no multi-byte legacy encoding: it raised a ValueError, an internal
+    error in the CLI and the Book tab."""
+    text = "吾輩は猫である。名前はまだ無い。"
+    path = write_epub2(tmp_path / "sj.epub", [("Un", []), ("Deux", ["Plain."])],
+                       raw={0: _chapter(text, "Shift_JIS").encode("shift_jis")})
+    book = read_book(path)
+    assert book.chapters[0].paragraphs == (text,) and book.garbled == ()
+    assert any("c0.xhtml was read as Shift_JIS" in note for note in book.notes)
+
+
+def test_a_chapter_declaring_an_unknown_encoding_or_belying_its_declaration_is_refused_by_name(tmp_path):
+    unknown = write_epub2(tmp_path / "u.epub", [("Un", [])], raw={0: _chapter("Hello.", "x-klingon").encode()})
+    with pytest.raises(InvalidInput, match=r"OEBPS/c0.xhtml declares the encoding 'x-klingon'.*UTF-8"):
+        read_book(unknown)
+    lying = write_epub2(tmp_path / "l.epub", [("Un", [])],
+                        raw={0: _chapter("Hello.", "Shift_JIS").encode() + b"\x81\xff"})
+    with pytest.raises(InvalidInput, match=r"OEBPS/c0.xhtml declares Shift_JIS but byte 0x81"):
+        read_book(lying)
+
+
+# --- 4. chapters that are not UTF-8 and declare nothing --------------------------------------------------------
+
+CP1252 = "Café crème, s’il vous plaît — très “bien”."
+
+
+def test_an_undeclared_cp1252_chapter_is_found_garbled_and_read_with_the_encoding_named(tmp_path):
+    path = write_epub2(tmp_path / "cp.epub", [("Un", []), ("Deux", ["Fine text here."])],
+                       raw={0: _chapter(CP1252, None).encode("cp1252")})
+    book = read_book(path)
+    assert len(book.garbled) == 1 and book.garbled[0].startswith("chapter 1 (c0.xhtml): 8 of 42 characters")
+    assert "--encoding cp1252" in book.garbled[0]
+    named = read_book(path, encoding="cp1252")
+    assert named.chapters[0].paragraphs == (CP1252,) and named.garbled == ()
+    with pytest.raises(InvalidInput, match="no encoding Python knows"):
+        read_book(path, encoding="klingon")
+
+
+def test_list_and_the_run_say_a_chapter_is_garbled_before_any_work(tmp_path, capsys):
+    from omnivoice_demo.cli.main import main
+
+    path = write_epub2(tmp_path / "cp.epub", [("Un", [])], raw={0: _chapter(CP1252, None).encode("cp1252")})
+    code = main(["book", str(path), "--output", str(tmp_path / "out"), "--model", str(tmp_path / "no-model"),
+                 "--list"])
+    listed = capsys.readouterr().out
+    assert code == 0 and "warning: chapter 1 (c0.xhtml)" in listed and "--encoding" in listed
+    code = main(["book", str(path), "--output", str(tmp_path / "out"), "--model", str(tmp_path / "no-model"),
+                 "--list", "--encoding", "cp1252"])
+    assert code == 0 and "warning" not in capsys.readouterr().out
+
+
+def test_a_chapter_with_one_stray_replacement_character_is_not_called_garbled(tmp_path):
+    text = "A long and ordinary paragraph of a book. " * 40 + "\ufffd"
+    path = write_epub2(tmp_path / "ok.epub", [("Un", [text])])
+    assert read_book(path).garbled == ()
+
+
+# --- 5. a zip bomb of many small entries -----------------------------------------------------------------------
+
+def test_many_small_entries_that_unpack_far_beyond_their_size_are_refused_from_the_directory(tmp_path, monkeypatch):
+    """1 MiB entries skipped the ratio check one by one; the whole archive's ratio is judged before any entry is
+    read (zipfile.ZipFile.read is never called)."""
+    path = write_epub2(tmp_path / "many.epub", [("Un", ["Bonjour."])])
+    with zipfile.ZipFile(path, "a") as archive:
+        for index in range(40):   # 40 MiB from about 40 kB: each under the per-entry floor
+            archive.writestr(f"OEBPS/pad{index}.xhtml", b"\0" * (1024 * 1024), compress_type=zipfile.ZIP_DEFLATED)
+    reads: list[str] = []
+    original = zipfile.ZipFile.read
+    monkeypatch.setattr(zipfile.ZipFile, "read", lambda self, name, pwd=None: reads.append(name) or
+                        original(self, name, pwd))
+    with pytest.raises(InvalidInput, match=r"unpacks to 40 MiB from .*over its 45 files\); that is a zip bomb"):
+        read_book(path)
+    assert reads == []
+
+
+def test_only_the_entries_the_package_and_spine_need_are_unpacked(tmp_path, monkeypatch):
+    path = write_epub2(tmp_path / "extra.epub", [("Un", ["Bonjour."]), ("Deux", ["Salut."])])
+    with zipfile.ZipFile(path, "a") as archive:   # files the manifest does not list, and one it lists off-spine
+        archive.writestr("OEBPS/unlisted.xhtml", b"<html/>" * 1000, compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("OEBPS/fonts/big.ttf", bytes(range(256)) * 4000)
+    reads: list[str] = []
+    original = zipfile.ZipFile.read
+    monkeypatch.setattr(zipfile.ZipFile, "read", lambda self, name, pwd=None: reads.append(
+        getattr(name, "filename", name)) or original(self, name, pwd))
+    book = read_book(path)
+    assert [c.title for c in book.chapters] == ["Un", "Deux"]
+    assert sorted(reads) == ["META-INF/container.xml", "OEBPS/c0.xhtml", "OEBPS/c1.xhtml", "OEBPS/content.opf",
+                             "OEBPS/toc.ncx"]
+
+
+# --- 7. every visitor's Book tab job was one job ---------------------------------------------------------------
+
+def _visitor(token: str):
+    return types.SimpleNamespace(cookies={"omnivoice-owner-lax": token * 32}, headers={}, client=None)
+
+
+def test_the_book_tab_handlers_receive_the_visitor_and_keep_their_books_apart(tiny_fp32_folder, tmp_path):
+    """Gradio hands ``gr.Request`` only to a parameter before ``*args``: the tab's open and start handlers took
+    ``*values`` first, never saw the visitor, and every visitor's book was the one job "local"."""
+    import gradio as gr
+    from gradio.helpers import special_args
+
+    from omnivoice_demo.ui.tabs import book as book_tab
+    from tests.support.studios import folder_studio
+
+    studio = folder_studio(tiny_fp32_folder, tmp_path, shared=True)
+    with gr.Blocks() as demo:
+        book_tab.build(studio)
+    handlers = {block.fn.__name__: block for block in demo.fns.values()}
+    for name in ("opened", "started", "paused", "ticked", "listen"):
+        marker = object()
+        inputs, *_ = special_args(handlers[name].fn, [None] * len(handlers[name].inputs), marker)
+        assert marker in inputs, f"{name} never receives the visitor"
+    (tmp_path / "a.txt").write_text("Chapter 1\n\nOne. Two.\n")
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nOne. Two. Three. Four. Five.\n")
+
+    def call(name, *values, visitor):
+        inputs, *_ = special_args(handlers[name].fn, list(values), visitor)
+        return handlers[name].fn(*inputs)
+
+    controls = ["alloy", "(none)", "", "", 4, False, ""]
+    call("opened", str(tmp_path / "a.txt"), "", *controls, visitor=_visitor("a"))
+    call("opened", str(tmp_path / "b.txt"), "", *controls, visitor=_visitor("b"))
+    assert "of 3 sentences" in call("ticked", visitor=_visitor("a"))[0]
+    assert "of 6 sentences" in call("ticked", visitor=_visitor("b"))[0]
+    assert call("ticked", visitor=_visitor("c"))[0] == ""
+
+
+def test_a_shared_server_opens_no_book_without_a_visitor(tmp_path):
+    from omnivoice_demo.book.jobs import BookJobs
+    from omnivoice_demo.book.project import BookSettings
+    from omnivoice_demo.book.voices import Voicing
+    from omnivoice_demo.settings.generation import GenerationConfig
+
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nOne.\n")
+    settings = BookSettings(config=GenerationConfig(), narrator=Voicing("d"))
+    with pytest.raises(InvalidInput, match="cookie"):
+        BookJobs(tmp_path / "books", shared=True).open(None, str(tmp_path / "b.txt"), settings, "m")
+    assert BookJobs(tmp_path / "local", shared=False).open(None, str(tmp_path / "b.txt"), settings, "m").owner == \
+        "local"
