@@ -1,41 +1,49 @@
-"""How close a step's forwards run to this CPU's kernels: the floor under Reference and Fast (issue 42).
+"""How close the engine's forwards run to this CPU's kernels: the floor at the lengths a request really has.
 
     OMNIVOICE_CACHE=/tmp/ov-cache python -m benchmarks.step_floor --model /work/models/full-int4 \
-        [--backbone int8-row] --threads 2 [--reference /work/models/ckpt-full] [--json floor.json]
+        [--backbone int8-row] --threads 2 [--reference /work/models/ckpt-full | --pytorch-seconds S] \
+        [--rounds 2] [--json floor.json]
 
-Issue 42 asks for Reference at 4.5x and Fast at 30x PyTorch's 32-step ``generate``.  The profile
-(``profile_generation.py``) puts nearly all of a step in the backbone's weight products and attention.
-This script measures, on this machine and in one process, what those two cost when nothing else runs:
+Issue 48 (after issue 42): Reference at least 4.5x PyTorch's 32-step ``generate``, Fast at least 20x, and the
+backbone within 1.15x of its floor.  The rows a step runs are not guessed: each request is planned by the
+engine itself (``OmniVoiceEngine.prepare`` and the estimator's ``plan_work``, which build the conditional row
+with ``build_condition_ids``): ``targets.py``'s text and 5 s as a voice design (what the targets measure), and
+the same text cloned from a 4 s and a 10 s reference (``--requests``).  For each request and preset the steps
+are those the engine runs: the conditional row whole or, between refreshes of a kept prompt, its target frames
+on the prompt's keys and values; the unconditional row (the target frames alone) where the step is guided.
 
-* **the weight products**: every ``MatMulIntegerToFloat`` shape of the graph (``K x N``, how many per
-  forward), alone in a one-node graph, its activations already int8 (no quantisation), at the step's row
-  counts: the conditional row (``--cond``, 275 positions: a 5 s auto-voice step), the unconditional row
-  (``--uncond``, 125: the target alone) and both rows in one product (400: what packing them would give);
-* **attention**: the graph's own ``GroupQueryAttention`` node (its attributes, rotary caches and
-  ``causal=0``), alone, at each row's length;
-* **the step as the engine runs it**: the graph's two forwards side by side (``hidden_states_pair``).
+What a forward costs when nothing but the model's products and attention runs, on this machine, in one process:
 
-The floor of a guided step is the cheaper of the products at 400 rows and the products at 275 plus 125,
-plus both rows' attention: what a step would cost if every other node (norms, the per-row activation
-quantisation, reshapes, the scheduler's gaps between nodes) cost nothing.  The floor of a generation
-counts the forwards its preset runs on 125 target frames (``unmask_schedule``, ``guidance_schedule``:
-Reference 32 guided steps, Fast 8 steps of which 4 guided; ``--candidate`` adds any configuration in
-``omnivoice eval``'s form, e.g. ``preset=fast,num_step=4``, to see how few forwards a target would take:
-their quality is for ``omnivoice eval`` to measure on the real weights).  With ``--reference`` (a PyTorch checkpoint
-folder: its 32-step ``generate`` of ``targets.py``'s text and 5 s, timed in this run after the rest) or
-``--pytorch-seconds``, it prints the highest ratio to PyTorch that each floor allows: no graph that
-computes these products and this attention on these kernels can beat it.  The backbone is the engine's
-build of ``--backbone`` from ``--model`` (made into our cache if it is not there yet), or ``--graph``.
-The heads, sampling and the codec (about 9% of a Reference generation on ``int8-row``) are left out, so
-the real bound is lower still.
+* **the weight products as the model chains them**: one graph that holds every ``MatMulIntegerToFloat`` of the
+  backbone, with its own weights and in the graph's order (a layer's products, x the layers), each fed
+  activations already in int8 (no quantisation, no norms, no reshapes), timed at each row count a request
+  runs.  Each product's output ends in a one-element ``Slice`` so that the graph's one output needs them all
+  and ONNX Runtime prunes none.  The same products one node at a time (a one-node graph per shape, times
+  how many the graph has) are printed beside it;
+* **attention**: the graph's own ``GroupQueryAttention`` node (its attributes, rotary caches, ``causal=0``)
+  alone, at each row's length and past (a kept prompt), times the layers.
+
+A forward's floor is its products plus its attention; a guided step's floor takes the cheaper of its two rows'
+products apart or packed in one product (what packing the rows would give).  A preset's backbone floor is the
+sum over the steps the engine runs for that request.  It is set against the engine itself: the same request
+generated (``--rounds`` times, the best kept), its stage timer's backbone seconds over the floor (the engine's
+ratio to its floor), and its whole generation; and, for each request's guided whole step, the engine's two
+forwards side by side (``hidden_states_pair``) over that step's floor.  With ``--reference`` (PyTorch's
+32-step ``generate`` of the design, timed in this run after the rest) or ``--pytorch-seconds`` it prints, for
+the design, the highest ratio to PyTorch each preset's backbone floor allows (no graph computing these
+products and this attention on these kernels can beat it) and the ratio at the engine's backbone and whole
+generation.  Heads, sampling and the codec are outside the floor.  ``--candidate`` adds any configuration in
+``omnivoice eval``'s form (e.g. ``preset=fast,num_step=4``); its quality is for ``omnivoice eval`` to measure.
+Say the machine's load (``uptime``) and CPU flags with the figures: the JSON records the load average before
+each generation.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import concurrent.futures
 import json
+import os
 import pathlib
 import sys
 import time
@@ -50,6 +58,9 @@ WEIGHT_PRODUCT = "MatMulIntegerToFloat"
 #: the engine's 8-bit builds whose weight products are ``MatMulIntegerToFloat`` (int8-block's are not)
 DENSE_EIGHT_BIT = ("int8-row", "int8", "int8-tensor")
 ATTENTION = "GroupQueryAttention"
+#: the requests measured: a voice design (the targets' request) and two clones, by their reference's seconds
+REQUESTS = {"design": 0.0, "clone 4 s": 4.0, "clone 10 s": 10.0}
+OPSETS = [("", 17), ("com.microsoft", 1)]
 
 
 def session(model, threads: int):
@@ -60,6 +71,13 @@ def session(model, threads: int):
 
     source = str(model) if isinstance(model, pathlib.Path) else model.SerializeToString()
     return ort.InferenceSession(source, session_options(threads), providers=["CPUExecutionProvider"])
+
+
+def make_model(nodes, name, inputs, outputs, initializers):
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version) for domain, version in OPSETS])
 
 
 def timed(run, repeats: int) -> float:
@@ -76,33 +94,62 @@ def timed(run, repeats: int) -> float:
     return min(times)
 
 
-def product_shapes(graph) -> collections.Counter:
-    """``(K, N)`` of every weight product in the graph, counted."""
+def products_of(graph) -> list:
+    """The graph's weight products in its order: ``(node, K, N)``."""
     shapes = {init.name: tuple(init.dims) for init in graph.initializer}
-    found = collections.Counter(shapes[node.input[1]] for node in graph.node if node.op_type == WEIGHT_PRODUCT)
+    found = [(node, *shapes[node.input[1]]) for node in graph.node if node.op_type == WEIGHT_PRODUCT]
     if not found:
         raise SystemExit(f"the graph has no {WEIGHT_PRODUCT} nodes: give a dense 8-bit backbone "
                          "(int8-row, int8 or int8-tensor, built into the cache by the engine)")
     return found
 
 
-def product_seconds(k: int, n: int, rows: int, threads: int, repeats: int) -> float:
+def chained_products_model(graph):
+    """Every weight product of ``graph`` in its order, with its own weights and scales, in one graph.
+
+    Each product reads a graph input of int8 codes ``a<K>`` (``[rows, K]``, rows symbolic); each output ends
+    in a one-element ``Slice``, and the slices are concatenated into the one output, so no product is pruned
+    and the session runs them one after another as the backbone does, streaming its weights in order."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers = {init.name: init for init in graph.initializer}
+    nodes, used, widths = [], {}, set()
+    starts, ends, axes = (numpy_helper.from_array(np.array(v, np.int64), n)
+                          for v, n in (([0, 0], "slice_starts"), ([1, 1], "slice_ends"), ([0, 1], "slice_axes")))
+    slices = []
+    for index, (node, k, _n) in enumerate(products_of(graph)):
+        widths.add(k)
+        for name in node.input[1:]:
+            if name and name not in initializers:
+                raise SystemExit(f"{node.name}: its input {name} is computed, not a constant: the chain needs "
+                                 "the graph's scales and zero points as initializers")
+            if name:
+                used[name] = initializers[name]
+        product = helper.make_node(WEIGHT_PRODUCT, [f"a{k}", *node.input[1:]], [f"y{index}"],
+                                   domain="com.microsoft", name=f"product{index}")
+        nodes += [product, helper.make_node("Slice", [f"y{index}", "slice_starts", "slice_ends", "slice_axes"],
+                                            [f"s{index}"])]
+        slices.append(f"s{index}")
+    nodes.append(helper.make_node("Concat", slices, ["out"], axis=0))
+    inputs = [helper.make_tensor_value_info(f"a{k}", TensorProto.UINT8, ["rows", k]) for k in sorted(widths)]
+    return make_model(nodes, "chained_products", inputs,
+                      [helper.make_tensor_value_info("out", TensorProto.FLOAT, [len(slices), 1])],
+                      [*used.values(), starts, ends, axes])
+
+
+def single_product_model(k: int, n: int):
+    """One ``MatMulIntegerToFloat`` of ``K x N`` random int8 weights, activations as the graph's per-row codes."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    weights = rng.integers(-127, 128, (k, n), dtype=np.int8)
-    graph = helper.make_graph(
+    return make_model(
         [helper.make_node(WEIGHT_PRODUCT, ["a", "w", "a_scale", "w_scale", "a_zero"], ["y"], domain="com.microsoft")],
-        "product",
-        [helper.make_tensor_value_info("a", TensorProto.UINT8, [rows, k])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, n])],
-        [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.float32(0.01), "a_scale"),
+        "product", [helper.make_tensor_value_info("a", TensorProto.UINT8, ["rows", k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", n])],
+        [numpy_helper.from_array(rng.integers(-127, 128, (k, n), dtype=np.int8), "w"),
+         numpy_helper.from_array(np.float32(0.01), "a_scale"),
          numpy_helper.from_array(np.full(n, 0.01, np.float32), "w_scale"),
          numpy_helper.from_array(np.uint8(128), "a_zero")])  # as the graph's per-row codes: uint8, zero point 128
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
-    run = session(model, threads)
-    feed = {"a": rng.integers(0, 256, (rows, k), dtype=np.uint8)}
-    return timed(lambda: run.run(None, feed), repeats)
 
 
 def attention_node(graph) -> tuple:
@@ -118,86 +165,114 @@ def attention_node(graph) -> tuple:
     return node, attrs, caches, int(caches[0].dims[1]) * 2  # the caches hold half a head's angles
 
 
-def hidden_size(graph) -> int:
-    """The residual stream's width: the first RMSNorm's weight."""
-    initializers = {init.name: init for init in graph.initializer}
-    norm = next(node for node in graph.node if node.op_type == "SimplifiedLayerNormalization")
-    return int(initializers[norm.input[1]].dims[0])
-
-
-def attention_seconds(full_graph, rows: int, threads: int, repeats: int) -> float:
-    """The graph's first attention node alone at ``rows`` positions, no past (a step's whole forward)."""
+def attention_model(graph):
+    """The graph's first attention node alone, rows and past symbolic: ``(model, heads, kv heads, head size)``."""
     from onnx import TensorProto, helper
 
-    node, attrs, caches, head_dim = attention_node(full_graph)
+    node, attrs, caches, head_dim = attention_node(graph)
     heads, kv_heads = int(attrs["num_heads"]), int(attrs["kv_num_heads"])
     names = ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total", *[c.name for c in caches]]
-    inputs = [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, rows, heads * head_dim]),
-              helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, rows, kv_heads * head_dim]),
-              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, rows, kv_heads * head_dim]),
-              helper.make_tensor_value_info("past_k", TensorProto.FLOAT, [1, kv_heads, 0, head_dim]),
-              helper.make_tensor_value_info("past_v", TensorProto.FLOAT, [1, kv_heads, 0, head_dim]),
+    inputs = [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, "rows", heads * head_dim]),
+              helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, "rows", kv_heads * head_dim]),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, "rows", kv_heads * head_dim]),
+              helper.make_tensor_value_info("past_k", TensorProto.FLOAT, [1, kv_heads, "past", head_dim]),
+              helper.make_tensor_value_info("past_v", TensorProto.FLOAT, [1, kv_heads, "past", head_dim]),
               helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]),
               helper.make_tensor_value_info("total", TensorProto.INT32, [])]
     gqa = helper.make_node(ATTENTION, names, ["out", "present_k", "present_v"], domain="com.microsoft", **attrs)
-    graph = helper.make_graph([gqa], "attention", inputs,
-                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], caches)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
-    run = session(model, threads)
-    rng = np.random.default_rng(0)
-    feed = {"q": rng.standard_normal((1, rows, heads * head_dim), dtype=np.float32),
-            "k": rng.standard_normal((1, rows, kv_heads * head_dim), dtype=np.float32),
-            "v": rng.standard_normal((1, rows, kv_heads * head_dim), dtype=np.float32),
-            "past_k": np.zeros((1, kv_heads, 0, head_dim), np.float32),
-            "past_v": np.zeros((1, kv_heads, 0, head_dim), np.float32),
-            "seqlens_k": np.array([rows - 1], np.int32), "total": np.array(rows, np.int32)}
-    return timed(lambda: run.run(["out"], feed), repeats)
+    model = make_model([gqa], "attention", inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+                       caches)
+    return model, heads, kv_heads, head_dim
 
 
-def step_seconds(path: pathlib.Path, cond: int, uncond: int, threads: int, repeats: int, hidden: int,
-                 head_dim: int) -> dict:
-    """The real graph: each row's forward alone, and both side by side as ``hidden_states_pair`` runs them."""
-    backbone = session(path, threads)
-    inputs = {i.name: i for i in backbone.get_inputs()}
+class Floor:
+    """The floor's parts on this machine, each measured once per row count (and past) and kept."""
 
-    def feed(rows: int) -> dict:
-        rng = np.random.default_rng(rows)
-        values = {"inputs_embeds": (rng.standard_normal((1, rows, hidden)) * 0.05).astype(np.float32),
-                  "attention_mask": np.ones((1, rows), np.int64)}
-        for name, info in inputs.items():
-            if name.startswith("past_key_values."):
-                values[name] = np.zeros((1, info.shape[1], 0, head_dim), np.float32)
-        return values
+    def __init__(self, graph, threads: int, repeats: int):
+        self.threads, self.repeats = threads, repeats
+        self.products = products_of(graph)
+        self.widths = sorted({k for _, k, _ in self.products})
+        self.shapes = collections.Counter((k, n) for _, k, n in self.products)
+        self.layers = sum(1 for node in graph.node if node.op_type == ATTENTION)
+        self.chain = session(chained_products_model(graph), threads)
+        self.singles = {shape: session(single_product_model(*shape), threads) for shape in self.shapes}
+        model, self.heads, self.kv_heads, self.head_dim = attention_model(graph)
+        self.attention_session = session(model, threads)
+        self.chained_s: dict[int, float] = {}
+        self.single_s: dict[int, float] = {}
+        self.attention_s: dict[tuple[int, int], float] = {}
 
-    first, second = feed(cond), feed(uncond)
-    worker = concurrent.futures.ThreadPoolExecutor(1)
+    def chained(self, rows: int) -> float:
+        """Every product of a forward of ``rows`` positions, as the model chains them."""
+        if rows not in self.chained_s:
+            rng = np.random.default_rng(rows)
+            feed = {f"a{k}": rng.integers(0, 256, (rows, k), dtype=np.uint8) for k in self.widths}
+            self.chained_s[rows] = timed(lambda: self.chain.run(None, feed), self.repeats)
+            self.single_s[rows] = sum(count * self.single(k, n, rows) for (k, n), count in self.shapes.items())
+            work = 2 * rows * sum(k * n for _, k, n in self.products)
+            print(json.dumps({"products": len(self.products), "rows": rows,
+                              "chained_ms": round(self.chained_s[rows] * 1e3, 2),
+                              "one_node_at_a_time_ms": round(self.single_s[rows] * 1e3, 2),
+                              "chained_gops": round(work / self.chained_s[rows] / 1e9)}), flush=True)
+        return self.chained_s[rows]
 
-    def pair():
-        pending = worker.submit(backbone.run, ["hidden_states"], second)
-        backbone.run(["hidden_states"], first)
-        pending.result()
+    def single(self, k: int, n: int, rows: int) -> float:
+        feed = {"a": np.random.default_rng(rows).integers(0, 256, (rows, k), dtype=np.uint8)}
+        return timed(lambda: self.singles[(k, n)].run(None, feed), self.repeats)
 
-    return {"cond_s": timed(lambda: backbone.run(["hidden_states"], first), repeats),
-            "uncond_s": timed(lambda: backbone.run(["hidden_states"], second), repeats),
-            "pair_s": timed(pair, repeats)}
+    def attention(self, rows: int, past: int = 0) -> float:
+        """Every layer's attention of ``rows`` new positions on ``past`` kept ones."""
+        if (rows, past) not in self.attention_s:
+            rng = np.random.default_rng(rows)
+            kv = self.kv_heads * self.head_dim
+            feed = {"q": rng.standard_normal((1, rows, self.heads * self.head_dim), dtype=np.float32),
+                    "k": rng.standard_normal((1, rows, kv), dtype=np.float32),
+                    "v": rng.standard_normal((1, rows, kv), dtype=np.float32),
+                    "past_k": rng.standard_normal((1, self.kv_heads, past, self.head_dim), dtype=np.float32),
+                    "past_v": rng.standard_normal((1, self.kv_heads, past, self.head_dim), dtype=np.float32),
+                    "seqlens_k": np.array([past + rows - 1], np.int32), "total": np.array(past + rows, np.int32)}
+            self.attention_s[(rows, past)] = self.layers * timed(
+                lambda: self.attention_session.run(["out"], feed), self.repeats)
+            print(json.dumps({"attention_layers": self.layers, "rows": rows, "past": past,
+                              "ms": round(self.attention_s[(rows, past)] * 1e3, 2)}), flush=True)
+        return self.attention_s[(rows, past)]
+
+    def forward(self, rows: int, past: int = 0) -> float:
+        return self.chained(rows) + self.attention(rows, past)
+
+    def step(self, cond: int, past: int, uncond: int) -> float:
+        """A step: the conditional row (``cond`` positions on ``past`` kept ones) and, where guided, the
+        unconditional row of ``uncond`` positions, their products apart or packed, whichever is cheaper."""
+        if not uncond:
+            return self.forward(cond, past)
+        products = min(self.chained(cond) + self.chained(uncond), self.chained(cond + uncond))
+        return products + self.attention(cond, past) + self.attention(uncond)
 
 
-def built_graph(model: str, backbone: str, threads: int) -> pathlib.Path:
-    """The graph file of the engine's ``backbone`` build of ``model``, made into our cache if it is not there yet
-    (``backbones.choice.cached_backbone``, which the engine builds with)."""
-    from omnivoice_demo.backbones.choice import cached_backbone
-    from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
-    from omnivoice_demo.runtime.sessions import providers_for, session_options
-    from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS
+def steps_of(work) -> list[tuple[int, int, int]]:
+    """``(conditional positions, past, unconditional positions)`` of each forward-running step of a one-chunk
+    ``PlanWork`` (``estimate.plan_work``: what the engine's loop runs)."""
+    (chunk,) = work.chunks
+    return [(chunk.conditional(whole), 0 if whole else chunk.prefix, chunk.frames if uncond else 0)
+            for k, uncond, whole in zip(chunk.schedule, chunk.uncond, chunk.whole) if k > 0]
 
-    folder = pathlib.Path(model)
-    return cached_backbone(folder / BACKBONE_GRAPHS["backbone"], backbone, OmniVoiceOnnx(folder, threads=threads),
-                           providers_for("cpu"), lambda: session_options(threads))
+
+def clone_voice(engine, seconds: float):
+    """A voice of ``seconds`` of reference frames (random codes) and a transcript of proportional length, as
+    ``refresh_threshold.py`` makes them: the row lengths of a clone, without a codec encode."""
+    from benchmarks.prompt_refresh_fidelity import TRANSCRIPT_10S
+    from omnivoice_demo.constants import FRAME_RATE
+    from omnivoice_demo.storage.voice_file import Voice
+
+    words = TRANSCRIPT_10S.split()
+    codes = np.random.default_rng(int(seconds)).integers(0, 1024, (engine.num_codebooks, int(seconds * FRAME_RATE)))
+    return Voice(codes=codes.astype(np.int64), transcript=" ".join(words[:max(1, round(len(words) * seconds / 10))]),
+                 rms=0.1)
 
 
 def pytorch_seconds(checkpoint: str, threads: int) -> float:
     """Wall seconds of PyTorch's 32-step ``generate`` (``targets.pytorch_baseline``: its text, duration and seed),
-    after a 2-step warm-up: the baseline of issue 42's ratios."""
+    after a 2-step warm-up: the baseline of the targets' ratios."""
     from benchmarks.targets import pytorch_baseline
 
     generate = pytorch_baseline(checkpoint, threads)
@@ -207,44 +282,48 @@ def pytorch_seconds(checkpoint: str, threads: int) -> float:
     return round(time.perf_counter() - started, 2)
 
 
-def forwards(config, frames: int) -> tuple[int, int]:
-    """(guided steps, conditional-only steps) a ``GenerationConfig`` runs on ``frames`` target frames."""
-    from omnivoice_demo.engine.sampling import guidance_schedule, unmask_schedule
-
-    schedule = unmask_schedule(frames, 8, config.num_step, config.t_shift)
-    guided = guidance_schedule(schedule, config.guidance_every)
-    steps = [k > 0 for k in schedule]
-    return sum(guided), sum(steps) - sum(guided)
+def pair_seconds(engine, cond: int, uncond: int, repeats: int) -> float:
+    """The engine's two forwards of a guided whole step side by side (``hidden_states_pair``), best of ``repeats``."""
+    model = engine.model
+    rng = np.random.default_rng(cond)
+    first = ((rng.standard_normal((1, cond, model.hidden_size)) * 0.05).astype(np.float32), [cond])
+    second = ((rng.standard_normal((1, uncond, model.hidden_size)) * 0.05).astype(np.float32), [uncond])
+    return timed(lambda: model.hidden_states_pair(first, second), repeats)
 
 
 def print_table(summary: dict) -> None:
-    """The summary as the table docs/speed.md shows."""
+    """The summary as the tables docs/speed.md shows."""
     from benchmarks.targets import TARGETS
 
-    print(f"\n{summary['cpu']}, {summary['threads']} threads, {summary['graph']}, rows {summary['positions']}; "
-          f"a guided step: floor {summary['floor_s']['pair']:.3f} s, measured {summary['measured_s']['pair_s']:.3f} s "
-          f"({summary['pair_over_floor']:.2f}x the floor); PyTorch's 32-step generate: {summary['pytorch_s']} s")
-    print("| preset | forwards | backbone floor s | backbone measured s | best x PyTorch the floor allows | "
-          "x PyTorch at the measured backbone | target |")
-    print("|---|---|---|---|---|---|---|")
-    for name, row in summary["presets"].items():
-        forwards_run = 2 * row["guided_steps"] + row["conditional_only_steps"]
-        print(f"| {name} | {forwards_run} | {row['backbone_floor_s']:.2f} | {row['backbone_measured_s']:.2f} | "
-              f"{row.get('best_ratio_to_pytorch', '-')} | {row.get('ratio_at_measured_backbone', '-')} | "
-              f"{f'{TARGETS[name]}x' if name in TARGETS else '-'} |")
+    print(f"\n{summary['cpu']}, {summary['threads']} threads, {summary['graph']}, load before/after "
+          f"{summary['load_before']} / {summary['load_after']}; PyTorch's 32-step generate: {summary['pytorch_s']} s")
+    print("| request | positions (prompt + target) | a guided whole step: floor s | engine's pair s | pair / floor |")
+    print("|---|---|---|---|---|")
+    for name, request in summary["requests"].items():
+        step = request["guided_whole_step"]
+        print(f"| {name} | {request['prefix']} + {request['frames']} | {step['floor_s']:.3f} | "
+              f"{step['measured_s']:.3f} | {step['measured_over_floor']:.2f}x |")
+    print("\n| request | preset | forwards | backbone floor s | engine's backbone s | engine / floor | "
+          "engine's generation s | best x PyTorch the floor allows | x PyTorch at the engine's backbone | "
+          "x PyTorch, whole generation | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, request in summary["requests"].items():
+        for preset, row in request["presets"].items():
+            print(f"| {name} | {preset} | {row['forwards']} | {row['backbone_floor_s']:.2f} | "
+                  f"{row['backbone_measured_s']:.2f} | {row['backbone_over_floor']:.2f}x | {row['generation_s']:.2f} | "
+                  f"{row.get('best_ratio_to_pytorch', '-')} | {row.get('ratio_at_measured_backbone', '-')} | "
+                  f"{row.get('ratio_of_generation', '-')} | "
+                  f"{f'{TARGETS[preset]}x' if name == 'design' and preset in TARGETS else '-'} |")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="a model folder: the engine's --backbone build of it is measured")
-    source.add_argument("--graph", help="a dense 8-bit backbone graph (llm_decoder.onnx)")
-    parser.add_argument("--backbone", default="int8-row", choices=DENSE_EIGHT_BIT,
-                        help="with --model: a dense 8-bit build")
+    parser.add_argument("--model", required=True, help="a model folder: the engine's --backbone build of it is measured")
+    parser.add_argument("--backbone", default="int8-row", choices=DENSE_EIGHT_BIT, help="a dense 8-bit build")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--cond", type=int, default=275)
-    parser.add_argument("--uncond", type=int, default=125)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--requests", default=",".join(REQUESTS), help=f"of {', '.join(REQUESTS)}")
+    parser.add_argument("--repeats", type=int, default=7, help="timings of each floor part (the best is kept)")
+    parser.add_argument("--rounds", type=int, default=2, help="generations of each request and preset (the best)")
     parser.add_argument("--reference", help="a PyTorch checkpoint folder: its 32-step generate is timed in this run")
     parser.add_argument("--pytorch-seconds", type=float, help="PyTorch's 32-step generate on this machine")
     parser.add_argument("--candidate", action="append", default=[], metavar="SPEC",
@@ -252,56 +331,76 @@ def main(argv=None) -> int:
                              "forwards' floor, to see what a target would take; its quality is eval's to measure")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.requests.split(",") if name not in REQUESTS]
+    if unknown:
+        raise SystemExit(f"unknown request {unknown[0]!r}: choose among {', '.join(REQUESTS)}")
 
     import onnx
 
-    path = pathlib.Path(args.graph) if args.graph else built_graph(args.model, args.backbone, args.threads)
-    full = onnx.load(str(path))  # the attention node's rotary caches are among its initializers
-    shapes = product_shapes(full.graph)
-    layers = sum(1 for node in full.graph.node if node.op_type == ATTENTION)
-    row_counts = {"cond": args.cond, "uncond": args.uncond, "both": args.cond + args.uncond}
-    products = {name: 0.0 for name in row_counts}
-    for (k, n), count in sorted(shapes.items()):
-        for name, rows in row_counts.items():
-            seconds = product_seconds(k, n, rows, args.threads, args.repeats)
-            products[name] += count * seconds
-            print(json.dumps({"product": f"{k}x{n}", "per_forward": count, "rows": rows, "ms": round(seconds * 1e3, 3),
-                              "gops": round(2 * rows * k * n / seconds / 1e9)}), flush=True)
-    attention = {name: layers * attention_seconds(full.graph, rows, args.threads, args.repeats)
-                 for name, rows in row_counts.items() if name != "both"}
-    hidden, head_dim = hidden_size(full.graph), attention_node(full.graph)[3]
-    del full
-    measured = step_seconds(path, args.cond, args.uncond, args.threads, args.repeats, hidden, head_dim)
-
-    pytorch_s = args.pytorch_seconds or (pytorch_seconds(args.reference, args.threads) if args.reference else None)
-    cond_floor = products["cond"] + attention["cond"]
-    pair_floor = min(products["both"], products["cond"] + products["uncond"]) + attention["cond"] + attention["uncond"]
-    summary = {
-        "cpu": cpu_name(), "threads": args.threads, "graph": path.parent.name, "layers": layers,
-        "positions": [args.cond, args.uncond],
-        "weight_products_s": {name: round(value, 6) for name, value in products.items()},
-        "attention_s": {name: round(value, 6) for name, value in attention.items()},
-        "floor_s": {"cond": round(cond_floor, 6), "pair": round(pair_floor, 6)},
-        "measured_s": {name: round(value, 4) for name, value in measured.items()},
-        "pair_over_floor": round(measured["pair_s"] / pair_floor, 3),
-        "pytorch_s": pytorch_s,
-        "presets": {},
-    }
+    from benchmarks.targets import DURATION
+    from omnivoice_demo.engine.loop import OmniVoiceEngine
     from omnivoice_demo.eval.candidates import parse_candidate
+    from omnivoice_demo.eval.quick_bench import TEXTS
     from omnivoice_demo.settings.generation import GenerationConfig
+    from omnivoice_demo.storage.manifest import BACKBONE_GRAPHS
+
+    load_before = os.getloadavg()
+    engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone)
+    engine.backbone_watch.close()  # no background probe during the runs
+    if engine.backbone_choice.get("choice") != args.backbone or not engine.backbone_choice.get("cache"):
+        raise SystemExit(f"the engine did not run a {args.backbone} build: {engine.backbone_choice.get('compute')}")
+    path = pathlib.Path(engine.backbone_choice["cache"]) / BACKBONE_GRAPHS["backbone"]
+    floor = Floor(onnx.load(str(path)).graph, args.threads, args.repeats)
 
     configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
     configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
-    for preset, config in configs.items():
-        guided, alone = forwards(config, args.uncond)
-        floor = guided * pair_floor + alone * cond_floor
-        now = guided * measured["pair_s"] + alone * measured["cond_s"]
-        row = {"guided_steps": guided, "conditional_only_steps": alone, "backbone_floor_s": round(floor, 6),
-               "backbone_measured_s": round(now, 6)}
-        if pytorch_s:
-            row["best_ratio_to_pytorch"] = round(pytorch_s / floor, 2)
-            row["ratio_at_measured_backbone"] = round(pytorch_s / now, 2)
-        summary["presets"][preset] = row
+    text = TEXTS["medium"]
+    summary: dict = {"cpu": cpu_name(), "threads": args.threads, "graph": path.parent.name, "layers": floor.layers,
+                     "products_per_forward": len(floor.products), "load_before": [round(x, 2) for x in load_before],
+                     "requests": {}}
+    plans = {}
+    for name in args.requests.split(","):
+        voice = clone_voice(engine, REQUESTS[name]) if REQUESTS[name] else None
+        for preset, config in configs.items():
+            plan = engine.prepare(text, voice=voice, config=config.replace(seed=1, duration=DURATION))
+            plans[(name, preset)] = (plan, steps_of(engine._work(plan)))
+        (chunk,) = engine._work(plans[(name, "reference")][0]).chunks
+        step_floor = floor.step(chunk.length, 0, chunk.frames)
+        measured = pair_seconds(engine, chunk.length, chunk.frames, args.repeats)
+        summary["requests"][name] = {
+            "reference_s": REQUESTS[name], "prefix": chunk.prefix, "frames": chunk.frames,
+            "guided_whole_step": {"floor_s": round(step_floor, 6), "measured_s": round(measured, 6),
+                                  "measured_over_floor": round(measured / step_floor, 3)},
+            "presets": {}}
+    best: dict = {}
+    for round_ in range(args.rounds):
+        for (name, preset), (plan, _) in plans.items():
+            load = os.getloadavg()[0]
+            result = engine.generate(text, voice=plan.voice, config=plan.config)
+            row = {"round": round_, "request": name, "preset": preset, "load_before": round(load, 2),
+                   "backbone_s": round(result.timings["backbone"], 3), "total_s": round(result.timings["total"], 3)}
+            print(json.dumps(row), flush=True)
+            kept = best.setdefault((name, preset), row)
+            kept["backbone_s"], kept["total_s"] = (min(kept["backbone_s"], row["backbone_s"]),
+                                                   min(kept["total_s"], row["total_s"]))
+    pytorch_s = args.pytorch_seconds or (pytorch_seconds(args.reference, args.threads) if args.reference else None)
+    summary["pytorch_s"] = pytorch_s
+    for (name, preset), (_plan, steps) in plans.items():
+        backbone_floor = sum(floor.step(*step) for step in steps)
+        measured = best[(name, preset)]
+        row = {"forwards": sum(2 if uncond else 1 for _, _, uncond in steps),
+               "steps": [list(step) for step in steps], "backbone_floor_s": round(backbone_floor, 6),
+               "backbone_measured_s": measured["backbone_s"], "generation_s": measured["total_s"],
+               "backbone_over_floor": round(measured["backbone_s"] / backbone_floor, 3)}
+        if pytorch_s and name == "design":
+            row["best_ratio_to_pytorch"] = round(pytorch_s / backbone_floor, 2)
+            row["ratio_at_measured_backbone"] = round(pytorch_s / measured["backbone_s"], 2)
+            row["ratio_of_generation"] = round(pytorch_s / measured["total_s"], 2)
+        summary["requests"][name]["presets"][preset] = row
+    summary["products_s"] = {"chained": {str(k): round(v, 6) for k, v in sorted(floor.chained_s.items())},
+                             "one_node_at_a_time": {str(k): round(v, 6) for k, v in sorted(floor.single_s.items())}}
+    summary["attention_s"] = {f"{rows}+{past}": round(v, 6) for (rows, past), v in sorted(floor.attention_s.items())}
+    summary["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(summary), flush=True)
     print_table(summary)
     if args.json:

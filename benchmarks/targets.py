@@ -1,4 +1,5 @@
-"""Issue 42's speed targets, measured beside the PyTorch reference in one process, rounds alternating.
+"""The speed targets (issue 42, revised by issue 48), measured beside the PyTorch reference in one process, rounds
+alternating.
 
     OMNIVOICE_CACHE=/tmp/ov-cache python benchmarks/targets.py --model /work/models/full-int4 \
         --reference /work/models/ckpt-full --threads 2 [--rounds 2] [--json out.json]
@@ -6,10 +7,13 @@
 Each round runs, in an order that rotates from round to round: PyTorch's ``OmniVoice.generate`` (32 steps,
 fp32, ``torch.set_num_threads``), our engine at the Reference preset, and at the Fast preset, all on the
 same text with a fixed 5 s of speech and seed.  Every run records its wall seconds, this process's CPU
-seconds and the load average before it (the machine may be shared).  The targets (issue 42, item 3):
+seconds, the load average before it (the machine may be shared) and, for our runs, the engine's stage timer
+(wall seconds of the prompt, embeddings, backbone, heads, sampling, codec and post-processing; what is left of
+the total is Python between the stages).  The targets (issue 48, item 5; issue 42 asked 30x for Fast, which
+``step_floor.py`` at the real lengths put beyond the Fast preset's forwards):
 
 * Reference at least 4.5x PyTorch's 32-step generate;
-* Fast at least 30x PyTorch's 32-step generate.
+* Fast at least 20x PyTorch's 32-step generate.
 
 The ratios are paired per round (PyTorch's time over ours in the same round) and their median is
 reported; on a machine whose load changes from minute to minute the seconds themselves say little.
@@ -30,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from omnivoice_demo.runtime.machine import cpu_name  # noqa: E402
 
-TARGETS = {"reference": 4.5, "fast": 30.0}
+TARGETS = {"reference": 4.5, "fast": 20.0}
 DURATION = 5.0
 
 
@@ -58,10 +62,13 @@ def pytorch_baseline(checkpoint: str, threads: int, seed: int = 1):
 def timed(run) -> dict:
     load = os.getloadavg()[0]
     started, cpu = time.perf_counter(), time.process_time()
-    audio_s = run()
+    audio_s, stages = run()
     wall = time.perf_counter() - started
-    return {"wall_s": round(wall, 3), "cpu_s": round(time.process_time() - cpu, 3), "load": round(load, 2),
-            "audio_s": round(audio_s, 3), "rtf": round(wall / audio_s, 3)}
+    row = {"wall_s": round(wall, 3), "cpu_s": round(time.process_time() - cpu, 3), "load": round(load, 2),
+           "audio_s": round(audio_s, 3), "rtf": round(wall / audio_s, 3)}
+    if stages:
+        row["stages_s"] = {name: round(seconds, 3) for name, seconds in stages.items()}
+    return row
 
 
 def main() -> None:
@@ -88,9 +95,10 @@ def main() -> None:
 
     def ours(name):
         result = engine.generate(text, config=configs[name])
-        return result.duration
+        return result.duration, result.timings
 
-    runs = {"pytorch": pytorch, "reference": lambda: ours("reference"), "fast": lambda: ours("fast")}
+    runs = {"pytorch": lambda: (pytorch(), None), "reference": lambda: ours("reference"),
+            "fast": lambda: ours("fast")}
     pytorch(2), ours("fast")  # warm-up: allocations, prepacking
     labels = list(runs)
     rounds = []
@@ -113,6 +121,21 @@ def main() -> None:
             continue
         met = "yes" if ratios[name] >= TARGETS[name] else f"no ({ratios[name] / TARGETS[name]:.0%} of it)"
         print(f"| ours, {name} | {walls} | {rtfs} | {loads} | {ratios[name]:.2f}x | {TARGETS[name]}x | {met} |")
+    print("\n| stage (engine's timer, wall; best round) | reference s | share | fast s | share |")
+    print("|---|---|---|---|---|")
+    best = {name: min((r[name] for r in rounds), key=lambda run: run["wall_s"]) for name in ("reference", "fast")}
+    for stage in sorted(set(best["reference"]["stages_s"]) - {"total"}, key=lambda s: -best["reference"]["stages_s"][s]):
+        cells = []
+        for name in ("reference", "fast"):
+            stages = best[name]["stages_s"]
+            seconds = stages.get(stage, 0.0)
+            cells.append(f"{seconds:.3f} | {seconds / stages['total']:.1%}")
+        print(f"| {stage} | {' | '.join(cells)} |")
+    for name in ("reference", "fast"):
+        stages = best[name]["stages_s"]
+        outside = stages["total"] - sum(v for k, v in stages.items() if k != "total")
+        print(f"{name}: not in any stage (Python between the stages, the step loop) {outside:.3f} s, "
+              f"{outside / stages['total']:.1%}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({
             "cpu": cpu_name(), "threads": args.threads, "backbone": engine.backbone_choice, "rounds": rounds,

@@ -136,44 +136,64 @@ def test_read_ahead_benchmark_times_the_plan_and_first_step_both_ways(tiny_fp32_
     assert "6 sentences" in printed and "all read" in printed.split("median, read ahead:")[1]
 
 
-def test_step_floor_times_every_product_shape_and_the_attention_of_the_graph(tiny_fp32_folder, tmp_path,
-                                                                            monkeypatch, capsys):
+def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_product(tiny_fp32_folder, tmp_path,
+                                                                                       monkeypatch, capsys):
     import onnx
 
     from benchmarks import step_floor
+    from omnivoice_demo.eval.quick_bench import TEXTS
+    from omnivoice_demo.text.prompt import build_condition_ids, load_text_tokenizer
 
     monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "floor.json"
     assert step_floor.main(["--model", str(tiny_fp32_folder), "--backbone", "int8-row", "--threads", "1",
-                            "--cond", "24", "--uncond", "10", "--repeats", "1", "--pytorch-seconds", "10",
-                            "--candidate", "name=four,preset=fast,num_step=4", "--json", str(out)]) == 0
+                            "--requests", "design,clone 10 s", "--repeats", "1", "--rounds", "1",
+                            "--pytorch-seconds", "10", "--candidate", "name=four,preset=fast,num_step=4",
+                            "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     graph = onnx.load(str(next((tmp_path / "cache" / "backbones").glob("*-int8-row/llm_decoder.onnx"))),
                       load_external_data=False).graph
-    products = [node for node in graph.node if node.op_type == "MatMulIntegerToFloat"]
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"product"')]
-    # every product shape of the graph, at the three row counts, and as many per forward as the graph has
-    assert sum(row["per_forward"] for row in rows) == 3 * len(products)
-    assert {row["rows"] for row in rows} == {24, 10, 34}
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    # the chained graph holds every product of the backbone, once per forward
+    products = sum(node.op_type == "MatMulIntegerToFloat" for node in graph.node)
+    assert summary["products_per_forward"] == products
+    assert [row["products"] for row in printed if "products" in row] == [products] * len(summary["products_s"]["chained"])
     assert summary["layers"] == sum(node.op_type == "GroupQueryAttention" for node in graph.node)
-    floor = summary["floor_s"]
-    attention, weights = summary["attention_s"], summary["weight_products_s"]
-    assert floor["cond"] == pytest.approx(weights["cond"] + attention["cond"], abs=2e-6)
-    assert floor["pair"] == pytest.approx(min(weights["both"], weights["cond"] + weights["uncond"])
-                                          + attention["cond"] + attention["uncond"], abs=2e-6)
-    # Reference: 32 guided steps; Fast: 8 steps, the unconditional forward on every second
-    reference, fast = summary["presets"]["reference"], summary["presets"]["fast"]
-    assert (reference["guided_steps"], reference["conditional_only_steps"]) == (32, 0)
-    assert (fast["guided_steps"], fast["conditional_only_steps"]) == (4, 4)
-    assert reference["backbone_floor_s"] == pytest.approx(32 * floor["pair"], abs=5e-5)
-    assert fast["backbone_floor_s"] == pytest.approx(4 * floor["pair"] + 4 * floor["cond"], abs=5e-5)
-    assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / (32 * floor["pair"]), rel=0.02)
-    four = summary["presets"]["four"]   # a candidate in eval's form: 4 steps, guidance on every second
-    assert (four["guided_steps"], four["conditional_only_steps"]) == (2, 2)
+    # the design's row is the engine's prompt (build_condition_ids of the targets' text) and 5 s of target frames
+    design, clone = summary["requests"]["design"], summary["requests"]["clone 10 s"]
+    tokenizer = load_text_tokenizer(tiny_fp32_folder)
+    assert design["prefix"] == len(build_condition_ids(TEXTS["medium"], tokenizer)) and design["frames"] == 125
+    assert clone["prefix"] > design["prefix"] + 250 and clone["frames"] == 125   # 10 s of reference frames
+    chained, attention = summary["products_s"]["chained"], summary["attention_s"]
+
+    def step_floor_s(cond, past, uncond):
+        if not uncond:
+            return chained[str(cond)] + attention[f"{cond}+{past}"]
+        return (min(chained[str(cond)] + chained[str(uncond)], chained[str(cond + uncond)])
+                + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
+
+    length = design["prefix"] + 125
+    reference, fast = design["presets"]["reference"], design["presets"]["fast"]
+    # Reference: 32 guided whole steps; Fast: 8 whole steps, the unconditional row on every second
+    assert reference["steps"] == [[length, 0, 125]] * 32 and reference["forwards"] == 64
+    assert fast["steps"] == [[length, 0, 125], [length, 0, 0]] * 4 and fast["forwards"] == 12
+    assert design["presets"]["four"]["forwards"] == 6
+    # a clone of 10 s at Fast runs its target on the kept prompt between refreshes (prompt_refresh=4)
+    clone_fast = clone["presets"]["fast"]["steps"]
+    assert clone_fast[0] == [clone["prefix"] + 125, 0, 125] and [125, clone["prefix"], 0] in clone_fast
+    for request in (design, clone):
+        for row in request["presets"].values():
+            assert row["backbone_floor_s"] == pytest.approx(sum(step_floor_s(*step) for step in row["steps"]),
+                                                            rel=1e-3, abs=5e-5)
+            assert row["backbone_over_floor"] == pytest.approx(row["backbone_measured_s"] / row["backbone_floor_s"],
+                                                               rel=2e-3)
+            assert row["backbone_measured_s"] > 0 and row["generation_s"] >= row["backbone_measured_s"]
+    assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / reference["backbone_floor_s"], rel=0.02)
+    assert "best_ratio_to_pytorch" not in clone["presets"]["reference"]   # PyTorch's baseline is the design
 
 
-def test_step_floor_refuses_a_graph_without_dense_int8_products(tiny_fp32_folder):
+def test_step_floor_refuses_an_unknown_request(tiny_fp32_folder):
     from benchmarks import step_floor
 
-    with pytest.raises(SystemExit, match="no MatMulIntegerToFloat"):
-        step_floor.main(["--graph", str(tiny_fp32_folder / "llm_decoder.onnx"), "--repeats", "1"])
+    with pytest.raises(SystemExit, match="unknown request"):
+        step_floor.main(["--model", str(tiny_fp32_folder), "--requests", "design,clone 3 s"])
