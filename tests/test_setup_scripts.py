@@ -92,3 +92,36 @@ def test_run_app_sets_up_an_app_that_does_what_its_page_offers_without_torch(tmp
                                                                          "--help"]):
         ran = subprocess.run(command, cwd=elsewhere, capture_output=True, text=True, timeout=300, env=env)
         assert ran.returncode == 0 and ran.stdout.strip(), ran.stderr
+    # the Book tab in that environment (issue 51: its upload was "Reading an EPUB needs ebooklib"): the tab's read
+    # step (BookJobs.open: read, bound, plan) takes an EPUB, and the M4B writer makes a file with its chapters
+    from tests.support.books import write_epub3
+
+    epub = write_epub3(elsewhere / "tale.epub", [("One", ["The first chapter."]), ("Two", ["The second one."])])
+    ran = subprocess.run([str(python), "-c", BOOK_TAB_PROBE, str(epub)], cwd=elsewhere, capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.split() == ["The_Test_Book", "2", "m4b", "One", "Two"], ran.stdout
+
+
+#: run in the app's .venv: what the Book tab does when a book is uploaded, and the M4B it offers
+BOOK_TAB_PROBE = '''
+import pathlib, sys
+import numpy as np, soundfile
+from omnivoice_demo.book.containers import read_chapters, write_m4b
+from omnivoice_demo.book.jobs import BookJobs
+from omnivoice_demo.book.project import BookSettings
+from omnivoice_demo.book.voices import Voicing
+from omnivoice_demo.settings.generation import GenerationConfig
+
+here = pathlib.Path.cwd()
+settings = BookSettings(config=GenerationConfig(num_step=8).validate(), narrator=Voicing(name="alloy"))
+job = BookJobs(here / "books", shared=False).open(None, sys.argv[1], settings, "model")
+parts = []
+for number, chapter in enumerate(job.plan.book.chapters, 1):
+    soundfile.write(str(here / f"{number}.flac"), np.zeros(24000, np.float32), 24000)
+    parts.append((chapter.title, here / f"{number}.flac", 24000, 24000))
+write_m4b(here / "book.m4b", parts, title=job.plan.book.title, author=job.plan.book.author, cover=job.plan.book.cover,
+          cover_type=job.plan.book.cover_type)
+print(job.plan.book.title.replace(" ", "_"), len(job.plan.book.chapters), "m4b",
+      *[c["title"] for c in read_chapters(here / "book.m4b")])
+'''

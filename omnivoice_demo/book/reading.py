@@ -35,7 +35,8 @@ from urllib.parse import unquote
 
 from ..errors import InvalidInput, ModelNotAvailable, excerpt
 
-BOOK_INSTALL = "pip install 'omnivoice-onnx-studio[book]' (or: pip install ebooklib av)"
+BOOK_INSTALL = ("pip install ebooklib==0.20 av==18.1.0 (in a checkout: .venv/bin/pip install ebooklib==0.20 av==18.1.0; "
+                "scripts/run_app.sh installs both)")
 #: the kinds of file a book may be
 SUFFIXES = (".epub", ".txt", ".md", ".markdown")
 #: the tags whose text is one paragraph (when they hold no other block)
