@@ -307,3 +307,39 @@ def test_made_with_word_timings_the_readalong_highlights_each_word_of_the_writte
     word_srt = (output / "chapters" / "01.words.srt").read_text()
     assert "Anna walked" in word_srt and "three" in word_srt
     assert (output / "chapters" / "01.words.vtt").read_text().startswith("WEBVTT")
+
+
+def test_a_book_made_in_parts_grows_into_one_m4b_in_book_order(tiny_fp32_folder, tmp_path, capsys):
+    """Issue 51: ``--chapters 1-3`` one evening, ``--chapters 5-6`` the next: one M4B with chapters 1, 2, 3, 5, 6
+    in book order (the first part is kept, not overwritten), each chapter's files named by its number in the
+    book, and nothing left in chapters/ that no kept chapter wrote (an earlier run's word subtitles, a chapter
+    file numbered otherwise); the last evening makes only chapter 4."""
+    from omnivoice_demo.book.containers import read_chapters
+
+    titles = ["One", "Two", "Three", "Four", "Five", "Six"]
+    book = write_epub3(tmp_path / "six.epub", [(t, [f"This is chapter {t.lower()}."]) for t in titles], cover=False)
+    output = tmp_path / "out"
+    m4b = output / "The Test Book.m4b"
+    first = run_book(capsys, *book_args(tiny_fp32_folder, book, output, "--chapters", "1-3"))
+    assert first["made"] == 6 and [c["title"] for c in read_chapters(m4b)] == ["One", "Two", "Three"]
+    kept = {name: file_sha256(output / "chapters" / name) for name in ("01.flac", "02.flac", "03.flac")}
+    (output / "chapters" / "01.words.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nstale\n")
+    (output / "chapters" / "04.flac").write_bytes((output / "chapters" / "01.flac").read_bytes())
+    second = run_book(capsys, *book_args(tiny_fp32_folder, book, output, "--chapters", "5-6"))
+    assert (second["made"], second["reused"]) == (4, 0)
+    assert [c["title"] for c in read_chapters(m4b)] == ["One", "Two", "Three", "Five", "Six"]
+    names = sorted(p.name for p in (output / "chapters").iterdir() if not p.name.startswith("."))
+    assert names == sorted(f"{n:02d}.{kind}" for n in (1, 2, 3, 5, 6) for kind in ("flac", "srt", "vtt",
+                                                                                   "chapter.json"))
+    assert {name: file_sha256(output / "chapters" / name) for name in kept} == kept   # the first part untouched
+    assert "chapter five" in (output / "chapters" / "05.srt").read_text()
+    marks = read_chapters(m4b)
+    lengths = [soundfile.info(str(output / "chapters" / f"{n:02d}.flac")).duration for n in (1, 2, 3, 5, 6)]
+    assert [m["end"] - m["start"] for m in marks] == pytest.approx(lengths, abs=1e-3)
+    with zipfile.ZipFile(output / "The Test Book.readalong.epub") as archive:
+        smils = sorted(n for n in archive.namelist() if n.endswith(".smil"))
+        assert smils == [f"OEBPS/ch{n:02d}.smil" for n in (1, 2, 3, 5, 6)]
+        assert "chapter five" in archive.read("OEBPS/ch05.xhtml").decode()
+    last = run_book(capsys, *book_args(tiny_fp32_folder, book, output))
+    assert (last["made"], last["reused"]) == (2, 10)
+    assert [c["title"] for c in read_chapters(m4b)] == titles

@@ -63,7 +63,7 @@ def test_the_book_tab_makes_an_m4b_and_plays_a_chapter(app, tmp_path, artifacts_
         page.wait_for_function("/0:0[1-9]|0:[1-5][0-9]/.test(document.querySelector('#book-player').innerText)",
                                timeout=30 * SECONDS)
         page.screenshot(path=str(artifacts_dir / "browser-book.png"), full_page=True)
-        # the chapters to make, chosen in the tab as the CLI's --chapters: the plan has only them, numbered anew
+        # the chapters to make, chosen in the tab as the CLI's --chapters: the plan has only them, numbered as in the book
         page.locator("#book-chapter-choice textarea, #book-chapter-choice input").first.fill("2-3")
         page.locator("#book-chapter-choice textarea, #book-chapter-choice input").first.press("Enter")
         page.wait_for_function("document.querySelector('#book-summary').innerText.includes('2 chapters')",
@@ -112,8 +112,9 @@ def test_a_book_job_pauses_after_the_sentence_in_flight_and_resumes_reusing_it(t
 
 def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_folder, tmp_path):
     """The Book tab's "Chapters" and "Chapter voices" boxes (its settings and the job it opens; the browser test
-    above types a choice): a description with commas of its own is one entry, the chapters chosen are numbered
-    anew, and a voice for a chapter that is not being made is refused with the range."""
+    above types a choice): a description with commas of its own is one entry, the chapters chosen keep their
+    numbers in the book (issue 51: a book made in parts; the voices name them so), and a voice for a chapter the
+    book does not have is refused with the range."""
     import types
 
     from omnivoice_demo.batch.worker import ModelSpec
@@ -124,16 +125,17 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     studio = types.SimpleNamespace(shared=True)   # a shared server: designs and descriptions only
     book = write_epub3(tmp_path / "b.epub", CHAPTERS)
     identity = ModelSpec(model=str(tiny_fp32_folder)).identity()
-    settings = settings_of(studio, "alloy", None, "", "1=nova, 2=female, low pitch", 4, False)
-    assert settings.chapter_voices[1].name == "nova" and "low pitch" in settings.chapter_voices[2].instruct
-    job = BookJobs(tmp_path / "books", shared=True).open(None, str(book), settings, identity, chapters="2-3")
+    settings = settings_of(studio, "alloy", None, "", "2=nova, 3=female, low pitch", 4, False)
+    assert settings.chapter_voices[2].name == "nova" and "low pitch" in settings.chapter_voices[3].instruct
+    job = BookJobs(tmp_path / "books", shared=True).open(None, str(book), settings, identity, chapters="3,2")
     assert [c.title for c in job.plan.book.chapters] == ["The Storm", "The Morning"]
+    assert [row["number"] for row in job.chapters()] == [2, 3]   # the table's numbers, as in the book
     by_chapter = {s.chapter: s.item_id for s in job.plan.sentences}
     voices = {item.id: item.instruct for item in job.plan.items}
-    assert voices[by_chapter[1]] != voices[by_chapter[2]] and "low pitch" in voices[by_chapter[2]]
-    with pytest.raises(InvalidInput, match="chapters 1-2"):
+    assert voices[by_chapter[2]] != voices[by_chapter[3]] and "low pitch" in voices[by_chapter[3]]
+    with pytest.raises(InvalidInput, match="chapters 1-3"):
         BookJobs(tmp_path / "books", shared=True).open(
-            None, str(book), settings_of(studio, "alloy", None, "", "3=nova", 4, False), identity, chapters="2-3")
+            None, str(book), settings_of(studio, "alloy", None, "", "4=nova", 4, False), identity, chapters="2-3")
     with pytest.raises(InvalidInput, match="numbered from 1"):   # before the book is read: not "chapters 1-0"
         settings_of(studio, "alloy", None, "", "0=nova", 4, False)
     with pytest.raises(InvalidInput, match="outside the book's chapters 1-3"):

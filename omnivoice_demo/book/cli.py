@@ -72,7 +72,7 @@ def settings_from_arguments(args, book):
     if not -40 <= args.rms <= -6:
         raise InvalidInput(f"--rms must be between -40 and -6 dBFS, got {args.rms}.", param="rms")
     cast = read_cast(args.cast, voices) if args.cast else {}
-    numbered = chapter_voices(args.chapter_voice, len(book.chapters),
+    numbered = chapter_voices(args.chapter_voice, book.chapter_count,
                               lambda value, what: resolve_voicing(value, voices, None, what=f"--chapter-voice: {what}"))
     return BookSettings(config=config, narrator=resolve_voicing(args.voice, voices) or Voicing(name="default"),
                         dialogue=resolve_voicing(args.dialogue_voice, voices, what="--dialogue-voice"),

@@ -108,7 +108,7 @@ class BookJobs:
             if current is not None and current.state == "running":
                 raise InvalidInput("Your book is being made; pause it before you open another.")
         book = book_of_chapters(read_book(path, self.limits(), encoding=encoding), chapters)
-        check_chapter_voices(settings.chapter_voices, len(book.chapters))
+        check_chapter_voices(settings.chapter_voices, book.chapter_count)
         plan = plan_book(book, settings, model_identity)
         if self.shared:
             hours = estimated_seconds(plan) / 3600

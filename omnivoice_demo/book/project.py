@@ -3,7 +3,8 @@
 The output folder::
 
     DIR/sentences/        the batch output folder: one item per distinct sentence (``<key>.flac`` + sidecar)
-    DIR/chapters/         NN.flac (and .mp3/.opus with --format), NN.srt, NN.vtt: each chapter, joined
+    DIR/chapters/         NN.flac (and .mp3/.opus with --format), NN.srt, NN.vtt: each chapter, joined; NN is the
+                          chapter's number in the book; NN.chapter.json: what the outputs need of it (below)
     DIR/<title>.m4b       the audiobook: AAC in MP4, chapter markers, title, author, cover
     DIR/<title>.readalong.epub   the text with media overlays (SMIL): read along, sentence by sentence
     DIR/report.json       chapters, loudness per chapter, sentences that failed every take, what was skipped
@@ -16,6 +17,13 @@ sentences that hold its word, and a new voice for one character exactly that cha
 batch machinery (``batch.runner.run_batch``) does the rest: what is done is reused (its audio's sha256
 checked), every file is written atomically, sidecar last, so ``kill -9`` loses at most the sentences in
 flight; the same items run in this process, in worker processes or on Ray actors.
+
+A book made in parts (``--chapters 1-3`` one evening, ``--chapters 5-6`` the next) is one book that grows: each
+chapter keeps its number in the book (its files ``chapters/NN.*``), each joined chapter leaves a record
+(``chapters/NN.chapter.json``: its length, cues, words and sentences, and which book it belongs to), and the
+outputs (the M4B, the read-along) hold every chapter made so far, in book order: the chapters of this run and
+those recorded by earlier runs of the same book.  Files in ``chapters/`` that no kept chapter wrote (a word-level
+subtitle of an earlier run, another book's chapter) are removed.
 """
 
 from __future__ import annotations
@@ -115,7 +123,7 @@ def plan_book(book: Book, settings: BookSettings, model_identity: str) -> BookPl
     language, notes = book_language(book, settings.language)
     sentences: list[Sentence] = []
     items: dict[str, BatchItem] = {}
-    for number, chapter in enumerate(book.chapters, 1):
+    for number, chapter in book.numbered():
         narrator = settings.chapter_voices.get(number, settings.narrator)
         for index, paragraph in enumerate(chapter.paragraphs):
             for part in parts_of(paragraph, narrator, settings.dialogue, settings.cast):
@@ -174,13 +182,15 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
     if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
         with folder.lock():
             tick, cpu = time.perf_counter(), time.process_time()
-            chapters = join_chapters(plan, settings, folder, on_chapter)
+            joined = join_chapters(plan, settings, folder, on_chapter)
             timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
+            whole, chapters = book_so_far(plan, folder, joined)
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("cues", "words")}
                                   for c in chapters]
             report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
             tick, cpu = time.perf_counter(), time.process_time()
-            output_path = write_outputs(plan, settings, folder, chapters)
+            output_path = write_outputs(whole, settings, folder, chapters, made_now={c.number for c in joined})
+            remove_stale_chapter_files(folder, chapters, settings)
             timings.update(outputs=time.perf_counter() - tick, outputs_cpu=time.process_time() - cpu)
     report_path = folder.path / "report.json"
     folder.write_json(report_path, report)
@@ -205,10 +215,83 @@ class JoinedChapter:
     # per sentence (as ``cues``), its words' times in the sentence's own seconds (the batch sidecar's ``words``,
     # made with ``word_timestamps``); empty lists without them
     words: list = dataclasses.field(default_factory=list, repr=False)
+    files: list = dataclasses.field(default_factory=list)   # chapters/NN.* it wrote (relative to the output folder)
 
     @property
     def seconds(self) -> float:
         return self.samples / self.sample_rate
+
+
+def book_fingerprint(book: Book) -> str:
+    """Which book a chapter record belongs to: its title, author and number of chapters (not the text: a typo
+    fixed in one chapter keeps the chapters made before)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps([book.title, book.author, book.chapter_count]).encode()).hexdigest()[:16]
+
+
+def record_path(folder: OutputFolder, number: int) -> pathlib.Path:
+    return folder.path / f"chapters/{number:02d}.chapter.json"
+
+
+def write_chapter_record(folder: OutputFolder, plan: BookPlan, chapter: JoinedChapter, sentences) -> None:
+    """What the outputs need of a joined chapter when a later run makes other chapters (the module's parts)."""
+    data = {k: v for k, v in dataclasses.asdict(chapter).items() if k != "cues"}
+    data["cues"] = [[c.start, c.end, c.text, c.speaker] for c in chapter.cues]
+    data["sentence_rows"] = [[s.paragraph, s.text, s.item_id, s.speaker] for s in sentences]
+    data["book"] = book_fingerprint(plan.book)
+    data["files"] = chapter.files + [f"chapters/{chapter.number:02d}.chapter.json"]
+    folder.write_json(record_path(folder, chapter.number), data)
+
+
+def read_chapter_records(folder: OutputFolder, book: Book) -> dict[int, tuple[JoinedChapter, list[Sentence]]]:
+    """The chapters earlier runs joined for this book (by number), each with its sentences; a record of another
+    book, or one unreadable, or whose audio is gone, is not one."""
+    found: dict[int, tuple[JoinedChapter, list[Sentence]]] = {}
+    fingerprint = book_fingerprint(book)
+    for path in sorted((folder.path / "chapters").glob("*.chapter.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("book") != fingerprint or not (folder.path / data["file"]).is_file():
+                continue
+            number = int(data["number"])
+            chapter = JoinedChapter(
+                number=number, title=str(data["title"]), file=str(data["file"]), samples=int(data["samples"]),
+                sample_rate=int(data["sample_rate"]), sentences=int(data["sentences"]), rms_db=data["rms_db"],
+                peak_db=data["peak_db"], gain_db=data["gain_db"], meets_target=data["meets_target"],
+                cues=[Cue(float(a), float(b), str(t), str(s)) for a, b, t, s in data["cues"]],
+                words=list(data["words"]), files=list(data["files"]))
+            rows = [Sentence(number, int(p), str(t), str(i), str(s)) for p, t, i, s in data["sentence_rows"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if 1 <= number <= book.chapter_count and path.name == f"{number:02d}.chapter.json":
+            found[number] = (chapter, rows)
+    return found
+
+
+def book_so_far(plan: BookPlan, folder: OutputFolder, joined: list[JoinedChapter]
+                ) -> tuple[BookPlan, list[JoinedChapter]]:
+    """The plan and chapters the outputs hold: this run's chapters and those earlier runs of the same book made,
+    in book order (a book made in parts grows; a chapter made again replaces its earlier take)."""
+    now = {c.number for c in joined}
+    earlier = {n: r for n, r in read_chapter_records(folder, plan.book).items() if n not in now}
+    if not earlier:
+        return plan, joined
+    chapters = sorted(joined + [chapter for chapter, _ in earlier.values()], key=lambda c: c.number)
+    sentences = sorted(plan.sentences + [s for _, rows in earlier.values() for s in rows], key=lambda s: s.chapter)
+    return dataclasses.replace(plan, sentences=sentences), chapters
+
+
+def remove_stale_chapter_files(folder: OutputFolder, chapters: list[JoinedChapter], settings: BookSettings) -> None:
+    """Remove what no kept chapter wrote from ``chapters/``: an earlier run's word-level subtitles or other
+    format, a chapter file of another book or numbered otherwise (temporary ``.part-`` files are the batch
+    store's)."""
+    kept = {name for c in chapters for name in c.files} | {f"chapters/{c.number:02d}.chapter.json" for c in chapters}
+    if settings.audio_format not in ("m4b", "flac"):
+        kept |= {f"chapters/{c.number:02d}.{settings.audio_format}" for c in chapters}
+    for path in (folder.path / "chapters").iterdir():
+        if re.match(r"\d+\.", path.name) and f"chapters/{path.name}" not in kept and path.is_file():
+            path.unlink()
 
 
 def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
@@ -220,7 +303,7 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
     sentences_folder = folder.path / "sentences"
     sidecars = OutputFolder(sentences_folder)
     joined = []
-    for number, chapter in enumerate(plan.book.chapters, 1):
+    for number, chapter in plan.book.numbered():
         mine = [s for s in plan.sentences if s.chapter == number]
         pieces, cues, offset, rate, paragraph = [], [], 0, None, None
         words: list[list[dict]] = []
@@ -244,16 +327,20 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
         name = f"chapters/{number:02d}.flac"
         with folder.atomic(folder.path / name) as temp:
             soundfile.write(str(temp), audio, rate, subtype="PCM_16", format="FLAC")
+        files = [name]
         for kind in settings.subtitles:
-            folder.write_bytes(folder.path / f"chapters/{number:02d}.{kind}", render(cues, kind).encode("utf-8"))
+            files.append(f"chapters/{number:02d}.{kind}")
+            folder.write_bytes(folder.path / files[-1], render(cues, kind).encode("utf-8"))
         on_chapter_line = [WordTiming(**w).shifted(cue.start) for cue, sentence_words in zip(cues, words)
                            for w in sentence_words]
         for kind in settings.subtitles if on_chapter_line else ():   # made with word timings: word-level too
-            folder.write_bytes(folder.path / f"chapters/{number:02d}.words.{kind}",
-                               word_subtitles(on_chapter_line, kind).encode("utf-8"))
-        joined.append(JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio),
-                                    sample_rate=rate, sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain,
-                                    meets_target=meets, cues=cues, words=words))
+            files.append(f"chapters/{number:02d}.words.{kind}")
+            folder.write_bytes(folder.path / files[-1], word_subtitles(on_chapter_line, kind).encode("utf-8"))
+        made = JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio), sample_rate=rate,
+                             sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain, meets_target=meets,
+                             cues=cues, words=words, files=files)
+        write_chapter_record(folder, plan, made, mine)
+        joined.append(made)
         if on_chapter:
             on_chapter(number, name)
     return joined
@@ -296,8 +383,9 @@ def failed_checks(plan: BookPlan, sentences_folder: pathlib.Path) -> list[dict]:
 
 
 def write_outputs(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
-                  chapters: list[JoinedChapter]) -> str:
-    """The chosen format (an M4B, or a chapter file each), and the read-along EPUB; returns the main output."""
+                  chapters: list[JoinedChapter], made_now: Optional[set] = None) -> str:
+    """The chosen format (an M4B, or a chapter file each), and the read-along EPUB; returns the main output.
+    ``made_now``: the chapters joined in this run (None: all); another chapter's MP3 / Opus is kept if there."""
     from .containers import write_chapter_audio, write_m4b
 
     title = safe_name(plan.book.title)
@@ -312,6 +400,8 @@ def write_outputs(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
         if settings.audio_format != "flac":
             for chapter in chapters:
                 final = folder.path / f"chapters/{chapter.number:02d}.{settings.audio_format}"
+                if made_now is not None and chapter.number not in made_now and final.is_file():
+                    continue
                 with folder.atomic(final) as temp:
                     write_chapter_audio(temp, folder.path / chapter.file, settings.audio_format,
                                         title=chapter.title, album=plan.book.title, author=plan.book.author,
@@ -344,5 +434,4 @@ def chapter_summary(plan: BookPlan) -> list[dict]:
     counts: dict[int, int] = {}
     for sentence in plan.sentences:
         counts[sentence.chapter] = counts.get(sentence.chapter, 0) + 1
-    return [{"number": n, "title": c.title, "sentences": counts.get(n, 0)}
-            for n, c in enumerate(plan.book.chapters, 1)]
+    return [{"number": n, "title": c.title, "sentences": counts.get(n, 0)} for n, c in plan.book.numbered()]

@@ -91,6 +91,19 @@ class Book:
     kind: str = "text"                 # "epub", "markdown" or "text"
     #: chapters whose text is largely U+FFFD (bytes that were not UTF-8 and named no encoding), in words
     garbled: tuple[str, ...] = ()
+    # each chapter's number in the whole book (empty: 1, 2, ...) and the whole book's count (0: these): a book
+    # made in parts (``book_of_chapters``) keeps its chapters' numbers, so their files and markers do too
+    numbers: tuple[int, ...] = ()
+    whole_chapters: int = 0
+
+    def numbered(self) -> list[tuple[int, "Chapter"]]:
+        """(the chapter's number in the whole book, the chapter), in book order."""
+        return list(zip(self.numbers or range(1, len(self.chapters) + 1), self.chapters))
+
+    @property
+    def chapter_count(self) -> int:
+        """How many chapters the whole book has (not only those chosen)."""
+        return self.whole_chapters or len(self.chapters)
 
 
 def read_book(path, limits: Optional[BookLimits] = None, encoding: Optional[str] = None,
@@ -117,11 +130,13 @@ def read_book(path, limits: Optional[BookLimits] = None, encoding: Optional[str]
 
 
 def book_of_chapters(book: Book, chosen: Optional[str]) -> Book:
-    """``book`` with only the chapters ``chosen`` names: ``"1-3,5"`` (numbers from 1, as listed)."""
+    """``book`` with only the chapters ``chosen`` names: ``"1-3,5"`` (numbers from 1, as listed), in book order
+    and keeping their numbers (``Book.numbered``)."""
     if not chosen:
         return book
-    numbers = parse_chapter_choice(chosen, len(book.chapters))
-    return dataclasses.replace(book, chapters=tuple(book.chapters[n - 1] for n in numbers))
+    numbers = sorted(parse_chapter_choice(chosen, len(book.chapters)))
+    return dataclasses.replace(book, chapters=tuple(book.chapters[n - 1] for n in numbers), numbers=tuple(numbers),
+                               whole_chapters=len(book.chapters))
 
 
 def parse_chapter_choice(text: str, count: int) -> list[int]:

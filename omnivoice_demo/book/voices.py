@@ -159,9 +159,9 @@ def _merged(parts: list[Part]) -> list[Part]:
 def chapter_voices(entries, count: Optional[int], resolve: Callable[[str, str], Optional[Voicing]]
                    ) -> dict[int, Voicing]:
     """The narrator of some chapters: ``N=VOICE`` entries (the CLI's ``--chapter-voice``, the Book tab's
-    "Chapter voices" box, ``3=nova, 5=onyx``), each voice looked up with ``resolve(value, what)``; N counts the
-    chapters being made from 1 (as they are listed), at most ``count`` (None: checked once the book is read,
-    ``check_chapter_voices``)."""
+    "Chapter voices" box, ``3=nova, 5=onyx``), each voice looked up with ``resolve(value, what)``; N is the
+    chapter's number in the book (as listed, also when only some are made), at most ``count`` (None: checked once
+    the book is read, ``check_chapter_voices``)."""
     found: dict[int, Voicing] = {}
     for entry in entries:
         match = re.fullmatch(r"\s*(\d+)\s*=\s*(.+?)\s*", entry)
@@ -177,8 +177,8 @@ def chapter_voices(entries, count: Optional[int], resolve: Callable[[str, str], 
 
 
 def check_chapter_voices(numbers, count: Optional[int]) -> None:
-    """Every chapter a voice is given to is one of the ``count`` chapters being made (None: not known yet, only
-    that chapters count from 1)."""
+    """Every chapter a voice is given to is one of the book's ``count`` chapters (None: not known yet, only that
+    chapters count from 1)."""
     for number in numbers:
         if number < 1:
             raise InvalidInput(f"Chapter voice {number}: chapters are numbered from 1.", param="chapter_voice")
