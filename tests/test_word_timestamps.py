@@ -150,6 +150,22 @@ def test_align_gives_the_words_of_the_text_with_times(rec):
     assert [w.word for w in detected] == [w.word for w in words]
 
 
+def test_the_recognisers_own_markers_in_the_text_are_aligned_as_the_characters_written(rec):
+    """Issue 49: ``<|en|>`` or ``<|notimestamps|>`` in the text became Whisper's markers (ids at or past
+    end-of-text), and the alignment's logits, cut at end-of-text, raised an IndexError (a 500).  They are
+    text a person could read out, so they are aligned as their characters, every id a text token."""
+    text = "Say <|en|> and <|notimestamps|> then <|0.00|><|endoftext|> done."
+    ids = rec.text_tokens(text)
+    assert ids and max(ids) < rec.eos_id
+    assert rec.tokenizer.decode(ids, skip_special_tokens=False) == " " + text
+    plain = "Hello there, a plain text."   # a text without markers keeps encode's ids
+    assert rec.text_tokens(plain) == rec.tokenizer.encode(" " + plain, add_special_tokens=False).ids
+    wav = speech_like(4.0, 16000, seed=49)[0]
+    words = rec.align(wav, 16000, text, language="en")   # Whisper's grouping splits "|" and "<" off as words
+    assert "".join(w.word for w in words) == text.replace(" ", "") and words[-1].word == "done."
+    assert [w.start for w in words] == sorted(w.start for w in words)
+
+
 def test_long_text_is_aligned_window_by_window(rec):
     """44 s of audio and text over one window: aligned in pieces, every word once, in order, in the clip."""
     wav = speech_like(44.0, 16000, seed=44)[0]

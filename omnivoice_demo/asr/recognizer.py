@@ -317,8 +317,32 @@ class SpeechRecognizer:
         return self.max_target_positions - 4
 
     def text_tokens(self, text: str) -> list[int]:
-        """``text`` as Whisper writes it after the prompt: ``" " + text``, no special tokens."""
-        return self.tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids
+        """``text`` as Whisper writes it after the prompt: ``" " + text``, as text tokens only (every id below
+        end-of-text).
+
+        The recogniser's own markers written in the text (``<|en|>``, ``<|notimestamps|>``, a timestamp
+        ``<|0.00|>``: added tokens, special or not) never become markers: a person can only say the characters
+        they are written with, so such a text is read by the tokenizer's own pre-tokenizer and BPE model without
+        its added tokens (``_plain_tokens``).  A text without them keeps ``encode``'s ids, which are the same."""
+        spoken = " " + text.strip()
+        ids = self.tokenizer.encode(spoken, add_special_tokens=False).ids
+        if all(i < self.eos_id for i in ids):
+            return ids
+        return self._plain_tokens(spoken)
+
+    def _plain_tokens(self, text: str) -> list[int]:
+        """``text`` through the tokenizer's normalizer, pre-tokenizer and model alone: the added tokens (the
+        markers) are not matched, so every character is read as text."""
+        tokenizer = self.tokenizer
+        if tokenizer.normalizer is not None:
+            text = tokenizer.normalizer.normalize_str(text)
+        pieces = tokenizer.pre_tokenizer.pre_tokenize_str(text) if tokenizer.pre_tokenizer is not None \
+            else [(text, (0, len(text)))]
+        ids = [token.id for piece, _ in pieces for token in tokenizer.model.tokenize(piece)]
+        if any(i >= self.eos_id for i in ids):  # a vocabulary whose text tokens reach the markers: never aligned
+            raise InvalidInput("The text holds a piece the speech recogniser reads only as one of its own markers; "
+                               "write it in words to time it.", param="text")
+        return ids
 
     def align_window(self, wav_16k: np.ndarray, token_ids: Sequence[int], language: Optional[int] = None,
                      ) -> tuple[np.ndarray, np.ndarray, int]:
