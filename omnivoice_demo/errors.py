@@ -93,13 +93,34 @@ def _token_pattern(tokens: frozenset) -> "re.Pattern":
     return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
 
 
+#: what the prompt builder deletes from every text before it is tokenised (``text.prompt.combine_text``, the
+#: reference's ``_combine_text``): line breaks.  A control token split by one (``<|text_\nend|>``) is whole again
+#: in the prompt, so the check reads the text as the prompt will (issue 49).
+PROMPT_DELETES = re.compile(r"[\r\n]+")
+
+
 def check_control_tokens(text: Optional[str], where: str, tokens: frozenset = CONTROL_TOKENS) -> Optional[str]:
     """``text`` unchanged, or ``InvalidInput`` naming the first control token in it and ``where`` it was.
 
-    One regular-expression search (no tokenising), so every text can be checked before any work; a text
-    without a control token is returned as it is, so the exact path does not change."""
+    The text is read as written and as the prompt builder reads it (``PROMPT_DELETES`` removed), so a token
+    split by a line break is found too.  Regular-expression searches (no tokenising), so every text can be
+    checked before any work; a text without a control token is returned as it is, so the exact path does not
+    change.  ``text.prompt.build_condition_ids`` checks the token ids it builds as well, the last word."""
     if not text or not isinstance(text, str):
         return text
+    pattern = _token_pattern(tokens)
+    found = pattern.search(text)
+    if found is not None:
+        raise InvalidInput(f"{where} holds the model's control token {found.group()} (at character {found.start()}); "
+                           "control tokens cannot be spoken or written into the prompt: remove it.",
+                           param="control_token")
+    joined = PROMPT_DELETES.sub("", text)
+    found = pattern.search(joined) if len(joined) != len(text) else None
+    if found is not None:
+        raise InvalidInput(f"{where} holds the model's control token {found.group()} once its line breaks are "
+                           "removed, as the prompt is built; control tokens cannot be spoken or written into the "
+                           "prompt: remove it.", param="control_token")
+    return text
     found = _token_pattern(tokens).search(text)
     if found is not None:
         raise InvalidInput(f"{where} holds the model's control token {found.group()} (at character {found.start()}); "

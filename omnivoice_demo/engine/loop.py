@@ -349,7 +349,12 @@ class OmniVoiceEngine:
                               instruct=resolved_instruct, voice=voice, config=config, normalization=normalization)
 
     def checked_plan(self, plan: GenerationPlan) -> GenerationPlan:
-        """``plan``, held to the limits: its planned speech (times the sentence check's takes), chunks and prompt."""
+        """``plan``, held to the limits: its planned speech (times the sentence check's takes), chunks and prompt;
+        and every chunk as it is read (after the lexicon, SSML and numbers in words) free of control tokens,
+        before any work (the prompt builder checks the ids it builds again, the last word)."""
+        for chunk in plan.chunks:
+            check_control_tokens(chunk, "The text as it is read (pronunciations applied, numbers in words)",
+                                 self.control_tokens)
         self.check_planned_frames(plan.target_frames, plan.config)
         self._check_chunks(plan)
         return plan

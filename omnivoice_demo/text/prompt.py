@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from ..errors import CONTROL_TOKENS, InvalidInput, ModelFolderError, check_control_tokens, check_unicode
+from ..errors import (CONTROL_TOKENS, PROMPT_DELETES, InvalidInput, ModelFolderError, check_control_tokens,
+                      check_unicode)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tokenizers import Tokenizer
@@ -119,7 +120,7 @@ def combine_text(text: str, ref_text: Optional[str] = None) -> str:
         full_text = ref_text.strip() + " " + text.strip()
     else:
         full_text = text.strip()
-    full_text = re.sub(r"[\r\n]+", "", full_text)
+    full_text = PROMPT_DELETES.sub("", full_text)
     full_text = full_text.replace("\uff08", "(").replace("\uff09", ")")
     full_text = re.sub(r"[ \t]+", " ", full_text)
     full_text = re.sub(rf"(?<={_CJK})\s+|\s+(?={_CJK})", "", full_text)
@@ -299,7 +300,37 @@ def build_condition_ids(
     says whether reference audio codes follow (voice cloning).
     """
     validate_text(text)
-    style_ids = tokenizer.encode(style_text(language, instruct, denoise, has_reference)).ids
+    tokens = special_tokens(tokenizer)
+    check_control_tokens(text, "The text", tokens)
+    check_control_tokens(ref_text, "The voice's transcript", tokens)
+    check_control_tokens(instruct, "The instruct", tokens)
+    check_control_tokens(language, "The language", tokens)
+    style = style_text(language, instruct, denoise, has_reference)
+    style_ids = tokenizer.encode(style).ids
     wrapped = f"<|text_start|>{combine_text(text, ref_text=ref_text)}<|text_end|>"
     text_ids = tokenize_with_nonverbal_tags(wrapped, tokenizer)
+    _check_markers(style_ids, _MARKERS.findall(style), tokenizer, "The language or the instruct")
+    _check_markers(text_ids, ["<|text_start|>", "<|text_end|>"], tokenizer, "The text or the voice's transcript")
     return np.asarray(style_ids + text_ids, dtype=np.int64)
+
+
+#: the markers ``style_text`` and ``build_condition_ids`` write around the user's texts
+_MARKERS = re.compile(r"<\|[a-z_]+\|>")
+
+
+def _check_markers(ids: list[int], markers: list[str], tokenizer, where: str) -> None:
+    """``InvalidInput`` unless the special tokens among ``ids`` are exactly ``markers``, those the prompt builder
+    wrote, in order: the ids are what the model reads, after every rewrite of the text (line breaks removed,
+    SSML resolved, lexicon applied, numbers in words, the tokenizer's own normalisation), so no way of writing
+    a control token in a text reaches the model, whichever entry point it came through (issue 49).  The string
+    checks before it (``check_control_tokens``) name the token earlier and more precisely; this is the last
+    word, at the one place every prompt is built."""
+    decoder = getattr(tokenizer, "get_added_tokens_decoder", None)
+    special = {i for i, token in decoder().items() if token.special} if decoder else set()
+    found = [i for i in ids if i in special]
+    expected = [tokenizer.token_to_id(marker) for marker in markers] if special else []
+    if found != expected:
+        first = next(k for k in range(len(found) + 1) if k >= len(expected) or found[k] != expected[k])
+        token = tokenizer.id_to_token(found[first]) if first < len(found) else "(a marker missing)"
+        raise InvalidInput(f"{where} becomes the model's control token {token} in the prompt; control tokens "
+                           "cannot be spoken or written into the prompt: remove it.", param="control_token")
