@@ -343,3 +343,21 @@ def test_a_book_made_in_parts_grows_into_one_m4b_in_book_order(tiny_fp32_folder,
     last = run_book(capsys, *book_args(tiny_fp32_folder, book, output))
     assert (last["made"], last["reused"]) == (2, 10)
     assert [c["title"] for c in read_chapters(m4b)] == titles
+
+
+def test_the_book_tabs_download_is_named_after_the_book(tiny_fp32_folder, tmp_path):
+    """Issue 51: the Book tab's M4B was offered as ``book-<token>.m4b``; it is named as the CLI names it, with the
+    output folder's token (what lets only its owner fetch it on a shared server) before the suffix."""
+    import types
+
+    from omnivoice_demo.ui.tabs.book import downloadable
+    from tests.support.studios import folder_studio
+
+    studio = folder_studio(tiny_fp32_folder, tmp_path / "studio")
+    made = tmp_path / "The Test Book.m4b"
+    made.write_bytes(b"an audiobook")
+    done = types.SimpleNamespace(state="done", result=types.SimpleNamespace(output=str(made)))
+    copy = downloadable(studio, done, None)
+    assert re.fullmatch(r"The Test Book-[0-9a-f]{24}\.m4b", os.path.basename(copy)), copy
+    assert open(copy, "rb").read() == b"an audiobook"
+    assert downloadable(studio, types.SimpleNamespace(state="running", result=None), None) is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -57,6 +58,7 @@ def test_the_book_tab_makes_an_m4b_and_plays_a_chapter(app, tmp_path, artifacts_
         assert cells[cells.index("1"):cells.index("1") + 4] == ["1", "The Harbour", "3", "3"]
         page.wait_for_function("document.querySelector('#book-m4b a') !== null", timeout=30 * SECONDS)
         href = page.locator("#book-m4b a").first.get_attribute("href")
+        assert "The Test Book-" in urllib.parse.unquote(href), href   # named after the book (issue 51)
         page.locator("#book-pick input").click()
         page.get_by_role("option", name="2. The Storm").click()
         # the player shows the chapter's length once it has its audio
@@ -127,7 +129,7 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     identity = ModelSpec(model=str(tiny_fp32_folder)).identity()
     settings = settings_of(studio, "alloy", None, "", "2=nova, 3=female, low pitch", 4, False)
     assert settings.chapter_voices[2].name == "nova" and "low pitch" in settings.chapter_voices[3].instruct
-    job = BookJobs(tmp_path / "books", shared=True).open(None, str(book), settings, identity, chapters="3,2")
+    job = BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, identity, chapters="3,2")
     assert [c.title for c in job.plan.book.chapters] == ["The Storm", "The Morning"]
     assert [row["number"] for row in job.chapters()] == [2, 3]   # the table's numbers, as in the book
     by_chapter = {s.chapter: s.item_id for s in job.plan.sentences}
@@ -135,9 +137,9 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     assert voices[by_chapter[2]] != voices[by_chapter[3]] and "low pitch" in voices[by_chapter[3]]
     with pytest.raises(InvalidInput, match="chapters 1-3"):
         BookJobs(tmp_path / "books", shared=True).open(
-            None, str(book), settings_of(studio, "alloy", None, "", "4=nova", 4, False), identity, chapters="2-3")
+            "visitor", str(book), settings_of(studio, "alloy", None, "", "4=nova", 4, False), identity, chapters="2-3")
     with pytest.raises(InvalidInput, match="numbered from 1"):   # before the book is read: not "chapters 1-0"
         settings_of(studio, "alloy", None, "", "0=nova", 4, False)
     with pytest.raises(InvalidInput, match="outside the book's chapters 1-3"):
-        BookJobs(tmp_path / "books", shared=True).open(None, str(book), settings, identity, chapters="2-4")
+        BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, identity, chapters="2-4")
 

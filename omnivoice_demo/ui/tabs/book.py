@@ -8,6 +8,7 @@ book is bounded before any work (``book.jobs``), and the job, its chapters and i
 from __future__ import annotations
 
 import json
+import pathlib
 import re
 import shutil
 import time
@@ -104,6 +105,18 @@ def status(job) -> str:
     return line
 
 
+def downloadable(studio: Studio, job, owner: Optional[str]) -> Optional[str]:
+    """A finished job's audiobook as an output file of ``owner``'s, named as the CLI names it (``<title>.m4b``,
+    with the output folder's random token before the suffix: on a shared server the name is what lets only its
+    owner fetch it); None while it is not made."""
+    if job is None or job.state != "done" or job.result is None or not job.result.output:
+        return None
+    made = pathlib.Path(job.result.output)
+    copy = studio.output_path(made.stem, made.suffix, owner)
+    shutil.copyfile(made, copy)
+    return str(copy)
+
+
 def build(studio: Studio) -> None:
     jobs = BookJobs(studio.out_dir / "books", studio.shared)
     from ...studio.vocabulary import DESIGNS
@@ -196,11 +209,7 @@ def build(studio: Studio) -> None:
         running = job.state == "running"
         finished = [f"{r['number']}. {r['title']}" for r in job.chapters()
                     if (job.folder / "chapters" / f"{r['number']:02d}.flac").is_file()] if not running else []
-        download = gr.update()
-        if job.state == "done" and job.result is not None and job.result.output:
-            copy = studio.output_path("book", ".m4b", owner)
-            shutil.copyfile(job.result.output, copy)
-            download = str(copy)
+        download = downloadable(studio, job, owner) or gr.update()
         return (status(job), table(job), gr.update(choices=finished) if finished else gr.update(), download,
                 gr.Timer(active=running))
 
