@@ -127,9 +127,16 @@ def main(argv=None) -> None:
         from omnivoice_demo.ui.key_gate import KeyGate
 
         middleware.insert(0, Middleware(KeyGate, throttle=throttle))
-    from omnivoice_demo.ui.gradio_data import GradioDataCheck
+    from omnivoice_demo.ui.gradio_data import GradioDataCheck, largest_call_bytes, validation_answer
 
-    middleware.append(Middleware(GradioDataCheck))   # a Gradio API call with too few values: a 400, not a 500
+    middleware.append(Middleware(GradioDataCheck))   # Gradio's routes: a malformed body is a 4xx, not a 500
+    from omnivoice_demo.api.body_cap import BodyCap, upload_caps
+
+    # in front of everything: every route's body counted as it arrives, a Gradio call's at most what the page sends
+    middleware.insert(0, Middleware(BodyCap, default=largest_call_bytes(studio.limits, studio.shared),
+                                    uploads=upload_caps(studio.limits, args.max_upload_mb)))
+    from fastapi.exceptions import RequestValidationError
+
     from omnivoice_demo.api.cors import ApiCors, front_lifespan
     from omnivoice_demo.ui.server_start import patient_server_start
 
@@ -140,7 +147,9 @@ def main(argv=None) -> None:
                 auth_message="This server needs its API key: any user name, the key as the password.",
                 # /v1/audio/speech etc. on the same server, there before the first request; /v1's CORS in front
                 app_kwargs={"routes": routes, "middleware": middleware,
-                            "lifespan": front_lifespan(Middleware(ApiCors))},
+                            "lifespan": front_lifespan(Middleware(ApiCors)),
+                            # FastAPI's 422 without the refused body (it quoted it whole)
+                            "exception_handlers": {RequestValidationError: validation_answer}},
                 # no "is localhost accessible" probe after the start: a HEAD with a 3 s timeout that fails on a
                 # busy machine and aborts the launch; the server is up when launch returns (it waits for that)
                 _frontend=False)

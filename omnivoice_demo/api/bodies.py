@@ -8,13 +8,13 @@ form through ``read_upload`` after their own checks (403, 404, 503), so a refuse
 
 from __future__ import annotations
 
-import json
 import pathlib
 from typing import Optional
 
 from fastapi import Request
 
 from ..errors import InvalidInput
+from ..studio import json_bodies
 from .openai_errors import ApiError
 
 #: the largest JSON body of a request (a speech request is text of at most a few hundred kilobytes)
@@ -55,12 +55,9 @@ async def read_json(request: Request, example: str = ""):
 
 
 def parse_json(body, example: str = ""):
-    """``body`` (bytes or text) as JSON, whatever the request's Content-Type said; a 400 if it is not."""
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
-        raise InvalidInput(f"The request body is {reason}{'; send ' + example if example else ''}.") from None
+    """``body`` (bytes or text) as strict JSON, whatever the request's Content-Type said; a 400 if it is not (NaN,
+    Infinity and a key given twice included: ``studio.json_bodies``)."""
+    return json_bodies.loads(body, example)
 
 
 async def read_form(request: Request, limit: int):

@@ -120,6 +120,10 @@ def serve(args: argparse.Namespace) -> int:
         beside(args, models, voices, context.service, redact)
     app = fastapi.FastAPI(title="OmniVoice ONNX Studio API", docs_url=None, redoc_url=None)
     mount(app, context)
+    from .bodies import MAX_JSON_BYTES
+    from .body_cap import BodyCap, upload_caps
+
+    app.add_middleware(BodyCap, default=MAX_JSON_BYTES, uploads=upload_caps(models.limits))  # every route's body
     if shared and not context.api_key:
         logging.getLogger(__name__).warning("shared mode without --api-key: /v1 is open, creating voices is off")
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info"))
