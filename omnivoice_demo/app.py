@@ -62,7 +62,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def make_studio(args: argparse.Namespace):
     from omnivoice_demo.settings.limits import limits_from_arguments
-    from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
+    from omnivoice_demo.studio import ModelManager, Studio
+    from omnivoice_demo.studio.voice_store import store_from_arguments
     from omnivoice_demo.studio.service import service_from_arguments
     from omnivoice_demo.studio.sharing import shared_from_arguments
 
@@ -73,7 +74,7 @@ def make_studio(args: argparse.Namespace):
     manager = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                            offline=args.offline, limits=limits, locked=shared, **backbone_settings(args))
     # shared: saved voices live in each visitor's browser (the server folder is not used)
-    voices = VoiceLibrary(private=shared, max_variants=limits.max_voice_variants)
+    voices = store_from_arguments(args, private=shared, max_variants=limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
     return Studio(models=manager, voices=voices, max_upload_mb=args.max_upload_mb, limits=limits, shared=shared,
                   service=service_from_arguments(args), lexicon=args.lexicon)

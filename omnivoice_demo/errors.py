@@ -46,6 +46,10 @@ class Busy(OmniVoiceError):
     """The server is at its concurrency limit; try again later."""
 
 
+class StoreUnavailable(OmniVoiceError):
+    """The saved voices' store (a database) cannot be reached or used now; the message names it and what to do."""
+
+
 def one_line(exc: BaseException) -> str:
     """The first paragraph of an error's message, for a single-line display (CLI, API)."""
     text = str(exc).strip() or type(exc).__name__

@@ -38,6 +38,25 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+# --- PostgreSQL for tests/test_voice_store.py and tests/test_voice_store_serve.py ------------------
+# The voice store's tests start a real server (initdb into a temporary folder, pg_ctl on a free port): Debian's
+# postgresql package gives the binaries. Without them (no apt-get, no root) those tests are skipped and say why.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+    if $SUDO true 2>/dev/null; then
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql \
+        || echo "setup_dev.sh: could not install postgresql; the voice store's database tests will be skipped" >&2
+    else
+      echo "setup_dev.sh: installing postgresql needs root; run: sudo apt-get install postgresql" >&2
+    fi
+  else
+    echo "setup_dev.sh: no apt-get; install PostgreSQL's server to run the voice store's database tests" >&2
+  fi
+fi
+
 # --- the openai npm package for tests/test_http_api.py's Node example -------------------------
 # OpenAI's own Node example runs against the test server where node and npm are present; the
 # package goes into .node-dev/ (scripts/test.sh points OMNIVOICE_NODE_MODULES there). Without

@@ -2,7 +2,7 @@
 
 Errors are ``{"error": {"message", "type", "param", "code"}}`` with status 400 (a wrong request),
 401 (API key), 403 (not allowed here), 404 (no such model or voice), 413 (over a limit), 429
-(queue full), 503 (no model loaded), 500 (internal; the details go to the log only).  A body
+(queue full), 503 (no model loaded, or the voices' database cannot be reached), 500 (internal; the details go to the log only).  A body
 that a request model (``api.schemas``) refuses is answered as the check that refused it: the
 model's validators raise the engine's ``InvalidInput``, which pydantic keeps as the error's cause.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded, one_line
+from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
+                      StoreUnavailable, one_line)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,9 @@ def api_error(exc: BaseException) -> ApiError:
         return ApiError(400, one_line(exc), param=exc.param, code="invalid_value")
     if isinstance(exc, (ModelNotAvailable, ModelFolderError)) or type(exc).__name__ == "ModelNotReady":
         return ApiError(503, one_line(exc), "server_error", code="model_not_ready")
+    if isinstance(exc, StoreUnavailable):   # the voices' database is down: the server is not at fault for long
+        return ApiError(503, one_line(exc), "server_error", code="voice_store_unavailable",
+                        headers={"Retry-After": "5"})
     if isinstance(exc, (OmniVoiceError, ValueError)):
         return ApiError(400, one_line(exc), code="invalid_value")
     log.error("internal error in the HTTP API", exc_info=exc)

@@ -39,6 +39,9 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
                             "take precedence word by word), the app's pages (under each owner's lexicon) and "
                             "--wyoming-uri (TSV or JSON, docs/text.md)")
     add_queue_arguments(group)
+    from ..studio.voice_store import add_voice_store_argument
+
+    add_voice_store_argument(group)
 
 
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str,
@@ -94,7 +97,8 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..settings.limits import limits_from_arguments
-    from ..studio import ModelManager, VoiceLibrary
+    from ..studio import ModelManager
+    from ..studio.voice_store import store_from_arguments
 
     from ..studio.ports import exit_if_port_in_use
 
@@ -106,13 +110,13 @@ def serve(args: argparse.Namespace) -> int:
     models = ModelManager(provider=args.provider, threads=args.threads, cache_dir=args.model_cache,
                           offline=args.offline, limits=limits_from_arguments(args), locked=shared,
                           **backbone_settings(args))
-    voices = VoiceLibrary(private=shared, max_variants=models.limits.max_voice_variants)
+    voices = store_from_arguments(args, private=shared, max_variants=models.limits.max_voice_variants)
     voices.sweep()  # voice files that cannot be read are moved aside, not listed
 
     def redact(text: str) -> str:
         from ..studio.sharing import redact_paths
 
-        return redact_paths(text, [voices.root, models.cache_dir]) if shared else text
+        return redact_paths(text, voices.private_paths() + [models.cache_dir]) if shared else text
 
     context = make_context(args, models, voices, service_from_arguments(args), redact)
     beside = getattr(args, "start_beside", None)  # another front end on the same queue (__main__ sets it: Wyoming)

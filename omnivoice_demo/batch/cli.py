@@ -26,9 +26,10 @@ def add_batch_command(commands, add_model_arguments) -> None:
     batch.add_argument("--subtitles", default="", metavar="srt,vtt", help="subtitle formats to write per item")
     batch.add_argument("--book", action="store_true",
                        help="the items are the parts of one book: also write book.<format> and its subtitles")
-    batch.add_argument("--voices", default=None, metavar="DIR",
-                       help="where voice names of the rows are looked up (default: the app's saved voices, "
-                            "as omnivoice voices list shows them); a row's voice may also be a named design "
+    batch.add_argument("--voices", "--voice-store", default=None, metavar="DIR|URL", dest="voices",
+                       help="where voice names of the rows are looked up: a folder or postgresql://... (default: "
+                            "$OMNIVOICE_VOICE_STORE, else the app's saved voices, as omnivoice voices list shows "
+                            "them); a row's voice may also be a named design "
                             "(alloy, ...) or a .npz path relative to the input's folder")
     batch.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                        help="pronunciations for every item (TSV or JSON, docs/text.md); a row's own pronunciations "

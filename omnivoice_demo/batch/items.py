@@ -139,9 +139,9 @@ def read_batch(path, base: Optional[GenerationConfig] = None, voices_dir=None,
     if kind not in (".jsonl", ".csv", ".txt"):
         raise InvalidInput(f"The batch input {path.name} is not a batch file; give {INPUT_FORMATS}.", param="input")
     base = base or GenerationConfig()
-    from ..studio import VoiceLibrary
+    from ..studio.voice_store import open_voice_store
 
-    voices = VoiceLibrary(voices_dir)  # default: the app's saved voices
+    voices = open_voice_store(voices_dir)  # default: $OMNIVOICE_VOICE_STORE, else the app's saved voices
 
     def item_of(line, number: int) -> BatchItem:
         row = parse_json_row(line) if kind == ".jsonl" else csv_row(line) if kind == ".csv" else {"text": line.strip()}
@@ -351,7 +351,7 @@ def voice_of(voice: Optional[str], voices, folder: pathlib.Path) -> tuple[Option
 
     if not voice:
         return None, None
-    chosen = choose_voice(voice, voices.names(), listed_by=f"omnivoice voices list --folder {voices.root}",
+    chosen = choose_voice(voice, voices.names(), listed_by=f"omnivoice voices --store {voices.describe()} list",
                           path_base=folder)
     if chosen.kind == "saved" and chosen.variant:
         raise InvalidInput(f"voice {voice!r} is a style variant; a batch row speaks with a saved voice's own clip "

@@ -31,7 +31,9 @@ def add_book_command(commands, add_model_arguments) -> None:
                            "(docs/books.md#voices)")
     book.add_argument("--chapter-voice", action="append", default=[], metavar="N=VOICE",
                       help="the narrator of chapter N (repeatable)")
-    book.add_argument("--voices", default=None, metavar="DIR", help="where voice names are looked up")
+    book.add_argument("--voices", "--voice-store", default=None, metavar="DIR|URL", dest="voices",
+                      help="where voice names are looked up: a folder or postgresql://... (default: "
+                           "$OMNIVOICE_VOICE_STORE, else the app's saved voices)")
     book.add_argument("--language", default=None, help="speak in this language (default: the book's)")
     book.add_argument("--chapters", default=None, metavar="1-3,5", help="only these chapters (as --list shows)")
     book.add_argument("--list", action="store_true", help="list the chapters with sentence counts and stop")
@@ -58,11 +60,11 @@ def add_book_command(commands, add_model_arguments) -> None:
 
 
 def settings_from_arguments(args, book):
-    from ..studio import VoiceLibrary
+    from ..studio.voice_store import open_voice_store
     from .project import BookSettings, Loudness
     from .voices import Voicing, chapter_voices, read_cast, resolve_voicing
 
-    voices = VoiceLibrary(args.voices)
+    voices = open_voice_store(args.voices)
     config = config_from_arguments(args)
     if args.preset and "guard" not in getattr(args, "_config_flags_given", set()):
         config = config.replace(guard=True)

@@ -1,5 +1,6 @@
 """``omnivoice voices list|delete|rename|export|import|variant`` and ``omnivoice languages``: the app's saved
-voices (``studio.VoiceLibrary``, the folder the app and ``serve`` use), their style variants
+voices (the store the app and ``serve`` use: a folder, or a database with ``--store postgresql://...``;
+``export --all`` and ``import`` of several files carry every voice from one store to another), their style variants
 (``studio.variants``) and the model's languages, from the command line."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ def add_library_commands(commands, add_model_arguments, open_engine) -> None:
     voices = commands.add_parser("voices", help="the app's saved voices: list, delete, rename, export, import",
                                  description="The voices saved in the app (the folder $OMNIVOICE_DATA/voices, else "
                                              "~/.local/share/omnivoice-onnx-studio/voices; --folder: another).")
-    voices.add_argument("--folder", default=None, help="the voices folder (default: the app's)")
+    voices.add_argument("--store", "--voice-store", "--folder", default=None, dest="folder", metavar="DIR|URL",
+                        help="the voices' store: a folder or postgresql://USER:PASSWORD@HOST:PORT/DATABASE (default: "
+                             "$OMNIVOICE_VOICE_STORE, else the app's folder)")
     actions = voices.add_subparsers(dest="action", required=True, parser_class=type(voices))
     actions.add_parser("list", help="the saved voices, one a line: name, seconds, transcript")
     delete = actions.add_parser("delete", help="remove a saved voice")
@@ -24,12 +27,15 @@ def add_library_commands(commands, add_model_arguments, open_engine) -> None:
     rename = actions.add_parser("rename", help="give a saved voice another name")
     rename.add_argument("name")
     rename.add_argument("new_name")
-    export = actions.add_parser("export", help="copy a saved voice to a folder (NAME.npz and NAME.json)")
-    export.add_argument("name")
+    export = actions.add_parser("export", help="copy a saved voice (or --all) to a folder (NAME.npz and NAME.json)")
+    export.add_argument("name", nargs="?", default=None, help="the voice (leave out with --all)")
     export.add_argument("destination", help="the folder to write into (created when missing)")
-    imported = actions.add_parser("import", help="save a voice file (.npz) in the app's voices")
-    imported.add_argument("file")
-    imported.add_argument("--name", default=None, help="the name to save it under (default: the voice's own)")
+    export.add_argument("--all", action="store_true", help="every saved voice (to move them to another store: "
+                                                           "then omnivoice voices --store OTHER import FOLDER)")
+    imported = actions.add_parser("import", help="save voice files (.npz, or a folder of them) in the store")
+    imported.add_argument("file", nargs="+", help="voice files, or folders whose .npz files are imported")
+    imported.add_argument("--name", default=None, help="the name to save it under (default: the voice's own; one "
+                                                       "file only)")
     variant = actions.add_parser("variant", help="a saved voice's style variants (clips tagged cheerful, sad, ...): "
                                                  "add, list, delete")
     styles = variant.add_subparsers(dest="variant_action", required=True, parser_class=type(voices))
@@ -55,13 +61,20 @@ def add_library_commands(commands, add_model_arguments, open_engine) -> None:
 
 
 def run_voices(args: argparse.Namespace) -> int:
-    from ..studio import VoiceLibrary
+    from ..studio.voice_store import open_voice_store
 
-    library = VoiceLibrary(args.folder)
+    library = open_voice_store(args.folder)
+    try:
+        return _run_voices(args, library)
+    finally:
+        library.close()
+
+
+def _run_voices(args: argparse.Namespace, library) -> int:
     if args.action == "list":
         names = library.names()
         if not names:
-            print(f"no saved voices in {library.root} (save one in the app's Clone tab, or: omnivoice voices import "
+            print(f"no saved voices in {library.describe()} (save one in the app's Clone tab, or: omnivoice voices import "
                   "FILE.npz)")
         for name in names:
             try:
@@ -79,17 +92,34 @@ def run_voices(args: argparse.Namespace) -> int:
     elif args.action == "rename":
         print(f"renamed {args.name!r} to {library.rename(args.name, args.new_name)!r}")
     elif args.action == "export":
-        print("wrote " + " and ".join(str(path) for path in library.export(args.name, args.destination)))
+        if args.all == (args.name is not None):
+            raise InvalidInput("Give a voice's name, or --all for every voice (not both).", param="name")
+        for name in (library.names() if args.all else [args.name]):
+            print("wrote " + " and ".join(str(path) for path in library.export(name, args.destination)))
     else:
-        try:
-            name = library.import_file(args.file, args.name)
-        except InvalidInput as exc:
-            if exc.param != "name":  # the name is taken (a bad file is said as it is)
-                raise
-            raise InvalidInput(f"{exc} Import it under another name: omnivoice voices import {args.file} --name NEW.",
-                               param="name") from exc
-        print(f"saved the voice as {name!r} in {library.root}")
+        files = [path for given in args.file for path in voice_files(pathlib.Path(given))]
+        if args.name is not None and len(files) != 1:
+            raise InvalidInput(f"--name names one voice; {len(files)} files were given.", param="name")
+        for path in files:
+            try:
+                name = library.import_file(path, args.name)
+            except InvalidInput as exc:
+                if exc.param != "name":  # the name is taken (a bad file is said as it is)
+                    raise
+                raise InvalidInput(f"{exc} Import it under another name: omnivoice voices import {path} --name "
+                                   "NEW.", param="name") from exc
+            print(f"saved the voice as {name!r} in {library.describe()}")
     return 0
+
+
+def voice_files(given: pathlib.Path) -> list[pathlib.Path]:
+    """``given``, or the ``.npz`` files of the folder ``given`` (sorted; ``InvalidInput`` when it has none)."""
+    if not given.is_dir():
+        return [given]
+    found = sorted(given.glob("*.npz"))
+    if not found:
+        raise InvalidInput(f"The folder {given} holds no voice files (.npz).", param="file")
+    return found
 
 
 def run_variant(args: argparse.Namespace, library) -> int:

@@ -323,10 +323,10 @@ def read_text(value: str) -> str:
 
 def cli_voice(name: str):
     """(voice, design) of ``--voice``: a voice saved in the app, a named design, or a .npz path."""
-    from ..studio import VoiceLibrary
     from ..studio.vocabulary import resolve_voice
+    from ..studio.voice_store import open_voice_store
 
-    library = VoiceLibrary()
+    library = open_voice_store()   # $OMNIVOICE_VOICE_STORE, else the app's folder
     return resolve_voice(name, library.names(), library.load, listed_by="omnivoice voices list",
                          path_base=pathlib.Path.cwd())
 

@@ -119,7 +119,7 @@ class Studio:
             return text
         from .sharing import redact_paths
 
-        return redact_paths(text, [self.out_dir, self.voices.root, self.models.cache_dir])
+        return redact_paths(text, [self.out_dir, *self.voices.private_paths(), self.models.cache_dir])
 
 
 def session_of(request) -> Optional[str]:

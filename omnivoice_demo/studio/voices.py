@@ -1,4 +1,7 @@
-"""Saved voices: one ``.npz`` file per voice (``Voice.save``) in the user data folder.
+"""Saved voices: ``VoiceStore``, the one interface every front end uses, and ``VoiceLibrary``, the folder store
+(the default): one ``.npz`` file per voice (``Voice.save``) in the user data folder.  The other store, a
+PostgreSQL database shared by several processes and machines, is ``studio.voice_db``; ``studio.voice_store``
+chooses one from ``--voice-store URL``.
 
 List, save, load, rename, delete, export (the ``.npz`` and a ``.json`` describing it) and import;
 every file is written under a temporary name and then renamed into place.  A voice's style variants
@@ -13,6 +16,7 @@ other visitor's voices, the library is made per browser session
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -23,6 +27,8 @@ import threading
 import time
 from typing import Callable, Optional
 
+import filelock
+
 from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
 from ..settings.limits import Limits
 from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
@@ -30,7 +36,7 @@ from ..storage.voice_file import Voice, stored_tags
 from .variants import check_variants, variant_listing
 from ..text.voice_names import check_free, clean_name, find_name
 
-__all__ = ["VoiceLibrary", "clean_name", "data_dir", "export_voice", "write_voice"]
+__all__ = ["VoiceLibrary", "VoiceStore", "clean_name", "data_dir", "export_voice", "write_voice"]
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +56,97 @@ def data_dir() -> pathlib.Path:
     return pathlib.Path(os.path.expanduser(base)) / APP_DIR_NAME
 
 
-class VoiceLibrary:
-    """List, save and load voices in a folder."""
+class VoiceStore:
+    """Saved voices by name, per owner (``session``: in shared mode each owner's own; else one library).
+
+    The methods every store has (``VoiceLibrary``: a folder; ``voice_db.PostgresVoiceStore``: a database):
+    ``names``, ``load``, ``save``, ``change``, ``rename``, ``delete``, ``tags``, ``created_at``, ``path`` (a
+    local ``.npz`` of the voice, for batch workers), ``sweep`` (at start-up), ``export`` and ``import_file``
+    (through ``load`` and ``save``: a file exported from one store imports into another).  Names are compared
+    as ``text.voice_names`` says; a name taken is an ``InvalidInput`` with ``param="name"``."""
+
+    root: pathlib.Path      # a local folder of this store (the folder itself, or the database's local cache)
+    private: bool
+    max_voices: int
+    max_variants: int
+
+    def describe(self) -> str:
+        """Where the voices are, for messages (a database's address without its password)."""
+        return str(self.root)
+
+    def where(self, session: Optional[str] = None) -> str:
+        """Where ``session``'s voices are, for messages (a folder, or the database)."""
+        return self.describe()
+
+    def private_paths(self) -> list[pathlib.Path]:
+        """Server paths that error messages must not show in shared mode."""
+        return [self.root]
+
+    def check(self) -> None:
+        """At start-up: ``StoreUnavailable`` when the store cannot be used (a folder always can)."""
+
+    def close(self) -> None:
+        """Release what the store holds (a database's connections)."""
+
+    def sweep(self) -> list[pathlib.Path]:
+        return []
+
+    def names(self, session: Optional[str] = None) -> list[str]:
+        raise NotImplementedError
+
+    def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
+        raise NotImplementedError
+
+    def save(self, voice: Voice, name: str, session: Optional[str] = None, overwrite: bool = False):
+        raise NotImplementedError
+
+    def change(self, name: str, update: Callable[[Voice], Voice], session: Optional[str] = None) -> Voice:
+        raise NotImplementedError
+
+    def rename(self, name: str, new_name: str, session: Optional[str] = None) -> str:
+        raise NotImplementedError
+
+    def delete(self, name: str, session: Optional[str] = None) -> None:
+        raise NotImplementedError
+
+    def tags(self, name: str, session: Optional[str] = None) -> list[str]:
+        raise NotImplementedError
+
+    def created_at(self, name: str, session: Optional[str] = None) -> int:
+        raise NotImplementedError
+
+    def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
+        raise NotImplementedError
+
+    def export(self, name: str, folder: os.PathLike | str, session: Optional[str] = None) -> list[pathlib.Path]:
+        """Copy the voice ``name`` to ``folder`` (created when missing): ``NAME.npz`` (the voice) and ``NAME.json``
+        (what it is)."""
+        voice = self.load(name, session)
+        folder = pathlib.Path(folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput(f"Cannot create the folder {folder} ({exc.strerror}); choose another.",
+                               param="folder") from exc
+        return export_voice(voice, folder / f"{clean_name(voice.name or name)}.npz")
+
+    def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,
+                    max_frames: Optional[int] = None) -> str:
+        """Save the voice file ``path`` (checked by ``Voice.load``) under ``name`` (default: its own);
+        refused when the name is taken.  Returns the name used."""
+        voice = Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
+        name = clean_name(name or voice.name or pathlib.Path(path).stem)
+        self.save(voice, name, session)
+        return name
+
+
+def owner_key(session: Optional[str]) -> str:
+    """A shared server's owner (a session) as a folder name and a database's owner: word characters only."""
+    return re.sub(r"[^\w\-]", "", session or "") or "anonymous"
+
+
+class VoiceLibrary(VoiceStore):
+    """List, save and load voices in a folder (the default store: embedded, nothing to run)."""
 
     def __init__(self, root: Optional[pathlib.Path] = None, private: bool = False,
                  max_voices: int = MAX_VOICES_PER_OWNER, max_variants: int = Limits().max_voice_variants):
@@ -61,10 +156,30 @@ class VoiceLibrary:
         self.max_variants = max_variants   # style variants one voice keeps (``Limits.max_voice_variants``)
         self._lock = threading.RLock()  # a name's check and its write are one step for this process's threads
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """A name's check and its write as one step: for this process's threads (a lock) and for other processes
+        on the same folder (a lock file, ``filelock``; where the folder cannot hold one, read-only say, the
+        thread lock alone, and the write itself says what is wrong)."""
+        with self._lock:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)   # the lock beside the folder: its listing stays voices
+                lock = filelock.FileLock(str(self.root.parent / f".{self.root.name}.lock"), timeout=60)
+                lock.acquire()
+            except (OSError, filelock.Timeout):
+                lock = None
+            try:
+                yield
+            finally:
+                if lock is not None:
+                    lock.release()
+
+    def where(self, session: Optional[str] = None) -> str:
+        return str(self.folder(session))
+
     def folder(self, session: Optional[str] = None) -> pathlib.Path:
         if self.private:
-            key = re.sub(r"[^\w\-]", "", session or "") or "anonymous"
-            return self.root / "sessions" / key
+            return self.root / "sessions" / owner_key(session)
         return self.root
 
     def sweep(self) -> list[pathlib.Path]:
@@ -108,7 +223,7 @@ class VoiceLibrary:
         """Save ``voice`` as ``name``; a name taken by another voice (``check_free``) is refused, unless
         ``overwrite`` and it is the same name (``name_key``): then that voice is replaced, under its own name."""
         name = clean_name(name)
-        with self._lock:
+        with self._writing():
             names = self.names(session)
             same = find_name(name, names) if overwrite else None
             check_free(name, names, itself=same)
@@ -122,7 +237,7 @@ class VoiceLibrary:
     def change(self, name: str, update: Callable[[Voice], Voice], session: Optional[str] = None) -> Voice:
         """The saved voice ``name`` after ``update`` (a voice -> the changed voice: a style variant added or
         removed, ``studio.variants``), written back under its name (atomically, one step for this process)."""
-        with self._lock:
+        with self._writing():
             path = self._existing(name, session)
             voice = update(Voice.load(path))
             voice.name = path.stem
@@ -155,14 +270,14 @@ class VoiceLibrary:
 
     def delete(self, name: str, session: Optional[str] = None) -> None:
         """Remove the voice ``name``; ``InvalidInput`` when there is none."""
-        with self._lock:
+        with self._writing():
             self._existing(name, session).unlink()
 
     def rename(self, name: str, new_name: str, session: Optional[str] = None) -> str:
         """Give the voice ``name`` the name ``new_name``: refused when another voice has it (``check_free``); a
         change of case alone renames the same voice.  Returns the name used."""
         new_name = clean_name(new_name)
-        with self._lock:
+        with self._writing():
             old = self._existing(name, session)
             check_free(new_name, self.names(session), itself=old.stem)
             if new_name == old.stem:
@@ -173,27 +288,6 @@ class VoiceLibrary:
             if not _same_file(old, new):  # a case-only rename on a case-insensitive disk wrote over the old file
                 old.unlink()
         return new_name
-
-    def export(self, name: str, folder: os.PathLike | str, session: Optional[str] = None) -> list[pathlib.Path]:
-        """Copy the voice ``name`` to ``folder`` (created when missing): ``NAME.npz`` (the voice) and ``NAME.json``
-        (what it is)."""
-        voice = self.load(name, session)
-        folder = pathlib.Path(folder)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InvalidInput(f"Cannot create the folder {folder} ({exc.strerror}); choose another.",
-                               param="folder") from exc
-        return export_voice(voice, folder / f"{clean_name(voice.name or name)}.npz")
-
-    def import_file(self, path: os.PathLike | str, name: Optional[str] = None, session: Optional[str] = None,
-                    max_frames: Optional[int] = None) -> str:
-        """Save the voice file ``path`` (checked by ``Voice.load``) under ``name`` (default: its own);
-        refused when the name is taken.  Returns the name used."""
-        voice = Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
-        name = clean_name(name or voice.name or pathlib.Path(path).stem)
-        self.save(voice, name, session)
-        return name
 
 
 def _is_text(name: str) -> bool:

@@ -198,8 +198,9 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
 def run_wyoming(args: argparse.Namespace) -> int:
     """``omnivoice wyoming``: the Wyoming server alone, the model loaded before the port opens."""
     from ..settings.limits import limits_from_arguments
-    from ..studio import ModelManager, VoiceLibrary
+    from ..studio import ModelManager
     from ..studio.service import service_from_arguments
+    from ..studio.voice_store import store_from_arguments
     from ..studio.sharing import redact_paths
     from ..backbones.choice import backbone_settings
 
@@ -209,10 +210,10 @@ def run_wyoming(args: argparse.Namespace) -> int:
                           offline=args.offline, limits=limits_from_arguments(args), locked=args.shared,
                           **backbone_settings(args))
     models.load(args.model, args.precision, args.provider, args.offline, args.build, args.force_download)
-    voices = VoiceLibrary(private=args.shared, max_variants=models.limits.max_voice_variants)
+    voices = store_from_arguments(args, private=args.shared, max_variants=models.limits.max_voice_variants)
 
     def redact(text: str) -> str:
-        return redact_paths(text, [voices.root, models.cache_dir]) if args.shared else text
+        return redact_paths(text, voices.private_paths() + [models.cache_dir]) if args.shared else text
 
     server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
                                                   args.wyoming_guard, args.lexicon, args.wyoming_preset),
@@ -240,4 +241,7 @@ def add_wyoming_command(commands, add_model_arguments) -> None:
     group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
                        help="pronunciations for every request (TSV or JSON, docs/text.md)")
     add_queue_arguments(group)
+    from ..studio.voice_store import add_voice_store_argument
+
+    add_voice_store_argument(group)
     parser.set_defaults(run=run_wyoming)

@@ -273,8 +273,8 @@ def save_voice(studio: Studio, reference: Optional[str], transcript: str, consen
             studio.browser_voices.names(store)
     else:
         name = unique_name(asked, studio.voices.names(session))
-        path = studio.voices.save(voice, name, session)
-        where, names = f"in {path.parent}", studio.voices.names(session)
+        studio.voices.save(voice, name, session)
+        where, names = f"in {studio.voices.where(session)}", studio.voices.names(session)
     kept = (f" A voice named **{html.escape(asked)}** exists already, so this one is **{html.escape(name)}**."
             if name != asked else "")
     return {"message": f"Saved the voice **{html.escape(name)}** ({voice.seconds:.1f} s of reference) {where}."

@@ -1,0 +1,353 @@
+"""Saved voices in PostgreSQL (``--voice-store postgresql://...``): one store shared by any number of processes
+and machines, through ``psycopg`` 3 and its connection pool (``psycopg_pool``; the ``store`` extra).
+
+A voice is what the folder store keeps (its ``.npz`` bytes: codes, transcript, variants), with its owner (the
+session in shared mode; ``""`` for the one library), its name and the time it was created, in one row:
+
+* names are unique per owner by a database constraint on ``(owner, name_key)``, where ``name_key`` is the
+  ``look_alike_key`` the folder store's ``check_free`` compares by: two processes racing on one name cannot both
+  win, and the loser is told the name is taken;
+* every change (save, rename, a variant added or removed, delete) is one transaction, under an advisory lock of
+  its owner, so the check (the name free, the count under the bound) and the write are one step across
+  processes;
+* each row has a ``version`` from one sequence, new at every change: a process keeps the voices it has read by
+  name and version, asks the version (a small query) at each use, and reads the voice again only when another
+  process changed it;
+* the schema is made and migrated by the program (``omnivoice_voice_store_schema`` holds its version; a start-up
+  under an advisory lock, so several processes starting at once migrate once);
+* a database that cannot be reached is ``StoreUnavailable`` (HTTP 503), naming the store without its password.
+
+The local folder (``root``: the data folder's ``voices``) holds only what needs a file: ``path()``'s copy of a
+voice for batch workers (by owner, name and version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import pathlib
+import re
+import tempfile
+import threading
+import time
+from typing import Callable, Iterator, Optional
+
+from ..errors import InvalidInput, ResourceLimitExceeded, StoreUnavailable, excerpt
+from ..settings.limits import Limits
+from ..storage.voice_file import Voice
+from ..text.voice_names import check_free, clean_name, find_name, look_alike_key
+from .variants import check_variants
+from .voices import MAX_VOICES_PER_OWNER, VoiceStore, data_dir, owner_key
+
+log = logging.getLogger(__name__)
+
+#: the schema this program writes; a database at a newer one is refused (an older program must not write it)
+SCHEMA_VERSION = 1
+#: each migration brings the schema from the version before it to its own; run in order, each in the start-up's
+#: one transaction
+MIGRATIONS = {
+    1: [
+        "CREATE SEQUENCE IF NOT EXISTS omnivoice_voice_versions",
+        """CREATE TABLE IF NOT EXISTS omnivoice_voices (
+               owner text NOT NULL,
+               name text NOT NULL,
+               name_key text NOT NULL,
+               version bigint NOT NULL DEFAULT nextval('omnivoice_voice_versions'),
+               created_at double precision NOT NULL,
+               tags text[] NOT NULL DEFAULT '{}',
+               data bytea NOT NULL,
+               PRIMARY KEY (owner, name),
+               CONSTRAINT omnivoice_voices_name_unique UNIQUE (owner, name_key))""",
+    ],
+}
+#: an advisory lock's key for the migration (any constant of our own)
+MIGRATION_LOCK = 0x6F6D6E69
+#: a voice's bytes at most (the folder store's ``Voice.load`` bound is 25 MB; a voice file is far smaller)
+MAX_VOICE_BYTES = 25 * 1024 * 1024
+#: seconds to wait for a connection (the database down: said after this, not hung on)
+CONNECT_TIMEOUT = 5
+
+
+def describe_url(url: str) -> str:
+    """``url`` without its password (for messages and logs)."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)
+
+
+class PostgresVoiceStore(VoiceStore):
+    """The voices of a PostgreSQL database (see the module docstring)."""
+
+    def __init__(self, url: str, private: bool = False, max_voices: int = MAX_VOICES_PER_OWNER,
+                 max_variants: int = Limits().max_voice_variants, root: Optional[pathlib.Path] = None,
+                 pool_size: int = 4):
+        try:
+            import psycopg  # noqa: F401 - only its presence is checked here
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreUnavailable("A postgresql:// voice store needs psycopg 3 and psycopg_pool, which are not "
+                                   "installed: pip install 'omnivoice-onnx-studio[store]' (or use a folder: "
+                                   "leave --voice-store out).") from None
+        self.url, self.private = url, private
+        self.max_voices, self.max_variants = max_voices, max_variants
+        self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
+        self._cache: dict[tuple[str, str], tuple[int, Voice]] = {}
+        self._cache_lock = threading.Lock()
+        self._ready = False
+        self._pool = ConnectionPool(url, min_size=0, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT,
+                                    kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": False},
+                                    name="omnivoice-voices")
+        self._pool.open(wait=False)
+
+    # --- the connection --------------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return describe_url(self.url)
+
+    def private_paths(self) -> list[pathlib.Path]:
+        return [self.root]
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreUnavailable(f"The voice store {self.describe()} cannot be used now ({excerpt(reason, 200)}); "
+                                "saved voices are unavailable until the database answers: check that it is "
+                                "running and reachable, then try again.")
+
+    @contextlib.contextmanager
+    def _transaction(self, owner: Optional[str] = None) -> Iterator:
+        """A cursor of a pooled connection in one transaction (committed at the end, rolled back on an error),
+        under the advisory lock of ``owner`` when given: every change of one owner's voices one at a time, across
+        processes.  A name taken meanwhile (the constraint) is ``InvalidInput``; the database's failures are
+        ``StoreUnavailable``."""
+        import psycopg
+        from psycopg import errors as pg_errors
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool.connection() as connection:
+                with connection.cursor() as cursor:
+                    if owner is not None:
+                        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("omnivoice-voices:" + owner,))
+                    yield cursor
+        except pg_errors.UniqueViolation:   # the constraint: another process took the name between check and write
+            raise InvalidInput("A voice of that name was saved by another server just now; choose another name.",
+                               param="name") from None
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._unavailable(exc) from None
+
+    def check(self) -> None:
+        """Connect, and make or migrate the schema (once, whichever process starts first)."""
+        if self._ready:
+            return
+        with self._transaction() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            cursor.execute("CREATE TABLE IF NOT EXISTS omnivoice_voice_store_schema ("
+                           "id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)")
+            cursor.execute("SELECT version FROM omnivoice_voice_store_schema WHERE id = 1")
+            row = cursor.fetchone()
+            current = row[0] if row else 0
+            if current > SCHEMA_VERSION:
+                raise StoreUnavailable(f"The voice store {self.describe()} has schema version {current}, newer "
+                                       f"than this program's {SCHEMA_VERSION}: upgrade omnivoice-onnx-studio on "
+                                       "this machine (an older program must not write a newer store).")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    cursor.execute(statement)
+                log.info("voice store %s: schema version %d", self.describe(), version)
+            cursor.execute("INSERT INTO omnivoice_voice_store_schema (id, version) VALUES (1, %s) "
+                           "ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version", (SCHEMA_VERSION,))
+        self._ready = True
+
+    def schema_version(self) -> int:
+        with self._transaction() as cursor:
+            cursor.execute("SELECT version FROM omnivoice_voice_store_schema WHERE id = 1")
+            row = cursor.fetchone()
+        return row[0] if row else 0
+
+    def owner(self, session: Optional[str]) -> str:
+        return owner_key(session) if self.private else ""
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def names(self, session: Optional[str] = None) -> list[str]:
+        self.check()
+        with self._transaction() as cursor:
+            cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (self.owner(session),))
+            return sorted((row[0] for row in cursor.fetchall()), key=str.casefold)
+
+    def _found(self, cursor, name: str, owner: str) -> str:
+        cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
+        names = sorted((row[0] for row in cursor.fetchall()), key=str.casefold)
+        found = find_name(name, names)
+        if found is None:
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)}; the saved voices are: "
+                               f"{', '.join(names) or 'none'} (save one from the Clone tab first).", param="voice")
+        return found
+
+    def _voice(self, owner: str, name: str, version: int, data: Optional[bytes]) -> Voice:
+        """The voice of a row: the cached one when its version is the row's, else read from ``data``."""
+        key = (owner, name)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+        if cached is not None and cached[0] == version:
+            return copy.deepcopy(cached[1])
+        if data is None:
+            raise LookupError(key)
+        voice = _voice_of_bytes(bytes(data), name)
+        voice.name = name
+        with self._cache_lock:
+            self._cache[key] = (version, voice)
+        return copy.deepcopy(voice)
+
+    def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
+        """The voice ``name`` (checked by ``Voice.load``); read from the database only when its version is not
+        the one this process keeps."""
+        self.check()
+        owner = self.owner(session)
+        with self._transaction() as cursor:
+            found = self._found(cursor, name, owner)
+            with self._cache_lock:
+                cached = self._cache.get((owner, found))
+            cursor.execute("SELECT version, CASE WHEN version = %s THEN NULL ELSE data END FROM omnivoice_voices "
+                           "WHERE owner = %s AND name = %s", (cached[0] if cached else -1, owner, found))
+            row = cursor.fetchone()
+        if row is None:   # deleted between the two reads
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)}.", param="voice")
+        voice = self._voice(owner, found, row[0], row[1])
+        if max_frames is not None and voice.frames > max_frames:
+            raise ResourceLimitExceeded(f"The saved voice {excerpt(found)} holds {voice.frames} frames of "
+                                        f"reference; the limit is {max_frames}.", param="max_reference_seconds")
+        return voice
+
+    def tags(self, name: str, session: Optional[str] = None) -> list[str]:
+        self.check()
+        owner = self.owner(session)
+        with self._transaction() as cursor:
+            try:
+                found = self._found(cursor, name, owner)
+            except InvalidInput:
+                return []
+            cursor.execute("SELECT tags FROM omnivoice_voices WHERE owner = %s AND name = %s", (owner, found))
+            row = cursor.fetchone()
+        return list(row[0]) if row else []
+
+    def created_at(self, name: str, session: Optional[str] = None) -> int:
+        self.check()
+        owner = self.owner(session)
+        with self._transaction() as cursor:
+            found = self._found(cursor, name, owner)
+            cursor.execute("SELECT created_at FROM omnivoice_voices WHERE owner = %s AND name = %s", (owner, found))
+            row = cursor.fetchone()
+        if row is None:
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)}.", param="voice")
+        return int(row[0])
+
+    def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
+        """A local ``.npz`` of the voice ``name`` (for batch workers, which read voices from files): written
+        under ``root/db-cache`` by owner, name and version, once."""
+        voice = self.load(name, session)
+        owner = self.owner(session)
+        with self._cache_lock:
+            version = self._cache[(owner, voice.name)][0]
+        folder = self.root / "db-cache" / (owner or "library")
+        target = folder / f"{voice.name}.v{version}.npz"
+        if not target.is_file():
+            voice.save(target)
+        return target
+
+    # --- changing --------------------------------------------------------------------------------
+
+    def save(self, voice: Voice, name: str, session: Optional[str] = None, overwrite: bool = False):
+        """Save ``voice`` as ``name`` (one transaction); a name taken is refused, unless ``overwrite`` and it is
+        the same name: then that voice is replaced, under its own name."""
+        name = clean_name(name)
+        self.check()
+        owner = self.owner(session)
+        with self._transaction(owner) as cursor:
+            cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
+            names = [row[0] for row in cursor.fetchall()]
+            same = find_name(name, names) if overwrite else None
+            check_free(name, names, itself=same)
+            if same is None and len(names) >= self.max_voices:
+                raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
+                                            "one owner; delete one before saving another.", param="max_voices")
+            check_variants(voice, self.max_variants)
+            voice.name = same or name
+            data = _bytes_of_voice(voice)
+            if same is not None:
+                cursor.execute("UPDATE omnivoice_voices SET data = %s, tags = %s, "
+                               "version = nextval('omnivoice_voice_versions') WHERE owner = %s AND name = %s",
+                               (data, list(voice.variants), owner, same))
+            else:
+                cursor.execute("INSERT INTO omnivoice_voices (owner, name, name_key, created_at, tags, data) "
+                               "VALUES (%s, %s, %s, %s, %s, %s)",
+                               (owner, voice.name, look_alike_key(voice.name), time.time(), list(voice.variants),
+                                data))
+        return voice.name
+
+    def change(self, name: str, update: Callable[[Voice], Voice], session: Optional[str] = None) -> Voice:
+        """The saved voice ``name`` after ``update``, written back under its name in one transaction (the row
+        locked while it changes)."""
+        self.check()
+        owner = self.owner(session)
+        with self._transaction(owner) as cursor:
+            found = self._found(cursor, name, owner)
+            cursor.execute("SELECT data FROM omnivoice_voices WHERE owner = %s AND name = %s FOR UPDATE",
+                           (owner, found))
+            row = cursor.fetchone()
+            voice = update(_voice_of_bytes(bytes(row[0]), found))
+            voice.name = found
+            cursor.execute("UPDATE omnivoice_voices SET data = %s, tags = %s, "
+                           "version = nextval('omnivoice_voice_versions') WHERE owner = %s AND name = %s",
+                           (_bytes_of_voice(voice), list(voice.variants), owner, found))
+        return voice
+
+    def rename(self, name: str, new_name: str, session: Optional[str] = None) -> str:
+        """Give the voice ``name`` the name ``new_name`` (one transaction); refused when another voice has it."""
+        new_name = clean_name(new_name)
+        self.check()
+        owner = self.owner(session)
+        with self._transaction(owner) as cursor:
+            old = self._found(cursor, name, owner)
+            cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
+            check_free(new_name, [row[0] for row in cursor.fetchall()], itself=old)
+            if new_name != old:
+                cursor.execute("UPDATE omnivoice_voices SET name = %s, name_key = %s, "
+                               "version = nextval('omnivoice_voice_versions') WHERE owner = %s AND name = %s",
+                               (new_name, look_alike_key(new_name), owner, old))
+        return new_name
+
+    def delete(self, name: str, session: Optional[str] = None) -> None:
+        """Remove the voice ``name`` (one transaction); ``InvalidInput`` when there is none."""
+        self.check()
+        owner = self.owner(session)
+        with self._transaction(owner) as cursor:
+            found = self._found(cursor, name, owner)
+            cursor.execute("DELETE FROM omnivoice_voices WHERE owner = %s AND name = %s", (owner, found))
+        with self._cache_lock:
+            self._cache.pop((owner, found), None)
+
+
+def _bytes_of_voice(voice: Voice) -> bytes:
+    """The voice's ``.npz`` bytes (``Voice.save``'s format: the folder store's file, exactly)."""
+    with tempfile.TemporaryDirectory(prefix="omnivoice-voice-") as folder:
+        path = voice.save(pathlib.Path(folder) / "voice.npz")
+        data = path.read_bytes()
+    if len(data) > MAX_VOICE_BYTES:
+        raise ResourceLimitExceeded(f"The voice {excerpt(voice.name)} is {len(data)} bytes; a saved voice is at most "
+                                    f"{MAX_VOICE_BYTES}.", param="max_upload_bytes")
+    return data
+
+
+def _voice_of_bytes(data: bytes, name: str) -> Voice:
+    """A voice from its ``.npz`` bytes, checked as a file is (``Voice.load``, the loosest bounds: what the
+    front end asks for is checked by its own ``max_frames``)."""
+    roomy = Limits.local()
+    with tempfile.TemporaryDirectory(prefix="omnivoice-voice-") as folder:
+        path = pathlib.Path(folder) / f"{name}.npz"   # a clean name (``clean_name``): a file name as well
+        path.write_bytes(data)
+        voice = Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=MAX_VOICE_BYTES)
+    voice.name = name
+    return voice

@@ -1,0 +1,52 @@
+"""Which store keeps the saved voices: ``--voice-store URL`` (or ``$OMNIVOICE_VOICE_STORE``) on every front end.
+
+* none, a folder path or ``file://PATH``: a folder (``voices.VoiceLibrary``, the default: the data folder's
+  ``voices``, embedded, nothing to run);
+* ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (or ``postgres://``): a PostgreSQL database shared by any
+  number of processes and machines (``voice_db.PostgresVoiceStore``; the ``store`` extra: psycopg 3 with its pool).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Optional
+
+from ..errors import InvalidInput
+from .voices import VoiceLibrary, VoiceStore
+
+VOICE_STORE_ENV = "OMNIVOICE_VOICE_STORE"
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_voice_store(url: Optional[str | os.PathLike] = None, private: bool = False, max_variants: Optional[int] = None,
+                     **kwargs) -> VoiceStore:
+    """The store of ``url`` (None: ``$OMNIVOICE_VOICE_STORE``, else the default folder)."""
+    url = os.fspath(url) if url else os.environ.get(VOICE_STORE_ENV) or None
+    more = dict(kwargs, **({"max_variants": max_variants} if max_variants is not None else {}))
+    if url and url.startswith(DATABASE_SCHEMES):
+        from .voice_db import PostgresVoiceStore
+
+        return PostgresVoiceStore(url, private=private, **more)
+    if url and "://" in url and not url.startswith("file://"):
+        raise InvalidInput(f"--voice-store {url.split('://')[0]}://... is not a store this program knows: give a "
+                           "folder (a path or file://PATH) or postgresql://USER@HOST:PORT/DATABASE.",
+                           param="voice_store")
+    root = pathlib.Path(os.path.expanduser(url[len("file://"):] if url and url.startswith("file://") else url)) \
+        if url else None
+    return VoiceLibrary(root, private=private, **more)
+
+
+def add_voice_store_argument(parser) -> None:
+    parser.add_argument("--voice-store", default=None, metavar="URL",
+                        help=f"where saved voices are kept: a folder (the default: the data folder's voices) or "
+                             f"postgresql://USER:PASSWORD@HOST:PORT/DATABASE, shared by every process and machine "
+                             f"that names it (default: ${VOICE_STORE_ENV}; the database needs the store extra)")
+
+
+def store_from_arguments(args, private: bool = False, max_variants: Optional[int] = None) -> VoiceStore:
+    """The store of a command line's ``--voice-store``, checked now (a database: connected, its schema made or
+    migrated), so a store that cannot be used stops the start with one line."""
+    store = open_voice_store(getattr(args, "voice_store", None), private=private, max_variants=max_variants)
+    store.check()
+    return store
