@@ -164,3 +164,127 @@ def test_a_shared_server_opens_no_book_without_a_visitor(tmp_path):
         BookJobs(tmp_path / "books", shared=True).open(None, str(tmp_path / "b.txt"), settings, "m")
     assert BookJobs(tmp_path / "local", shared=False).open(None, str(tmp_path / "b.txt"), settings, "m").owner == \
         "local"
+
+
+# --- 12. a sentence with no audio ------------------------------------------------------------------------------
+
+def _silent_takes(monkeypatch, texts: set[str] | None = None):
+    """Every take comes out all silence, removed by the post-processing (what a random-weight model did)."""
+    from omnivoice_demo.audio import processing
+
+    original = processing.remove_silence
+    monkeypatch.setattr(processing, "remove_silence", lambda audio, *args, **kwargs: audio[:, :0])
+    return original
+
+
+def test_a_batch_item_whose_every_take_has_no_audio_fails_by_name_and_leaves_no_file(tiny_fp32_folder, tmp_path,
+                                                                                      monkeypatch):
+    """A take with no audio was written as a 0-byte FLAC and the item called done."""
+    from omnivoice_demo.batch.items import BatchItem
+    from omnivoice_demo.batch.worker import NO_AUDIO_TAKES, Job, ItemWorker, ModelSpec
+    from omnivoice_demo.settings.generation import GenerationConfig
+
+    worker = ItemWorker(ModelSpec(model=str(tiny_fp32_folder), precision="fp32"))
+    seeds: list[int] = []
+    original = worker.engine.run
+    monkeypatch.setattr(worker.engine, "run", lambda plan: seeds.append(plan.config.seed) or original(plan))
+    _silent_takes(monkeypatch)
+    item = BatchItem(id="quiet", line=1, text="Hello there.", language=None, instruct=None, voice=None,
+                     config=GenerationConfig(num_step=2, seed=11))
+    record = worker.run(item, Job(output=str(tmp_path), audio_format="flac"))
+    assert record["status"] == "failed" and "came out with no audio" in record["error"]
+    assert "'Hello there.'" in record["error"] and seeds == [11, 12, 13][:NO_AUDIO_TAKES]
+    assert list(tmp_path.glob("*.flac")) == []
+    kept = worker.run(item, Job(output=str(tmp_path / "book"), audio_format="flac", silence_for_no_audio=0.5))
+    import soundfile
+
+    audio, rate = soundfile.read(str(tmp_path / "book" / "quiet.flac"))
+    assert kept["status"] == "done" and kept["no_audio_takes"] == NO_AUDIO_TAKES and len(audio) == rate // 2
+
+
+def test_a_book_whose_sentences_have_no_audio_finishes_and_names_them(tiny_fp32_folder, tmp_path, monkeypatch,
+                                                                      capsys):
+    """Joining a chapter crashed on the 0-byte FLAC ("Format not recognised", an internal error)."""
+    import json
+
+    import soundfile
+
+    from omnivoice_demo.cli.main import main
+
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nHello there.\n")
+    _silent_takes(monkeypatch)
+    code = main(["book", str(tmp_path / "b.txt"), "--model", str(tiny_fp32_folder), "--output",
+                 str(tmp_path / "out"), "--num-step", "2", "--no-guard", "--no-progress", "--format", "flac",
+                 "--no-readalong"])
+    out = capsys.readouterr().out
+    assert code == 0 and "kept as silence (no take had audio): chapter 1: 'Hello there.'" in out
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [entry["text"] for entry in report["silent"]] == ["Chapter 1", "Hello there."]
+    for path in (tmp_path / "out").rglob("*.flac"):
+        assert len(soundfile.read(str(path))[0]) > 0, path
+
+
+def test_a_sentence_file_that_is_not_audio_is_removed_and_remade_by_the_next_run(tiny_fp32_folder, tmp_path,
+                                                                                 capsys):
+    import json
+
+    from omnivoice_demo.batch.store import file_sha256
+    from omnivoice_demo.cli.main import main
+
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nHello there.\n")
+    args = ["book", str(tmp_path / "b.txt"), "--model", str(tiny_fp32_folder), "--output", str(tmp_path / "out"),
+            "--num-step", "2", "--no-guard", "--no-progress", "--format", "flac", "--no-readalong"]
+    assert main(args) == 0
+    flac = sorted((tmp_path / "out" / "sentences").glob("*.flac"))[-1]
+    flac.write_bytes(b"")   # what an older version left for a take with no audio, its sidecar saying so
+    sidecar = flac.with_suffix(".json")
+    record = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps(dict(record, sha256=file_sha256(flac), samples=0)))
+    capsys.readouterr()
+    assert main(args) != 0
+    said = capsys.readouterr()
+    assert "was not audio; it was removed: run the book again" in said.err + said.out
+    assert "Traceback" not in said.err + said.out and not flac.exists()
+    assert main(args) == 0 and flac.stat().st_size > 0
+
+
+# --- 6. the read-along EPUB's language and text ----------------------------------------------------------------
+
+HOSTILE = 'en" onload="alert(1)'
+
+
+def test_a_language_that_is_no_bcp47_tag_is_ignored_when_the_book_is_read(tmp_path):
+    book = read_book(write_epub2(tmp_path / "l.epub", [("Un", ["Bonjour."])], language=HOSTILE.replace('"', "&quot;")))
+    assert book.language is None
+    assert any("is not a BCP 47 language tag; it was ignored" in note for note in book.notes)
+    assert read_book(write_epub2(tmp_path / "g.epub", [("Un", ["Hi."])], language="en_GB")).language == "en-GB"
+
+
+def test_every_file_of_the_readalong_is_xml_whatever_the_book_holds(tmp_path, monkeypatch):
+    """The language went unescaped into every page's ``lang``: the pages were no longer XML (and carried an
+    ``onload``).  Every text and attribute goes through the XML library's escaping; characters XML cannot hold are
+    left out."""
+    from lxml import etree
+
+    from omnivoice_demo.book import overlay
+    from omnivoice_demo.book.project import BookPlan, JoinedChapter, Sentence
+    from omnivoice_demo.book.reading import Book, Chapter
+    from omnivoice_demo.batch.subtitles import Cue
+
+    monkeypatch.setattr("omnivoice_demo.book.containers.write_chapter_audio",
+                        lambda path, *args, **kwargs: path.write_bytes(b"m4a"))
+    odd = 'A <b>"quote"</b> & \'apostrophe\' \x01\x0b]]> end'
+    book = Book(title=odd, author=odd, language=HOSTILE, chapters=(Chapter(title=odd, paragraphs=(odd,)),))
+    plan = BookPlan(book=book, language=None, sentences=[Sentence(1, 0, odd, "s1")], items=[], notes=[])
+    chapter = JoinedChapter(number=1, title=odd, file="chapters/01.flac", samples=24000, sample_rate=24000,
+                            sentences=1, rms_db=-20.0, peak_db=-3.0, gain_db=0.0, meets_target=True,
+                            cues=[Cue(0.0, 1.0, odd, "")], words=[[]])
+    overlay.write_readalong(tmp_path / "r.epub", plan, [chapter], tmp_path)
+    with zipfile.ZipFile(tmp_path / "r.epub") as archive:
+        for name in archive.namelist():
+            if name.endswith((".xhtml", ".smil", ".opf", ".xml")):
+                root = etree.fromstring(archive.read(name))   # raises when it is not XML
+                assert "onload" not in {key for element in root.iter() for key in element.attrib}, name
+        page = etree.fromstring(archive.read("OEBPS/ch01.xhtml"))
+    assert page.get("lang") == "und"
+    assert "".join(page.find(".//{*}span").itertext()) == odd.replace("\x01", "").replace("\x0b", "")

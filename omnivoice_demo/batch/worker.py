@@ -31,6 +31,12 @@ from .timeline import chunk_spans
 
 log = logging.getLogger("omnivoice.batch")
 SUBTYPE = "PCM_16"
+#: takes of an item whose take had no audio (all silence, removed by the post-processing): each with the next seed
+NO_AUDIO_TAKES = 3
+
+
+class NoAudio(OmniVoiceError):
+    """Every take of an item came out with no audio."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +96,9 @@ class Job:
     audio_format: str = "wav"
     subtitles: tuple[str, ...] = ()
     model_identity: str = ""
+    #: seconds of silence kept for an item whose every take had no audio (a book: the run finishes and the report
+    #: names it); 0: such an item fails, naming why (a batch).  No file that is not audio is written either way.
+    silence_for_no_audio: float = 0.0
 
 
 class ItemWorker:
@@ -144,14 +153,21 @@ class ItemWorker:
         import soundfile
 
         started = time.perf_counter()
-        chunk_audio, result = [], None
-        for event in self.engine.run(item.plan(self.engine)):
-            if event.kind == "chunk":
-                chunk_audio.append(event.audio)
-            elif event.kind == "result":
-                result = event
+        silent = 0
+        for take in range(NO_AUDIO_TAKES):   # a take with no audio is a failed take: the next seed makes another
+            chunk_audio, result = self._take(item, take)
+            if len(result.audio):
+                break
+            silent += 1
         rate = result.sample_rate
-        if result.turns:   # a script: a span per turn, naming its speaker
+        if not len(result.audio):
+            if job.silence_for_no_audio <= 0:
+                raise NoAudio(f"{NO_AUDIO_TAKES} takes of {item.text[:80]!r} came out with no audio (all silence, "
+                              "removed by the post-processing); rewrite the text or try another voice or seed.")
+            result = dataclasses.replace(result, audio=np.zeros(int(job.silence_for_no_audio * rate), np.float32))
+        if silent == NO_AUDIO_TAKES:   # kept as silence: one span, the item's text
+            chunks = [{"text": item.text, "start": 0.0, "end": len(result.audio) / rate}]
+        elif result.turns:   # a script: a span per turn, naming its speaker
             chunks = [dict(turn) for turn in result.turns]
         elif result.segments:   # SSML: its spoken segments, where the join put them
             chunks = [{"text": s["text"], "start": s["start"], "end": s["end"]} for s in result.segments]
@@ -170,7 +186,20 @@ class ItemWorker:
                     codes_sha256=codes_sha256(result.codes), seed=int(result.seed), config=result.config.to_dict(),
                     settings=result.settings, chunks=chunks, timings=result.timings,
                     wall_seconds=time.perf_counter() - started, threads=self.threads,
-                    **({"checks": checks_of(result)} if result.checks else {}), **({"words": words} if words else {}))
+                    **({"checks": checks_of(result)} if result.checks else {}), **({"words": words} if words else {}),
+                    **({"no_audio_takes": silent} if silent else {}))
+
+    def _take(self, item: BatchItem, take: int):
+        """(the chunks' audio, the result) of one take: the item's seed, then the next ones."""
+        if take and item.config.seed is not None:
+            item = dataclasses.replace(item, config=item.config.replace(seed=int(item.config.seed) + take))
+        chunk_audio, result = [], None
+        for event in self.engine.run(item.plan(self.engine)):
+            if event.kind == "chunk":
+                chunk_audio.append(event.audio)
+            elif event.kind == "result":
+                result = event
+        return chunk_audio, result
 
 
 def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds, words=None) -> None:

@@ -115,5 +115,8 @@ def run(args: argparse.Namespace) -> int:
                     progress=not args.no_progress)
     for line in done.summary.errors.items():
         print(f"failed {line[0]}: {line[1]}")
+    for entry in done.silent:
+        print(f"kept as silence (no take had audio): chapter {','.join(map(str, entry['chapters']))}: "
+              f"{entry['text'][:100]!r}")
     print(done.line())
     return 0 if done.failed == 0 else 3

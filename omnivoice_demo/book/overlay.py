@@ -18,13 +18,28 @@ number read as words, a lexicon respelling) stays one unit.  ``units_of`` is the
 from __future__ import annotations
 
 import dataclasses
+import re
 import tempfile
 import pathlib
 import zipfile
-from html import escape
 from typing import Optional, Sequence
+from xml.sax.saxutils import escape as _escape, quoteattr
 
 ACTIVE_CLASS = "-epub-media-overlay-active"
+#: characters XML 1.0 cannot hold at all, escaped or not (C0 controls but tab and line ends, lone surrogates,
+#: U+FFFE/U+FFFF): left out of every text and attribute, so each file stays XML whatever the book holds
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def escape(value) -> str:
+    """A text node: through the standard XML library's escaping (``&``, ``<``, ``>``)."""
+    return _escape(_NOT_XML.sub("", str(value)))
+
+
+def attr(value) -> str:
+    """An attribute's value, quoted and escaped by the standard XML library (``quoteattr``: quotes, ``&``, ``<``,
+    line ends)."""
+    return quoteattr(_NOT_XML.sub("", str(value)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,13 +92,13 @@ def _core(word: str) -> str:
 def sentence_markup(sentence_id: str, text: str, units: Sequence[Unit]) -> str:
     """The sentence's span; with word units, each word a span inside it and the text between them as written."""
     if len(units) == 1 and units[0].id == sentence_id:
-        return f'<span id="{sentence_id}">{escape(text)}</span>'
+        return f'<span id={attr(sentence_id)}>{escape(text)}</span>'
     places = word_places(text, [u.text for u in units]) or []
     inner, cursor = [], 0
     for unit, (begin, finish) in zip(units, places):
-        inner.append(escape(text[cursor:begin]) + f'<span id="{unit.id}">{escape(text[begin:finish])}</span>')
+        inner.append(escape(text[cursor:begin]) + f'<span id={attr(unit.id)}>{escape(text[begin:finish])}</span>')
         cursor = finish
-    return f'<span id="{sentence_id}">{"".join(inner)}{escape(text[cursor:])}</span>'
+    return f'<span id={attr(sentence_id)}>{"".join(inner)}{escape(text[cursor:])}</span>'
 
 
 def clock(seconds: float) -> str:
@@ -107,23 +122,24 @@ def chapter_documents(number: int, title: str, paragraphs: list[list[tuple[str, 
             if len(units) == 1 and units[0].id == sentence_id:
                 pars.append(_par(name, units[0], audio_name))
             else:
-                pars.append(f'<seq epub:textref="{name}.xhtml#{sentence_id}">'
+                pars.append(f'<seq epub:textref={attr(f"{name}.xhtml#{sentence_id}")}>'
                             + "".join(_par(name, u, audio_name) for u in units) + "</seq>")
         body.append("<p>" + " ".join(spans) + "</p>")
     xhtml = ('<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n'
              f'<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops" '
-             f'lang="{language}" xml:lang="{language}"><head><title>{escape(title)}</title>'
+             f'lang={attr(language)} xml:lang={attr(language)}><head><title>{escape(title)}</title>'
              '<link rel="stylesheet" href="style.css" type="text/css"/></head>'
              f'<body><section epub:type="chapter">{"".join(body)}</section></body></html>')
     smil = ('<?xml version="1.0" encoding="utf-8"?>\n<smil xmlns="http://www.w3.org/ns/SMIL" '
             'xmlns:epub="http://www.idpf.org/2007/ops" version="3.0"><body>'
-            f'<seq epub:textref="{name}.xhtml" epub:type="chapter">{"".join(pars)}</seq></body></smil>')
+            f'<seq epub:textref={attr(f"{name}.xhtml")} epub:type="chapter">{"".join(pars)}</seq></body></smil>')
     return xhtml, smil
 
 
 def _par(name: str, unit: Unit, audio_name: str) -> str:
-    return (f'<par id="p_{unit.id}"><text src="{name}.xhtml#{unit.id}"/>'
-            f'<audio src="{audio_name}" clipBegin="{clock(unit.start)}" clipEnd="{clock(unit.end)}"/></par>')
+    return (f'<par id={attr(f"p_{unit.id}")}><text src={attr(f"{name}.xhtml#{unit.id}")}/>'
+            f'<audio src={attr(audio_name)} clipBegin={attr(clock(unit.start))} clipEnd={attr(clock(unit.end))}/>'
+            '</par>')
 
 
 def package(title: str, author: Optional[str], language: str, chapters: list[tuple[int, str, float]],
@@ -132,14 +148,17 @@ def package(title: str, author: Optional[str], language: str, chapters: list[tup
     items, spine, durations = [], [], []
     for number, _, seconds in chapters:
         name = f"ch{number:02d}"
-        items.append(f'<item id="{name}" href="{name}.xhtml" media-type="application/xhtml+xml" '
-                     f'media-overlay="{name}_overlay"/>')
-        items.append(f'<item id="{name}_overlay" href="{name}.smil" media-type="application/smil+xml"/>')
-        items.append(f'<item id="{name}_audio" href="audio/{number:02d}.m4a" media-type="audio/mp4"/>')
-        spine.append(f'<itemref idref="{name}"/>')
-        durations.append(f'<meta property="media:duration" refines="#{name}_overlay">{clock(seconds)}</meta>')
+        items.append(f'<item id={attr(name)} href={attr(f"{name}.xhtml")} media-type="application/xhtml+xml" '
+                     f'media-overlay={attr(f"{name}_overlay")}/>')
+        items.append(f'<item id={attr(f"{name}_overlay")} href={attr(f"{name}.smil")} '
+                     'media-type="application/smil+xml"/>')
+        items.append(f'<item id={attr(f"{name}_audio")} href={attr(f"audio/{number:02d}.m4a")} '
+                     'media-type="audio/mp4"/>')
+        spine.append(f'<itemref idref={attr(name)}/>')
+        durations.append(f'<meta property="media:duration" refines={attr(f"#{name}_overlay")}>'
+                         f'{escape(clock(seconds))}</meta>')
     if cover_type:
-        items.append(f'<item id="cover" href="cover.img" media-type="{cover_type}" properties="cover-image"/>')
+        items.append(f'<item id="cover" href="cover.img" media-type={attr(cover_type)} properties="cover-image"/>')
     total = sum(seconds for _, _, seconds in chapters)
     creator = f"<dc:creator>{escape(author)}</dc:creator>" if author else ""
     return ('<?xml version="1.0" encoding="utf-8"?>\n<package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
@@ -147,7 +166,7 @@ def package(title: str, author: Optional[str], language: str, chapters: list[tup
             f'<dc:identifier id="id">omnivoice-readalong-{escape(title)}</dc:identifier>'
             f'<dc:title>{escape(title)}</dc:title>{creator}<dc:language>{escape(language)}</dc:language>'
             '<meta property="dcterms:modified">2000-01-01T00:00:00Z</meta>'
-            f'<meta property="media:duration">{clock(total)}</meta>'
+            f'<meta property="media:duration">{escape(clock(total))}</meta>'
             f'<meta property="media:active-class">{ACTIVE_CLASS}</meta>{"".join(durations)}</metadata>'
             '<manifest><item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
             f'<item id="css" href="style.css" media-type="text/css"/>{"".join(items)}</manifest>'
@@ -155,7 +174,7 @@ def package(title: str, author: Optional[str], language: str, chapters: list[tup
 
 
 def navigation(title: str, chapters: list[tuple[int, str, float]]) -> str:
-    links = "".join(f'<li><a href="ch{n:02d}.xhtml">{escape(t)}</a></li>' for n, t, _ in chapters)
+    links = "".join(f'<li><a href={attr(f"ch{n:02d}.xhtml")}>{escape(t)}</a></li>' for n, t, _ in chapters)
     return ('<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml" '
             f'xmlns:epub="http://www.idpf.org/2007/ops"><head><title>{escape(title)}</title></head><body>'
             f'<nav epub:type="toc"><h1>{escape(title)}</h1><ol>{links}</ol></nav></body></html>')
@@ -167,11 +186,19 @@ CONTAINER = ('<?xml version="1.0"?>\n<container version="1.0" xmlns="urn:oasis:n
 STYLE = f".{ACTIVE_CLASS} {{ background-color: #ffe08a; }}\n"
 
 
+def readalong_language(value: Optional[str]) -> str:
+    """The ``lang`` of every page: ``value`` when it is a BCP 47 tag (``langcodes``: the IANA registry), as its
+    standard form, else ``und`` (undetermined)."""
+    from .reading import language_tag
+
+    return language_tag(value, []) or "und"
+
+
 def write_readalong(path, plan, chapters, output_folder: pathlib.Path) -> None:
     """The read-along EPUB of a made book (``project.BookPlan`` and its ``JoinedChapter``s) at ``path``."""
     from .containers import write_chapter_audio
 
-    language = plan.language or (plan.book.language or "und")
+    language = readalong_language(plan.language or plan.book.language)
     listed = [(c.number, c.title, c.seconds) for c in chapters]
     with zipfile.ZipFile(path, "w") as archive, tempfile.TemporaryDirectory() as scratch:
         archive.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")   # first, stored

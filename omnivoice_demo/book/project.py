@@ -55,6 +55,8 @@ OUTPUT_FORMATS = ("m4b", "mp3", "opus", "flac")
 #: ACX (Audible): RMS between -23 and -18 dBFS, peaks at most -3 dBFS; the target is the middle
 ACX_RMS_RANGE = (-23.0, -18.0)
 ACX_PEAK_CEILING = -3.0
+#: seconds of silence kept for a sentence whose every take had no audio (the report names it)
+SILENT_SENTENCE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +162,7 @@ class BookRun:
     summary: Summary
     timings: dict = dataclasses.field(default_factory=dict)   # seconds (and _cpu: this process's CPU seconds) of
     # synthesis (with start-up; local workers and Ray actors are other processes), join, outputs
+    silent: list = dataclasses.field(default_factory=list)   # sentences kept as silence (``silent_sentences``)
 
     def line(self) -> str:
         return json.dumps({"chapters": self.chapters, "sentences": self.sentences, "made": self.made,
@@ -171,7 +174,8 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
              on_chapter: Optional[Callable[[int, str], None]] = None) -> BookRun:
     """Make what is missing, then join the chapters and write the outputs (only when every sentence is made)."""
     folder = OutputFolder(output).create()
-    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, model_identity=model_identity)
+    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, model_identity=model_identity,
+              silence_for_no_audio=SILENT_SENTENCE)
     tick, cpu = time.perf_counter(), time.process_time()
     summary = run_batch(plan.items, job, open_backend, progress=progress, retry_failed=True)
     timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
@@ -188,6 +192,7 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("cues", "words")}
                                   for c in chapters]
             report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
+            report["silent"] = silent_sentences(plan, folder.path / "sentences")
             tick, cpu = time.perf_counter(), time.process_time()
             output_path = write_outputs(whole, settings, folder, chapters, made_now={c.number for c in joined})
             remove_stale_chapter_files(folder, chapters, settings)
@@ -196,7 +201,7 @@ def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str
     folder.write_json(report_path, report)
     return BookRun(chapters=len(plan.book.chapters), sentences=len(plan.sentences), made=summary.done,
                    reused=summary.skipped, failed=summary.failed, output=output_path, report=str(report_path),
-                   summary=summary, timings=timings)
+                   summary=summary, timings=timings, silent=report.get("silent", []))
 
 
 @dataclasses.dataclass
@@ -308,8 +313,7 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
         pieces, cues, offset, rate, paragraph = [], [], 0, None, None
         words: list[list[dict]] = []
         for sentence in mine:
-            audio, rate = soundfile.read(str(sentences_folder / f"{sentence.item_id}.{SENTENCE_FORMAT}"),
-                                         dtype="float32")
+            audio, rate = _sentence_audio(sentences_folder, sentence)
             if paragraph is not None and sentence.paragraph != paragraph:
                 pieces.append(np.zeros(int(settings.paragraph_pause * rate), np.float32))
                 offset += len(pieces[-1])
@@ -344,6 +348,37 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
         if on_chapter:
             on_chapter(number, name)
     return joined
+
+
+def _sentence_audio(sentences_folder: pathlib.Path, sentence: Sentence) -> tuple[np.ndarray, int]:
+    """A made sentence's audio; a file that is not audio (a 0-byte FLAC an older version wrote for a take with no
+    audio) is removed with its sidecar, so the next run makes the sentence again, and the error says so."""
+    import soundfile
+
+    path = sentences_folder / f"{sentence.item_id}.{SENTENCE_FORMAT}"
+    try:
+        audio, rate = soundfile.read(str(path), dtype="float32")
+    except (soundfile.LibsndfileError, RuntimeError, ValueError):
+        for stale in (path, OutputFolder(sentences_folder).sidecar_path(sentence.item_id)):
+            stale.unlink(missing_ok=True)
+        raise InvalidInput(f"The audio of the sentence {sentence.text[:80]!r} (chapter {sentence.chapter}) was not "
+                           "audio; it was removed: run the book again to make that sentence again.") from None
+    if not len(audio):
+        return np.zeros(int(SILENT_SENTENCE * rate), np.float32), rate
+    return audio, rate
+
+
+def silent_sentences(plan: BookPlan, sentences_folder: pathlib.Path) -> list[dict]:
+    """The sentences whose every take had no audio, kept as ``SILENT_SENTENCE`` seconds of silence."""
+    from ..batch.worker import NO_AUDIO_TAKES
+
+    folder = OutputFolder(sentences_folder)
+    where: dict[str, list[int]] = {}
+    for sentence in plan.sentences:
+        where.setdefault(sentence.item_id, []).append(sentence.chapter)
+    return [{"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
+             "audio": f"sentences/{item.id}.{SENTENCE_FORMAT}"} for item in plan.items
+            if (folder.read_sidecar(item.id) or {}).get("no_audio_takes", 0) >= NO_AUDIO_TAKES]
 
 
 def level(audio: np.ndarray, target: Optional[Loudness]) -> tuple[np.ndarray, float, float, float]:

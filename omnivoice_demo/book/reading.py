@@ -35,8 +35,8 @@ from urllib.parse import unquote
 
 from ..errors import InvalidInput, ModelNotAvailable, excerpt
 
-BOOK_INSTALL = ("pip install ebooklib==0.20 av==18.1.0 (in a checkout: .venv/bin/pip install ebooklib==0.20 av==18.1.0; "
-                "scripts/run_app.sh installs both)")
+BOOK_INSTALL = ("pip install ebooklib==0.20 av==18.1.0 langcodes==3.5.1 (in a checkout: .venv/bin/pip install "
+                "ebooklib==0.20 av==18.1.0 langcodes==3.5.1; scripts/run_app.sh installs them)")
 #: the kinds of file a book may be
 SUFFIXES = (".epub", ".txt", ".md", ".markdown")
 #: the tags whose text is one paragraph (when they hold no other block)
@@ -368,7 +368,8 @@ def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = 
             said.append(f"empty chapter: {title}")
     cover, cover_type = _cover(document, ebooklib, limits)
     return _finished(Book(title=_metadata(document, "title") or path.stem, author=_metadata(document, "creator"),
-                          language=_metadata(document, "language"), chapters=tuple(found), cover=cover,
+                          language=language_tag(_metadata(document, "language"), notes), chapters=tuple(found),
+                          cover=cover,
                           cover_type=cover_type, skipped=tuple(skipped + said), notes=tuple(notes + checked.notes),
                           kind="epub"))
 
@@ -666,6 +667,27 @@ def _xhtml_blocks(data: bytes, name: str, size: int, limits: BookLimits, counts:
 
     visit(root)
     return blocks
+
+
+def language_tag(value: Optional[str], notes: list[str]) -> Optional[str]:
+    """``value`` as a BCP 47 language tag in its standard form (``langcodes``, the IANA registry: ``en_GB`` ->
+    ``en-GB``), or None, with a note, when it is none (``en" onload="..."``): a book's language lands in every
+    read-along page's ``lang``."""
+    if not value:
+        return None
+    try:
+        import langcodes
+    except ImportError:
+        raise ModelNotAvailable(f"Checking a book's language needs langcodes, which is not installed: "
+                                f"{BOOK_INSTALL}.") from None
+    try:
+        if len(value) <= 64 and langcodes.tag_is_valid(value):
+            return langcodes.standardize_tag(value)
+    except (ValueError, langcodes.LanguageTagError):
+        pass
+    notes.append(f"the book's language {excerpt(value)!r} is not a BCP 47 language tag; it was ignored (give "
+                 "--language to set one)")
+    return None
 
 
 def _metadata(document, field: str) -> Optional[str]:

@@ -100,6 +100,8 @@ def status(job) -> str:
         line += f" · about {per * (total - made) / 60:.1f} min left"
     if job.state == "done" and job.result is not None:
         line += f" · made {job.result.made}, reused {job.result.reused}"
+        if job.result.silent:
+            line += f" · {len(job.result.silent)} kept as silence (no take had audio; report.json names them)"
     if job.message:
         line += f" · {job.message}"
     return line
