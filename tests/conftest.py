@@ -139,3 +139,17 @@ def limited(engine):
         return engine
     yield set_limits
     engine.limits = original
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the session (``tests/support/postgres.py``; skipped, saying why, where the
+    binaries are missing)."""
+    from tests.support import postgres
+
+    reason = postgres.why_not()
+    if reason:
+        pytest.skip(reason)
+    server = postgres.PostgresServer().start()
+    yield server
+    server.stop()

@@ -21,16 +21,6 @@ from tests.support import postgres
 _databases = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    reason = postgres.why_not()
-    if reason:
-        pytest.skip(reason)
-    server = postgres.PostgresServer().start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(params=["folder", "postgresql"])
 def make_store(request, tmp_path):
     """``make_store(private=False)``: a new store object (a "process") on this test's one backing store."""
