@@ -141,7 +141,11 @@ def main(argv=None) -> None:
     from omnivoice_demo.api.cors import ApiCors, front_lifespan
     from omnivoice_demo.ui.server_start import patient_server_start
 
-    patient_server_start()  # a busy machine's slow start is waited for, not taken for a taken port
+    from omnivoice_demo.settings.network import forwarded_from_arguments
+
+    # a busy machine's slow start is waited for, not taken for a taken port; X-Forwarded-For believed only from
+    # the proxies of --forwarded-allow-ips (none by default), so the wrong-key delay follows the real peer
+    patient_server_start(forwarded_from_arguments(args))
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 css=css(), max_file_size=f"{int(args.max_upload_mb)}mb", show_error=False,
                 allowed_paths=[str(studio.out_dir)], auth=auth,

@@ -18,7 +18,9 @@ def _upload(app, visitor: str, size: int):
 
 def test_gradio_uploads_in_shared_mode_are_bounded_per_visitor_in_total_and_in_time(tmp_path):
     kb = 1024
-    app = AppProcess(["--offline", "--shared", "--upload-quota-mb", "1", "--upload-total-mb", "1.5",
+    # the test client stands for a proxy on this machine: its X-Forwarded-For names the visitors (issue 49)
+    app = AppProcess(["--offline", "--shared", "--forwarded-allow-ips", "127.0.0.1", "--upload-quota-mb", "1",
+                      "--upload-total-mb", "1.5",
                       "--upload-keep-minutes", "0.05"], tmp_path)  # kept 3 s, swept every second
     try:
         app.wait_serving(timeout=180)

@@ -15,6 +15,7 @@ import logging
 from typing import Optional
 
 from ..errors import ModelNotAvailable, OmniVoiceError, one_line
+from ..settings.network import add_forwarded_argument, forwarded_from_arguments
 from ..text.lexicon import lexicon_argument
 from ..studio.service import EngineService, add_queue_arguments, service_from_arguments
 from ..studio.throttle import LoginThrottle
@@ -42,6 +43,7 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
     from ..studio.voice_store import add_voice_store_argument
 
     add_voice_store_argument(group)
+    add_forwarded_argument(group)   # --forwarded-allow-ips: whose X-Forwarded-For names the client (none by default)
 
 
 def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str,
@@ -130,7 +132,8 @@ def serve(args: argparse.Namespace) -> int:
     app.add_middleware(BodyCap, default=MAX_JSON_BYTES, uploads=upload_caps(models.limits))  # every route's body
     if shared and not context.api_key:
         logging.getLogger(__name__).warning("shared mode without --api-key: /v1 is open, creating voices is off")
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info"))
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="info",
+                                           **forwarded_from_arguments(args).uvicorn_options()))
     failed: list[str] = []
 
     def load() -> None:

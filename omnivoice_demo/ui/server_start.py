@@ -14,15 +14,27 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Optional
 
 from gradio import http_server
+
+from ..settings.network import ForwardedTrust
 
 #: the longest a server may take to start before the launch fails
 START_SECONDS = 180.0
 
 
 class PatientServer(http_server.Server):
-    """Gradio's server, waiting for its start while its thread lives instead of for 5 s."""
+    """Gradio's server, waiting for its start while its thread lives instead of for 5 s, and believing forwarded
+    headers only from the proxies of ``forwarded`` (``settings.network``; none by default: uvicorn's own default
+    believes 127.0.0.1)."""
+
+    forwarded = ForwardedTrust()
+
+    def __init__(self, config, *args, **kwargs):
+        for name, value in self.forwarded.uvicorn_options().items():
+            setattr(config, name, value)
+        super().__init__(config, *args, **kwargs)
 
     def run_in_thread(self):
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -38,6 +50,8 @@ class PatientServer(http_server.Server):
             time.sleep(0.005)
 
 
-def patient_server_start() -> None:
-    """Make Gradio's launch wait for its server as long as the server thread lives (see the module)."""
+def patient_server_start(forwarded: Optional[ForwardedTrust] = None) -> None:
+    """Make Gradio's launch wait for its server as long as the server thread lives (see the module), believing
+    forwarded headers only from ``forwarded``'s proxies."""
+    PatientServer.forwarded = forwarded or ForwardedTrust()
     http_server.Server = PatientServer

@@ -2,9 +2,10 @@
 
 A body with a Content-Length is charged before it is read and refused (413)
 when that passes the visitor's or the server's budget; a chunked body is charged
-as it arrives and cut off at the budget.  The visitor is the first address of
-X-Forwarded-For (a Space's proxy) or the peer's address: a visitor who forges
-the header looks like many visitors, and the server's total budget still holds.
+as it arrives and cut off at the budget.  The visitor is the request's client:
+the peer of its connection, or behind a proxy named by ``--forwarded-allow-ips``
+the address that proxy saw (``settings.network``); a forged X-Forwarded-For
+names no one else (issue 49).
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ UPLOAD_PATHS = ("/gradio_api/upload",)
 
 
 def visitor_of(scope) -> str:
-    for name, value in scope.get("headers", ()):
-        if name == b"x-forwarded-for":
-            return value.decode("latin-1").split(",")[0].strip()
     client = scope.get("client")
     return client[0] if client else "unknown"
 
