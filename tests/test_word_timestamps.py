@@ -427,6 +427,32 @@ def test_word_level_cues_and_karaoke_vtt():
     assert "<v Ben>eleven <00:00:05.500>twelve" in vtt
 
 
+def test_a_word_the_aligner_gave_no_length_still_has_a_cue_and_a_clip_with_one():
+    """Issue 51: a word with start == end wrote ``00:00:00.100 --> 00:00:00.100`` (WebVTT wants the end after the
+    start) and a read-along ``clipBegin == clipEnd``; every cue and every clip gets a length, and a clip stays
+    inside its sentence's audio."""
+    import re
+
+    from omnivoice_demo.batch.subtitles import Cue, parse_timestamps, to_vtt, word_subtitles
+    from omnivoice_demo.book.overlay import chapter_documents, units_of
+
+    words = [WordTiming("Hello", 0.1, 0.1, 0.9), WordTiming("there.", 0.1, 0.6, 0.9), WordTiming("Bye.", 2.0, 2.0, 0.9)]
+    documents = [word_subtitles(words, "srt"), word_subtitles(words, "vtt"), to_vtt([Cue(0.1, 0.1, "Hello.")])]
+    for document in documents:
+        times = parse_timestamps(document)
+        assert times and all(end > start for start, end in times), document
+    timed = [{"word": "Hello", "start": 0.1, "end": 0.1}, {"word": "there", "start": 0.1, "end": 0.6},
+             {"word": "Bye", "start": 0.8, "end": 0.8}]
+    units = units_of("c01s0001", "Hello there. Bye", 1.0, 1.8, timed)
+    assert [u.id for u in units] == ["c01s0001w001", "c01s0001w002", "c01s0001w003"]
+    assert all(1.0 <= u.start < u.end <= 1.8 for u in units), units
+    assert all(a.end <= b.start for a, b in zip(units, units[1:])), units   # nor over the next word's clip
+    assert all(u.start < u.end for u in units_of("c01s0002", "Gone.", 2.0, 2.0))
+    _, smil = chapter_documents(1, "One", [[("c01s0001", "Hello there. Bye", units)]], "audio/01.m4a", "en")
+    clips = re.findall(r'clipBegin="([\d:.]+)" clipEnd="([\d:.]+)"', smil)
+    assert len(clips) == 3 and all(begin < end for begin, end in clips), clips
+
+
 def test_sentences_of_subtitles_and_books_do_not_end_at_an_abbreviation_nor_lose_a_closing_quote():
     """A book's sentence items and a chunk's cues are cut by ``split_sentences``: "Mr." alone made an item of its
     own (spoken by itself), and the quote closing "Why?" went missing."""

@@ -25,6 +25,9 @@ FORMATS = ("srt", "vtt")
 #: a word-level cue holds at most this many words, and lasts at most MAX_CUE_SECONDS
 MAX_CUE_WORDS = 7
 MAX_CUE_SECONDS = 3.5
+#: the shortest a cue or a read-along clip lasts: WebVTT wants a cue's end after its start, and the aligner can
+#: give a word no length (start == end); 40 ms, a frame of 25 fps video, shows it and stays under a word's length
+MIN_CUE_SECONDS = 0.04
 #: a sentence ends at . ! ? (and their CJK forms), with closing quotes, before a space or the end
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？…])[\"'”’)\]]*\s+|(?<=[。！？])")
 
@@ -92,7 +95,7 @@ def to_karaoke_vtt(cues: list[Cue]) -> str:
     """WebVTT whose cues mark each word's start with an inline timestamp (karaoke: the word being said is
     highlighted by players that show them, the others show the cue's text)."""
     blocks = ["WEBVTT\n"]
-    for cue in cues:
+    for cue, span in zip(cues, _spans(cues)):
         parts = []
         for index, (start, word) in enumerate(cue.words or ((cue.start, cue.text),)):
             text = _escape_vtt(_one_line(word))
@@ -100,8 +103,42 @@ def to_karaoke_vtt(cues: list[Cue]) -> str:
         text = " ".join(parts)
         if cue.speaker:
             text = f"<v {_escape_vtt(_one_line(cue.speaker))}>{text}"
-        blocks.append(f"{_timestamp(cue.start, '.')} --> {_timestamp(cue.end, '.')}\n{text}\n")
+        blocks.append(f"{_times(span, '.')}\n{text}\n")
     return "\n".join(blocks)
+
+
+def positive_spans(spans, lower: float = 0.0, upper: float | None = None) -> list[tuple[float, float]]:
+    """``spans`` [(start, end), ...] in order (seconds), each given a length in whole milliseconds (what SRT,
+    WebVTT and SMIL clocks write): a span shorter than ``MIN_CUE_SECONDS`` (a word the aligner gave none) ends
+    later, up to the next one's start; one that starts where the next starts pushes that start on by its length.
+    With ``upper`` (the end of the audio the spans lie in) nothing ends after it: a last span there starts earlier,
+    after the one before.  Spans that did not touch keep their times."""
+    least = int(round(MIN_CUE_SECONDS * 1000))
+    floor = int(round(lower * 1000))
+    ceiling = None if upper is None else int(round(upper * 1000))
+    ms = [[max(floor, int(round(s * 1000))), max(floor, int(round(e * 1000)))] for s, e in spans]
+    for i, span in enumerate(ms):
+        start, end = span
+        if i and start < ms[i - 1][1] and start <= ms[i - 1][0]:
+            start = ms[i - 1][1]   # pushed on by the span before, which started at the same time
+        room = ms[i + 1][0] if i + 1 < len(ms) else ceiling
+        end = max(end, start + least if room is None or room <= start else min(start + least, room))
+        if ceiling is not None and end > ceiling:
+            end = ceiling
+            start = min(start, max(ms[i - 1][1] if i else floor, end - least))
+        if end <= start:   # no room at all: a millisecond, over its neighbour
+            start = end - 1 if ceiling is not None and end == ceiling else start
+            end = start + 1
+        span[:] = [max(0, start), end]
+    return [(start / 1000, end / 1000) for start, end in ms]
+
+
+def _spans(cues: list[Cue]) -> list[tuple[float, float]]:
+    return positive_spans([(cue.start, cue.end) for cue in cues])
+
+
+def _times(span: tuple[float, float], decimal: str) -> str:
+    return f"{_timestamp(span[0], decimal)} --> {_timestamp(span[1], decimal)}"
 
 
 def _timestamp(seconds: float, decimal: str) -> str:
@@ -125,19 +162,19 @@ def word_subtitles(words, kind: str) -> str:
 
 def to_srt(cues: list[Cue]) -> str:
     blocks = []
-    for number, cue in enumerate(cues, start=1):
+    for number, (cue, span) in enumerate(zip(cues, _spans(cues)), start=1):
         text = _one_line(f"{cue.speaker}: {cue.text}" if cue.speaker else cue.text).replace("-->", "->")
-        blocks.append(f"{number}\n{_timestamp(cue.start, ',')} --> {_timestamp(cue.end, ',')}\n{text}\n")
+        blocks.append(f"{number}\n{_times(span, ',')}\n{text}\n")
     return "\n".join(blocks)
 
 
 def to_vtt(cues: list[Cue]) -> str:
     blocks = ["WEBVTT\n"]
-    for cue in cues:
+    for cue, span in zip(cues, _spans(cues)):
         text = _escape_vtt(_one_line(cue.text))
         if cue.speaker:
             text = f"<v {_escape_vtt(_one_line(cue.speaker))}>{text}"
-        blocks.append(f"{_timestamp(cue.start, '.')} --> {_timestamp(cue.end, '.')}\n{text}\n")
+        blocks.append(f"{_times(span, '.')}\n{text}\n")
     return "\n".join(blocks)
 
 

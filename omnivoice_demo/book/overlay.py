@@ -56,11 +56,14 @@ def units_of(sentence_id: str, text: str, start: float, end: float,
              words: Optional[Sequence[dict]] = None) -> list[Unit]:
     """The sentence as one unit, or as its words' units when word timings are given and each word is found in
     ``text`` in order (``word_places``).  ``start``/``end``: the sentence's place in the chapter's audio."""
+    from ..batch.subtitles import positive_spans
+
     if not words or word_places(text, [w["word"] for w in words]) is None:
-        return [Unit(sentence_id, text, start, end)]
-    return [Unit(f"{sentence_id}w{n:03d}", w["word"], round(start + float(w["start"]), 3),
-                 round(min(start + float(w["end"]), end), 3))
-            for n, w in enumerate(words, 1)]
+        return [Unit(sentence_id, text, *positive_spans([(start, end)])[0])]
+    # each clip with a length (a word the aligner gave none), inside the sentence's audio
+    spans = positive_spans([(start + float(w["start"]), min(start + float(w["end"]), end)) for w in words],
+                           lower=start, upper=end)
+    return [Unit(f"{sentence_id}w{n:03d}", w["word"], *span) for n, (w, span) in enumerate(zip(words, spans), 1)]
 
 
 def word_places(text: str, words: Sequence[str]) -> Optional[list[tuple[int, int]]]:
