@@ -43,11 +43,26 @@ class ResourceLimitExceeded(InvalidInput):
 
 
 class Busy(OmniVoiceError):
-    """The server is at its concurrency limit; try again later."""
+    """The server is at its concurrency limit; try again later.  ``retry_after``: the whole seconds the message
+    names (None: it says "shortly"), so an answer's ``Retry-After`` says what its message says (issue 49)."""
+
+    def __init__(self, message: str, retry_after: Optional[int] = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class StoreUnavailable(OmniVoiceError):
     """The saved voices' store (a database) cannot be reached or used now; the message names it and what to do."""
+
+
+class StorageNotWritable(OmniVoiceError):
+    """A folder the server keeps files in cannot be written now: its disk is full or over quota (``full``), or it
+    is read-only.  Nothing was changed; the message says what the server's operator can do.  Not the request's
+    fault, never an internal error: the HTTP API answers 507 (full) or 403 (read-only)."""
+
+    def __init__(self, message: str, full: bool = False):
+        super().__init__(message)
+        self.full = full
 
 
 def one_line(exc: BaseException) -> str:

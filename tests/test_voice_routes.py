@@ -87,3 +87,32 @@ def test_a_failed_load_is_explained_by_health_the_log_and_no_model_is_listed(tmp
     health = client.get("/health").json()
     assert health["status"] == "error" and "no-such-folder" in health["message"]
     assert client.get("/v1/models").json()["data"] == []
+
+
+@pytest.mark.parametrize("code, status, words", [("EROFS", 403, "is read-only (EROFS)"),
+                                                 ("EACCES", 403, "is not writable (EACCES)"),
+                                                 ("ENOSPC", 507, "is full (ENOSPC)")])
+def test_deleting_from_a_folder_that_cannot_be_written_says_so_and_keeps_the_voice(library, monkeypatch, code,
+                                                                                   status, words):
+    """Issue 49: DELETE on a read-only voices folder was a 500 and the voice stayed.  At the place it starts
+    (the folder store's write step) and through the route: a 403 (read-only) or 507 (full) that says what to do,
+    no server path, and the voice still listed.  (The tests run as root, whom chmod does not stop: the folder's
+    refusal is the error the system gives.)"""
+    import errno
+    import re
+    import pathlib
+
+    from omnivoice_demo.errors import StorageNotWritable
+
+    def refused(self, *args, **kwargs):
+        raise OSError(getattr(errno, code), "refused", str(self))
+
+    monkeypatch.setattr(pathlib.Path, "unlink", refused)
+    with pytest.raises(StorageNotWritable, match=re.escape(words)) as caught:
+        library.delete("Bob")
+    assert caught.value.full == (code == "ENOSPC")
+    answer = client_of(library).delete("/v1/audio/voices/Bob")
+    assert answer.status_code == status, answer.text
+    message = answer.json()["error"]["message"]
+    assert words in message and "operator must free some space or make the folder writable" in message
+    assert str(library.root) not in message and "Bob" in library.names()

@@ -13,9 +13,11 @@ import logging
 from typing import Optional
 
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
-                      StoreUnavailable, one_line)
+                      StorageNotWritable, StoreUnavailable, one_line)
 
 log = logging.getLogger(__name__)
+#: a 429's Retry-After when its message says "shortly" (no estimate of the wait)
+RETRY_SHORTLY = 5
 
 
 class ApiError(Exception):
@@ -38,7 +40,8 @@ def api_error(exc: BaseException) -> ApiError:
     if isinstance(exc, HTTPException):   # FastAPI's own answers (a body it could not parse)
         return ApiError(exc.status_code, str(exc.detail), code="invalid_value")
     if isinstance(exc, Busy):
-        return ApiError(429, one_line(exc), "rate_limit_error", code="busy", headers={"Retry-After": "5"})
+        retry = exc.retry_after if exc.retry_after else RETRY_SHORTLY   # what the message says, in whole seconds
+        return ApiError(429, one_line(exc), "rate_limit_error", code="busy", headers={"Retry-After": str(retry)})
     if isinstance(exc, ResourceLimitExceeded):
         return ApiError(413, one_line(exc), param=exc.param, code="limit_exceeded")
     if isinstance(exc, InvalidInput):
@@ -48,6 +51,9 @@ def api_error(exc: BaseException) -> ApiError:
     if isinstance(exc, StoreUnavailable):   # the voices' database is down: the server is not at fault for long
         return ApiError(503, one_line(exc), "server_error", code="voice_store_unavailable",
                         headers={"Retry-After": "5"})
+    if isinstance(exc, StorageNotWritable):   # the server's folder, not the request: 507 when full, else 403
+        return ApiError(507 if exc.full else 403, one_line(exc), "server_error" if exc.full else "permission_error",
+                        code="storage_full" if exc.full else "storage_read_only")
     if isinstance(exc, (OmniVoiceError, ValueError)):
         return ApiError(400, one_line(exc), code="invalid_value")
     log.error("internal error in the HTTP API", exc_info=exc)

@@ -17,6 +17,7 @@ other visitor's voices, the library is made per browser session
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -29,9 +30,9 @@ from typing import Callable, Optional
 
 import filelock
 
-from ..storage.atomic import TEMPORARY_SUFFIX, write_atomically
+from ..storage.atomic import TEMPORARY_SUFFIX, storage_problem, write_atomically
 from ..settings.limits import Limits
-from ..errors import InvalidInput, ResourceLimitExceeded, excerpt
+from ..errors import InvalidInput, ResourceLimitExceeded, StorageNotWritable, excerpt
 from ..storage.voice_file import Voice, stored_tags
 from .variants import check_variants, variant_listing
 from ..text.voice_names import check_free, clean_name, find_name
@@ -170,6 +171,14 @@ class VoiceLibrary(VoiceStore):
                 lock = None
             try:
                 yield
+            except OSError as exc:   # a full or read-only folder: said, never an internal error (issue 49)
+                problem = storage_problem(exc)
+                if problem is None:
+                    raise
+                raise StorageNotWritable(
+                    f"The saved voices cannot be changed now: the server's voices folder {problem}; the voices are "
+                    "as they were. The server's operator must free some space or make the folder writable.",
+                    full=exc.errno in (errno.ENOSPC, errno.EDQUOT)) from None
             finally:
                 if lock is not None:
                     lock.release()
