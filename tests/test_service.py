@@ -80,6 +80,27 @@ def test_queue_is_bounded_and_busy_is_refused_at_once():
     assert engine.most_active == 1
 
 
+def test_a_busy_answer_says_one_wait_in_its_message_and_its_retry_after():
+    """Issue 49: with 20 heavy requests in flight the 429's Retry-After said 5 s while its message said about
+    1293 s.  The refusal carries the figure its message names, and the HTTP API's Retry-After is that figure."""
+    from omnivoice_demo.api.openai_errors import api_error
+
+    service, engine = EngineService(max_running=1, max_waiting=1), FakeEngine()
+    gate = threading.Event()
+    jobs = [service.submit(lambda: engine.run(steps=1, gate=gate), estimate=646.0) for _ in range(2)]
+    with pytest.raises(Busy) as refused:
+        service.submit(lambda: engine.run())
+    seconds = refused.value.retry_after   # 1292 s less the moment since the first started, rounded up
+    assert 1290 <= seconds <= 1292 and f"in about {seconds} s" in str(refused.value)
+    answer = api_error(refused.value)
+    assert answer.status == 429 and answer.headers["Retry-After"] == str(seconds)
+    shortly = api_error(Busy("The server is busy. Try again shortly."))   # no estimate: a short wait, said so
+    assert shortly.headers["Retry-After"] == "5"
+    gate.set()
+    for job in jobs:
+        job.result()
+
+
 def test_waiting_reader_sees_its_position_then_the_steps():
     service, engine = EngineService(max_running=1, max_waiting=4), FakeEngine()
     gate = threading.Event()

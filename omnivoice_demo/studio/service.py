@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import math
 import threading
 import time
 from typing import Any, AsyncIterator, Callable, Generator, Iterable, Optional
@@ -263,9 +264,10 @@ class EngineService:
             if len(self._running) + len(self._waiting) >= self.max_running + self.max_waiting:
                 self.counters.refused += 1
                 wait = self._wait_before(len(self._waiting))
+                seconds = max(1, math.ceil(wait)) if wait else None   # the message's figure and Retry-After's
                 raise Busy(f"The server is busy: {self.max_running + self.max_waiting} generation(s) are running "
                            f"or waiting, the most it takes. Try again"
-                           f"{f' in about {wait:.0f} s' if wait else ' shortly'}.")
+                           f"{f' in about {seconds} s' if seconds else ' shortly'}.", retry_after=seconds)
             self.counters.submitted += 1
             self._waiting.append(job)
             self._ensure_workers()
