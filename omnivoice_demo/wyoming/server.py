@@ -13,19 +13,32 @@ unless voices are put there), never a visitor's or the HTTP API's.
 
 ``--zeroconf`` announces the server on the local network (mDNS ``_wyoming._tcp``) so Home Assistant
 discovers it; it needs the ``zeroconf`` package (``pip install 'omnivoice-onnx-studio[zeroconf]'``).
+
+A server started from the command line (``omnivoice wyoming``, ``--wyoming-uri``) makes one request of its own
+before it listens (``WyomingServer.warm_up``): whatever a process pays once (the ONNX Runtime sessions' first
+runs at a request's shapes, the imports made on first use, the normaliser's grammars, the speech recogniser
+where ``--guard`` is on) is paid then, not by the first client (issue 48, item 4: a fresh server's first request
+gave its first audio after 27.9 s where the next took 2.5 s, on the tiny model at load 10).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import logging
+import socket
 import threading
+import time
 from typing import Callable, Optional
 from urllib.parse import urlparse
 
+from wyoming.audio import AudioStop
+from wyoming.error import Error
+from wyoming.event import async_read_event, async_write_event
 from wyoming.server import AsyncServer
+from wyoming.tts import Synthesize
 
 from ..text.lexicon import lexicon_argument
 from ..studio.service import add_queue_arguments
@@ -38,6 +51,13 @@ DEFAULT_URI = "tcp://127.0.0.1:10200"
 #: the voice library's session of Wyoming clients when voices are kept per session (shared mode)
 WYOMING_SESSION = "wyoming"
 ZEROCONF_INSTALL = "pip install 'omnivoice-onnx-studio[zeroconf]'"
+#: the warm-up's request (``WyomingServer.warm_up``): two sentences with numbers, so that reading numbers as
+#: words, reading the later sentences ahead, sentence streaming and the codec all run once
+WARM_UP_TEXT = "It is 10:30 on 3 May. The server is ready."
+#: the warm-up's preset: the same path as every request's with fewer steps (Wyoming has no steps field)
+WARM_UP_PRESET = "fast"
+#: the most a warm-up may take; past it the server listens all the same (its first request pays the rest)
+WARM_UP_SECONDS = 600.0
 
 
 def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False,
@@ -76,17 +96,70 @@ def check_uri(uri: str) -> str:
 
 
 class WyomingServer:
-    """The Wyoming server of a context at ``uri``; ``zeroconf``: the name to announce (None: none)."""
+    """The Wyoming server of a context at ``uri``; ``zeroconf``: the name to announce (None: none); ``warm_up``:
+    make one request of its own before listening (``warm_up``)."""
 
-    def __init__(self, uri: str, context: WyomingContext, zeroconf: Optional[str] = None):
+    def __init__(self, uri: str, context: WyomingContext, zeroconf: Optional[str] = None, warm_up: bool = False):
         self.uri, self.context, self.zeroconf = check_uri(uri), context, zeroconf
+        self.warms_up = warm_up
+        #: the warm-up's seconds (None: none ran, or it failed)
+        self.warm_up_seconds: Optional[float] = None
         self._server: Optional[AsyncServer] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
         self._announcer = None
 
+    async def warm_up(self) -> Optional[float]:
+        """One ``synthesize`` of ``WARM_UP_TEXT`` through a connection of our own (a socket pair to a
+        ``SpeechHandler``, the path of every client's request) at ``WARM_UP_PRESET``, read to its ``audio-stop``;
+        its seconds, or None when it failed or no model is loaded yet (the app loads its model in the
+        background: then none runs) (logged: the server serves all the same, its first request then pays what
+        the warm-up did not).  Bounded by ``WARM_UP_SECONDS``."""
+        try:
+            self.context.models.get()
+        except Exception:  # noqa: BLE001 - ModelNotReady and its kin: the app loads its model in the background
+            log.info("Wyoming server: no model loaded yet, so no warm-up request; the first request pays the "
+                     "one-off costs")
+            return None
+        started = time.perf_counter()
+        context = dataclasses.replace(self.context, preset=WARM_UP_PRESET)
+        ours, theirs = socket.socketpair()
+        try:
+            reader, writer = await asyncio.open_connection(sock=ours)
+            serving = asyncio.create_task(SpeechHandler(context, reader, writer).run())
+            client_reader, client_writer = await asyncio.open_connection(sock=theirs)
+            try:
+                await asyncio.wait_for(self._warm_up_request(client_reader, client_writer), WARM_UP_SECONDS)
+            finally:
+                client_writer.close()
+                await asyncio.wait_for(serving, WARM_UP_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - a warm-up never stops a server from serving
+            log.warning("Wyoming warm-up request failed (%s: %s); the first request pays its one-off costs",
+                        type(exc).__name__, self.context.redact(str(exc))[:300])
+            return None
+        finally:
+            ours.close()
+            theirs.close()
+        self.warm_up_seconds = time.perf_counter() - started
+        log.info("Wyoming server warmed up in %.1f s (one request of its own before listening)", self.warm_up_seconds)
+        return self.warm_up_seconds
+
+    @staticmethod
+    async def _warm_up_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await async_write_event(Synthesize(text=WARM_UP_TEXT).event(), writer)
+        while True:
+            event = await async_read_event(reader)
+            if event is None:
+                raise ConnectionError("the warm-up's connection closed before its audio-stop")
+            if Error.is_type(event.type):
+                raise RuntimeError(Error.from_event(event).text)
+            if AudioStop.is_type(event.type):
+                return
+
     async def start(self) -> None:
-        """Listen (the port is open when this returns) and announce when asked."""
+        """Warm up when asked, then listen (the port is open when this returns) and announce when asked."""
+        if self.warms_up:
+            await self.warm_up()
         self._server = AsyncServer.from_uri(self.uri)
         await self._server.start(functools.partial(SpeechHandler, self.context))
         if self.zeroconf is not None:
@@ -110,7 +183,8 @@ class WyomingServer:
     # --- beside another front end ------------------------------------------------------------
 
     def start_in_thread(self, timeout: float = 30.0) -> "WyomingServer":
-        """Run on a daemon thread with its own event loop; returns once listening (raises what start raised)."""
+        """Run on a daemon thread with its own event loop; returns once listening (raises what start raised).
+        ``timeout`` is the wait for listening; a warm-up has ``WARM_UP_SECONDS`` besides."""
         started = threading.Event()
         failure: list[BaseException] = []
 
@@ -132,7 +206,7 @@ class WyomingServer:
 
         self._thread = threading.Thread(target=run, name="omnivoice-wyoming", daemon=True)
         self._thread.start()
-        if not started.wait(timeout):
+        if not started.wait(timeout + (WARM_UP_SECONDS if self.warms_up else 0.0)):
             raise RuntimeError(f"the Wyoming server did not start within {timeout:.0f} s")
         if failure:
             raise failure[0]
@@ -191,7 +265,7 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
                                                           getattr(args, "wyoming_guard", False),
                                                           getattr(args, "lexicon", None),
                                                           getattr(args, "wyoming_preset", DEFAULT_PRESET)),
-                           args.zeroconf)
+                           args.zeroconf, warm_up=True)
     return server.start_in_thread()
 
 
@@ -217,7 +291,7 @@ def run_wyoming(args: argparse.Namespace) -> int:
 
     server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
                                                   args.wyoming_guard, args.lexicon, args.wyoming_preset),
-                           args.zeroconf)
+                           args.zeroconf, warm_up=True)
     try:
         asyncio.run(server.serve_forever())
     except KeyboardInterrupt:
