@@ -1,31 +1,14 @@
-"""Batch rows and what they are run with: an item's key follows the model folder's content, the limit
-flags apply, and a row that cannot be read or run fails alone while the others are made."""
+"""Batch rows and what they are run with: the limit flags apply, and a row that cannot be read or run fails alone
+while the others are made (what decides reuse, the render key: tests/test_render_key.py and test_book_reuse.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from omnivoice_demo.settings.limits import Limits
 
 
-# --- an item's key and the limits -------------------------------------------------------------------------
-
-def test_a_batch_items_key_changes_when_the_folders_weights_do(tmp_path, tiny_fp32_folder):
-    import shutil
-
-    from omnivoice_demo.batch.worker import ModelSpec
-
-    folder = tmp_path / "model"
-    shutil.copytree(tiny_fp32_folder, folder)
-    before = ModelSpec(model=str(folder)).identity()
-    from omnivoice_demo.storage.manifest import MANIFEST_NAME
-
-    manifest = json.loads((folder / MANIFEST_NAME).read_text())
-    manifest["replaced"] = "other weights at the same path"
-    (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
-    assert ModelSpec(model=str(folder)).identity() != before
-
+# --- the limits -------------------------------------------------------------------------
 
 def test_batch_honours_the_limit_flags():
     from omnivoice_demo.cli.main import build_parser

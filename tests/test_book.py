@@ -156,13 +156,13 @@ def test_the_cast_speaks_its_quotes_and_the_plan_has_their_voices(tiny_fp32_fold
     book = read_book(write_epub3(tmp_path / "b.epub", [("One", ['"Come here," said Anna. The sea was grey.',
                                                               '"No," Ben said.'])]))
     cast = {"Anna": Voicing("anna", instruct="female"), "Ben": Voicing("ben", instruct="male")}
-    plan = plan_book(book, BookSettings(config=GenerationConfig(), narrator=Voicing("narrator"), cast=cast), "m")
+    plan = plan_book(book, BookSettings(config=GenerationConfig(), narrator=Voicing("narrator"), cast=cast))
     voices = {item.id: item.instruct for item in plan.items}
     assert [(s.text, s.speaker, voices[s.item_id]) for s in plan.sentences] == [
         ("One", "", None), ("Come here,", "Anna", "female"), ("said Anna.", "", None), ("The sea was grey.", "", None),
         ("No,", "Ben", "male"), ("Ben said.", "", None)]
     again = plan_book(book, BookSettings(config=GenerationConfig(), narrator=Voicing("narrator"),
-                                         cast={**cast, "Ben": Voicing("ben", instruct="elderly")}), "m")
+                                         cast={**cast, "Ben": Voicing("ben", instruct="elderly")}))
     changed = {s.text for s, t in zip(plan.sentences, again.sentences) if s.item_id != t.item_id}
     assert changed == {"No,"}      # a new voice for one character changes only that character's sentences
 
@@ -248,8 +248,8 @@ def test_the_report_lists_the_sentences_that_failed_every_take(tiny_fp32_folder,
     book = read_book(write_epub3(tmp_path / "b.epub", [("One", ["Calm sea. The storm came."])]))
     settings = BookSettings(config=GenerationConfig(num_step=2, guard=True, guard_tries=2), narrator=Voicing("d"),
                             readalong=False, audio_format="flac")
-    plan = plan_book(book, settings, "tiny")
-    done = run_book(plan, settings, tmp_path / "out", "tiny",
+    plan = plan_book(book, settings)
+    done = run_book(plan, settings, tmp_path / "out",
                     lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
     report = json.loads((tmp_path / "out/report.json").read_text())
     assert done.summary.unpassed_chunks == 1 and done.summary.checked_chunks == 3

@@ -81,7 +81,6 @@ def test_the_book_tab_makes_an_m4b_and_plays_a_chapter(app, tmp_path, artifacts_
 
 
 def test_a_book_job_pauses_after_the_sentence_in_flight_and_resumes_reusing_it(tiny_fp32_folder, tmp_path):
-    from omnivoice_demo.batch.worker import ModelSpec
     from omnivoice_demo.book.jobs import BookJobs
     from omnivoice_demo.book.project import BookSettings
     from omnivoice_demo.book.voices import Voicing
@@ -96,8 +95,7 @@ def test_a_book_job_pauses_after_the_sentence_in_flight_and_resumes_reusing_it(t
                                              for n in range(1, 6)])
     jobs = BookJobs(tmp_path / "books", shared=False)
     settings = BookSettings(config=GenerationConfig(num_step=2), narrator=Voicing("default"), readalong=False)
-    identity = ModelSpec(model=str(tiny_fp32_folder)).identity()
-    job = jobs.open(None, str(book), settings, identity)
+    job = jobs.open(None, str(book), settings)
     total = len(job.plan.items)
     jobs.start(None, Loaded)
     while sum(r["made"] for r in job.chapters()) < 1:
@@ -119,17 +117,15 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     book does not have is refused with the range."""
     import types
 
-    from omnivoice_demo.batch.worker import ModelSpec
     from omnivoice_demo.book.jobs import BookJobs
     from omnivoice_demo.errors import InvalidInput
     from omnivoice_demo.ui.tabs.book import settings_of
 
     studio = types.SimpleNamespace(shared=True)   # a shared server: designs and descriptions only
     book = write_epub3(tmp_path / "b.epub", CHAPTERS)
-    identity = ModelSpec(model=str(tiny_fp32_folder)).identity()
     settings = settings_of(studio, "alloy", None, "", "2=nova, 3=female, low pitch", 4, False)
     assert settings.chapter_voices[2].name == "nova" and "low pitch" in settings.chapter_voices[3].instruct
-    job = BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, identity, chapters="3,2")
+    job = BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, chapters="3,2")
     assert [c.title for c in job.plan.book.chapters] == ["The Storm", "The Morning"]
     assert [row["number"] for row in job.chapters()] == [2, 3]   # the table's numbers, as in the book
     by_chapter = {s.chapter: s.item_id for s in job.plan.sentences}
@@ -137,9 +133,9 @@ def test_the_tabs_chapter_choice_and_chapter_voices_reach_the_plan(tiny_fp32_fol
     assert voices[by_chapter[2]] != voices[by_chapter[3]] and "low pitch" in voices[by_chapter[3]]
     with pytest.raises(InvalidInput, match="chapters 1-3"):
         BookJobs(tmp_path / "books", shared=True).open(
-            "visitor", str(book), settings_of(studio, "alloy", None, "", "4=nova", 4, False), identity, chapters="2-3")
+            "visitor", str(book), settings_of(studio, "alloy", None, "", "4=nova", 4, False), chapters="2-3")
     with pytest.raises(InvalidInput, match="numbered from 1"):   # before the book is read: not "chapters 1-0"
         settings_of(studio, "alloy", None, "", "0=nova", 4, False)
     with pytest.raises(InvalidInput, match="outside the book's chapters 1-3"):
-        BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, identity, chapters="2-4")
+        BookJobs(tmp_path / "books", shared=True).open("visitor", str(book), settings, chapters="2-4")
 

@@ -167,14 +167,14 @@ def test_a_shared_server_bounds_book_jobs_and_keeps_each_owners_apart(tmp_path, 
     settings = BookSettings(config=GenerationConfig(), narrator=Voicing("d"))
     monkeypatch.setattr(book_jobs, "MAX_SHARED_SENTENCES", 4)
     with pytest.raises(ResourceLimitExceeded, match="5 sentences; this server makes books of at most 4"):
-        jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
+        jobs.open("owner-a", str(tmp_path / "b.txt"), settings)
     monkeypatch.setattr(book_jobs, "MAX_SHARED_SENTENCES", 100)
     monkeypatch.setattr(book_jobs, "MAX_SHARED_HOURS", 0.0001)
     with pytest.raises(ResourceLimitExceeded, match="hours of audio"):
-        jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
+        jobs.open("owner-a", str(tmp_path / "b.txt"), settings)
     monkeypatch.setattr(book_jobs, "MAX_SHARED_HOURS", 2.0)
-    a = jobs.open("owner-a", str(tmp_path / "b.txt"), settings, "m")
-    b = jobs.open("owner-b", str(tmp_path / "b.txt"), settings, "m")
+    a = jobs.open("owner-a", str(tmp_path / "b.txt"), settings)
+    b = jobs.open("owner-b", str(tmp_path / "b.txt"), settings)
     assert jobs.get("owner-a") is a and jobs.get("owner-b") is b and jobs.get("owner-c") is None
     assert a.folder != b.folder and a.folder.parent.parent == b.folder.parent.parent == tmp_path / "books"
     assert jobs.limits() == BookLimits.shared()

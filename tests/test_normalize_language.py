@@ -177,7 +177,7 @@ def test_batch_sidecar_says_what_was_done(tiny_fp32_folder, tmp_path):
             {"id": "en", "text": ENGLISH, "normalize_text": "auto"}]
     source.write_text("".join(json.dumps(dict(row, seed=1)) + "\n" for row in rows))
     items = read_items(source, base=GenerationConfig(num_step=2))
-    summary = run_batch(items, Job(output=str(tmp_path / "out"), model_identity="tiny"),
+    summary = run_batch(items, Job(output=str(tmp_path / "out")),
                         lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
     assert summary.done == 3
     sidecars = {row["id"]: json.loads((tmp_path / "out" / f"{row['id']}.json").read_text()) for row in rows}

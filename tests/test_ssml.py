@@ -363,7 +363,7 @@ def test_an_ssml_batch_row_has_subtitles_on_its_segments(tiny_fp32_folder, tmp_p
     assert [item.id for item in items] == ["show"] and items[0].ssml_voices == (("onyx", None, DESIGNS["onyx"]),)
     assert [line for line, _ in problems] == [2, 3]
     assert "called 'Nobody'" in problems[0][1] and "line 2, column" in problems[1][1]
-    job = Job(output=str(tmp_path / "out"), subtitles=("srt",), model_identity="tiny")
+    job = Job(output=str(tmp_path / "out"), subtitles=("srt",))
     summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
     assert summary.done == 1
     sidecar = json.loads((tmp_path / "out" / "show.json").read_text())

@@ -193,7 +193,7 @@ def test_a_fully_skipped_batch_says_so_instead_of_zero_workers():
     from omnivoice_demo.batch.runner import Summary
 
     lines = Summary(total=3, skipped=3).lines()
-    assert lines[1] == "nothing to synthesise: every item was done before; no worker was started"
+    assert lines[1] == "nothing to synthesise: every item was made before with the same render key"
     assert not any("0 worker(s)" in line or "items/h" in line for line in lines)
     assert "2 worker(s)" in Summary(total=3, done=3, workers=2, wall_seconds=1.0).lines()[1]
 

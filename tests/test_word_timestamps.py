@@ -538,7 +538,7 @@ def test_batch_item_with_word_timestamps_writes_word_subtitles(tiny_fp32_folder,
     source.write_text(json.dumps({"id": "a", "text": "Batch words have times.", "seed": 1, "word_timestamps": True})
                       + "\n" + json.dumps({"id": "b", "text": "No words here.", "seed": 2}) + "\n")
     items = read_items(source, base=GenerationConfig(num_step=2))
-    job = Job(output=str(tmp_path / "out"), subtitles=("srt", "vtt"), model_identity="tiny")
+    job = Job(output=str(tmp_path / "out"), subtitles=("srt", "vtt"))
     summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
     assert summary.done == 2
     out = tmp_path / "out"

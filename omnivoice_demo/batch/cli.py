@@ -72,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("--workers must be at least 1.", param="workers")
     spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
                      provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
-    job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles),
-              model_identity=spec.identity())
+    job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles))
     # a bad row fails alone: listed as failed (exit status 3), the others run
     items, rejected = read_batch(args.input, base=config_from_arguments(args), voices_dir=args.voices,
                                  lexicon=args.lexicon)

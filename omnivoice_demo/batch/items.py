@@ -102,11 +102,13 @@ class BatchItem:
                                         pronunciations=self.pronunciations)
         return engine.prepare(self.text, **self.generate_kwargs())
 
-    def key(self, model: str, audio_format: str) -> str:
-        """A fingerprint of what decides the output: the same key means the same audio can be reused."""
+    def request_digest(self) -> str:
+        """A fingerprint of what the item asks (its text, voices by file content, settings, lexicon, turns): a
+        book names its sentences by it.  It never decides reuse: the render key of what the engine would run does
+        (``engine.render_key``, ``runner.run_batch``)."""
         voice_hash = file_sha256(self.voice) if self.voice else None
         payload = {"text": self.text, "language": self.language, "instruct": self.instruct, "voice": voice_hash,
-                   "config": self.config.to_dict(), "model": model, "format": audio_format}
+                   "config": self.config.to_dict()}
         if self.ssml_voices:   # the voices the SSML names, by content
             payload["ssml_voices"] = [[name, file_sha256(path) if path else design]
                                       for name, path, design in self.ssml_voices]

@@ -32,8 +32,8 @@ class InlineBackend:
         self.worker = ItemWorker(spec, threads)
         self.workers = 1
 
-    def check(self, items: list[BatchItem]):
-        return self.worker.check(items)
+    def check(self, items: list[BatchItem], audio_format: str):
+        return self.worker.check(items, audio_format)
 
     def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
         for item in items:
@@ -58,8 +58,8 @@ def _start_worker(spec: ModelSpec, threads: Optional[int], parent: int) -> None:
     threading.Thread(target=watch_parent, daemon=True, name="parent-watch").start()
 
 
-def _check(items):
-    return _WORKER.check(items)
+def _check(items, audio_format):
+    return _WORKER.check(items, audio_format)
 
 
 def _run(item, job):
@@ -76,14 +76,16 @@ class ProcessBackend:
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker, initargs=(spec, self.threads, os.getpid()))
 
-    def check(self, items: list[BatchItem]):
-        """The engine's checks, in a share of the items per worker (which also starts every worker now)."""
+    def check(self, items: list[BatchItem], audio_format: str):
+        """The engine's checks and render keys, in a share of the items per worker (which also starts every worker
+        now)."""
         shares = [items[i::self.workers] for i in range(self.workers) if items[i::self.workers]]
-        problems, seconds = [], {}
-        for share_problems, share_seconds in self.pool.map(_check, shares):
+        problems, seconds, parts = [], {}, {}
+        for share_problems, share_seconds, share_parts in self.pool.map(_check, shares, [audio_format] * len(shares)):
             problems += share_problems
             seconds.update(share_seconds)
-        return problems, seconds
+            parts.update(share_parts)
+        return problems, seconds, parts
 
     def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
         futures = [self.pool.submit(_run, item, job) for item in items]

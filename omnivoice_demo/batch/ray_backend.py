@@ -49,8 +49,8 @@ class RayBackend:
         self.actors = [actor.remote(spec, cpus_per_actor) for _ in range(count)]
         self.workers = count
 
-    def check(self, items: list[BatchItem]):
-        return self.ray.get(self.actors[0].check.remote(items))
+    def check(self, items: list[BatchItem], audio_format: str):
+        return self.ray.get(self.actors[0].check.remote(items, audio_format))
 
     def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
         from ray.util import ActorPool

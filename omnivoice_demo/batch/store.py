@@ -1,13 +1,13 @@
 """The output folder of a batch: atomic files, sidecars, and what a rerun may skip.
 
 For item ``ID`` the folder holds ``ID.wav`` (or ``.flac``), ``ID.json`` (the
-sidecar: status, the key of its inputs and settings, seed, timings, chunk
+sidecar: status, its render key and the key's parts, seed, timings, chunk
 times, sha256 of the audio) and, when asked for, ``ID.srt`` / ``ID.vtt``.
 Every file is written to a temporary name in the same folder, flushed to
 disk, then renamed over the final name, so a file is either whole or absent;
 the sidecar is written last, so a sidecar saying ``done`` means its audio is
 complete.  A rerun reuses an item when its sidecar says ``done`` with the same
-key and the audio's sha256 still matches; items whose sidecar says
+render key (``engine.render_key``) and the audio's sha256 still matches; items whose sidecar says
 ``failed`` are left alone unless failures are retried.
 """
 

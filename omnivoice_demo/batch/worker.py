@@ -11,7 +11,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import pathlib
 import socket
 import time
 from typing import Optional
@@ -19,8 +18,8 @@ from typing import Optional
 import numpy as np
 
 from ..settings.limits import Limits
-from ..storage.manifest import MANIFEST_NAME
 from ..constants import FRAME_RATE
+from ..engine.render_key import key_of as render_key_of
 from ..errors import OmniVoiceError, one_line
 from ..studio.results import checks_of
 from .items import BatchItem
@@ -55,19 +54,6 @@ class ModelSpec:
     backbone_weights: Optional[str] = None                             # --backbone-weights
     weights_file: Optional[str] = None  # the original weights the resolver brought (--precision int8)
 
-    def identity(self) -> str:
-        """The model part of an item's key: a folder by its content (the sha256 of its manifest, which lists
-        every file's sha256), so other weights at the same path are never taken for the old ones."""
-        model = self.model or ""
-        if model and os.path.isdir(model):
-            model = os.path.abspath(model)
-            manifest = pathlib.Path(model) / MANIFEST_NAME
-            if manifest.is_file():
-                model = f"{model}#sha256:{hashlib.sha256(manifest.read_bytes()).hexdigest()}"
-        backbone = "" if (self.backbone, self.backbone_weights) == ("auto", None) else (
-            f"|{self.backbone}|{self.backbone_weights or ''}")  # they change the audio; the default adds nothing
-        return f"{model}|{self.precision or ''}{backbone}"
-
     def resolved(self, progress=None) -> "ModelSpec":
         """This spec with ``folder`` set: the model resolved (fetched, checked) on this machine."""
         from ..hub import resolve_model
@@ -95,7 +81,6 @@ class Job:
     output: str
     audio_format: str = "wav"
     subtitles: tuple[str, ...] = ()
-    model_identity: str = ""
     #: seconds of silence kept for an item whose every take had no audio (a book: the run finishes and the report
     #: names it); 0: such an item fails, naming why (a batch).  No file that is not audio is written either way.
     silence_for_no_audio: float = 0.0
@@ -113,13 +98,17 @@ class ItemWorker:
         worker.engine, worker.threads = engine, threads
         return worker
 
-    def check(self, items: list[BatchItem]) -> tuple[list[tuple[int, str]], dict[str, float]]:
-        """The engine's own checks of every item (``prepare``; no compute): problems (line, message), and planned
-        seconds.  Each item is checked on its own: one that fails (even by an error of ours) leaves the others."""
-        problems, seconds = [], {}
+    def check(self, items: list[BatchItem], audio_format: str = "wav") -> tuple[list[tuple[int, str]],
+                                                                                dict[str, float], dict[str, dict]]:
+        """The engine's own checks of every item (``prepare``; no compute): problems (line, message), planned
+        seconds, and each item's render key's parts as ``audio_format`` on this engine (``engine.render_parts``:
+        what decides whether its audio made before is reused).  Each item is checked on its own: one that fails
+        (even by an error of ours) leaves the others."""
+        problems, seconds, parts = [], {}, {}
         for item in items:
             try:
                 plan = item.plan(self.engine)
+                parts[item.id] = self.engine.render_parts(plan, audio_format)
             except OmniVoiceError as exc:
                 problems.append((item.line, one_line(exc)))
                 continue
@@ -128,14 +117,13 @@ class ItemWorker:
                 problems.append((item.line, f"internal error ({type(exc).__name__}); please report it"))
                 continue
             seconds[item.id] = plan.target_frames / FRAME_RATE
-        return problems, seconds
+        return problems, seconds, parts
 
     def run(self, item: BatchItem, job: Job) -> dict:
         """Synthesise one item and write its files; a failure is recorded in its sidecar, not raised."""
         folder = OutputFolder(job.output)
-        key = item.key(job.model_identity, job.audio_format)
         started = time.perf_counter()
-        base = {"id": item.id, "line": item.line, "key": key, "text": item.text, "instruct": item.instruct,
+        base = {"id": item.id, "line": item.line, "key": None, "text": item.text, "instruct": item.instruct,
                 "instruct_ignored": list(item.ignored), "host": socket.gethostname(), "pid": os.getpid()}
         try:
             record = self._synthesise(item, job, folder, base)
@@ -153,12 +141,17 @@ class ItemWorker:
         import soundfile
 
         started = time.perf_counter()
+        plan = item.plan(self.engine)   # the item as asked: its render key decides reuse, whatever the takes
+        base["key"] = self.engine.render_key(plan, job.audio_format)   # a failure is recorded under this key
         silent = 0
         for take in range(NO_AUDIO_TAKES):   # a take with no audio is a failed take: the next seed makes another
             chunk_audio, result = self._take(item, take)
             if len(result.audio):
                 break
             silent += 1
+        # what ran: the compute now (a re-probe may have changed it during the run), the plan as asked
+        render = self.engine.render_parts(plan, job.audio_format)
+        base.update(key=render_key_of(render), render=render)
         rate = result.sample_rate
         if not len(result.audio):
             if job.silence_for_no_audio <= 0:

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_arguments(args, book)   # every voice and the cast looked up before any work
     spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
                      provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
-    plan = plan_book(book, settings, spec.identity())
+    plan = plan_book(book, settings)
     if args.list:
         for row in chapter_summary(plan):
             print(f"{row['number']:>4}  {row['sentences']:>6} sentences  {row['title']}")
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for line in book.garbled:   # said before any work, and again in report.json's notes
         print(f"warning: {line}", file=sys.stderr)
-    done = run_book(plan, settings, args.output, spec.identity(), lambda: open_backend(args, spec),
+    done = run_book(plan, settings, args.output, lambda: open_backend(args, spec),
                     progress=not args.no_progress)
     for line in done.summary.errors.items():
         print(f"failed {line[0]}: {line[1]}")

@@ -41,9 +41,9 @@ class EngineBackend:
         self.loaded, self.stop = loaded, stop
         self.worker = ItemWorker.on_engine(loaded.engine)
 
-    def check(self, items):
+    def check(self, items, audio_format):
         with self.loaded.lock:
-            return self.worker.check(items)
+            return self.worker.check(items, audio_format)
 
     def run(self, items, job):
         for item in items:
@@ -63,7 +63,6 @@ class BookJob:
     folder: pathlib.Path
     plan: BookPlan
     settings: BookSettings
-    model_identity: str
     state: str = "ready"          # ready, running, paused, done, failed
     message: str = ""
     result: Optional[BookRun] = None
@@ -94,7 +93,7 @@ class BookJobs:
     def limits(self) -> BookLimits:
         return BookLimits.shared() if self.shared else BookLimits()
 
-    def open(self, owner: Optional[str], path: str, settings: BookSettings, model_identity: str,
+    def open(self, owner: Optional[str], path: str, settings: BookSettings,
              chapters: Optional[str] = None, encoding: Optional[str] = None) -> BookJob:
         """Read and plan the book (every bound checked) as ``owner``'s job; replaces their job that is not running.
         ``chapters``: only these (``"1-3,5"``, as ``reading.book_of_chapters`` reads it); the settings' chapter
@@ -109,7 +108,7 @@ class BookJobs:
                 raise InvalidInput("Your book is being made; pause it before you open another.")
         book = book_of_chapters(read_book(path, self.limits(), encoding=encoding), chapters)
         check_chapter_voices(settings.chapter_voices, book.chapter_count)
-        plan = plan_book(book, settings, model_identity)
+        plan = plan_book(book, settings)
         if self.shared:
             hours = estimated_seconds(plan) / 3600
             if len(plan.sentences) > MAX_SHARED_SENTENCES:
@@ -120,7 +119,7 @@ class BookJobs:
                                             f"makes at most {MAX_SHARED_HOURS:g} hours. Choose fewer chapters.")
         digest = hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()[:20]
         folder = self.root / hashlib.sha256(key.encode()).hexdigest()[:20] / digest
-        job = BookJob(owner=key, folder=folder, plan=plan, settings=settings, model_identity=model_identity)
+        job = BookJob(owner=key, folder=folder, plan=plan, settings=settings)
         with self.lock:
             self.jobs[key] = job
         return job
@@ -144,7 +143,7 @@ class BookJobs:
 
         def work():
             try:
-                job.result = run_book(job.plan, job.settings, job.folder, job.model_identity,
+                job.result = run_book(job.plan, job.settings, job.folder,
                                       lambda: EngineBackend(loaded, job.stop), progress=False)
                 if job.result.failed:
                     job.state = "failed"

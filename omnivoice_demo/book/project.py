@@ -2,21 +2,25 @@
 
 The output folder::
 
-    DIR/sentences/        the batch output folder: one item per distinct sentence (``<key>.flac`` + sidecar)
+    DIR/sentences/        the batch output folder: one item per distinct sentence (``<id>.flac`` + sidecar)
     DIR/chapters/         NN.flac (and .mp3/.opus with --format), NN.srt, NN.vtt: each chapter, joined; NN is the
                           chapter's number in the book; NN.chapter.json: what the outputs need of it (below)
     DIR/<title>.m4b       the audiobook: AAC in MP4, chapter markers, title, author, cover
     DIR/<title>.readalong.epub   the text with media overlays (SMIL): read along, sentence by sentence
     DIR/report.json       chapters, loudness per chapter, sentences that failed every take, what was skipped
 
-What decides a sentence's audio is its item: its text after the lexicon (the engine then normalises that text
-as its settings say, which are in the item), its voice (a voice file by content), its generation settings and
-its seed (the book's ``--seed``, else one from the spoken text).  The item's id is its key, so a sentence is
-found again wherever it moved, the same sentence twice is made once, a lexicon entry changes exactly the
-sentences that hold its word, and a new voice for one character exactly that character's sentences.  The
-batch machinery (``batch.runner.run_batch``) does the rest: what is done is reused (its audio's sha256
-checked), every file is written atomically, sidecar last, so ``kill -9`` loses at most the sentences in
-flight; the same items run in this process, in worker processes or on Ray actors.
+A sentence's item is its text after the lexicon, its voice (a voice file), its generation settings and its
+seed (the book's ``--seed``, else one from the spoken text); the item's id is the digest of what it asks
+(``BatchItem.request_digest``), so a sentence is found again wherever it moved and the same sentence twice is
+made once.  Whether a sentence made before is reused is decided by its render key alone
+(``engine.render_key``: the text as the model reads it, the voice's content, the settings and seed, the
+model's content, the backbone compute that runs, the normaliser, the engine's output version), so a lexicon
+entry changes exactly the sentences that hold its word, a new voice for one character exactly that
+character's sentences, and other weights or another compute every sentence, while the same compute under
+another name (``auto`` resolving to it) or a copy of the model folder elsewhere remakes none.  The batch
+machinery (``batch.runner.run_batch``) does the rest: what is done is reused (its audio's sha256 checked),
+every file is written atomically, sidecar last, so ``kill -9`` loses at most the sentences in flight; the same
+items run in this process, in worker processes or on Ray actors.
 
 A book made in parts (``--chapters 1-3`` one evening, ``--chapters 5-6`` the next) is one book that grows: each
 chapter keeps its number in the book (its files ``chapters/NN.*``), each joined chapter leaves a record
@@ -120,7 +124,7 @@ def book_language(book: Book, override: Optional[str]) -> tuple[Optional[str], l
                   "(give --language to set it)"]
 
 
-def plan_book(book: Book, settings: BookSettings, model_identity: str) -> BookPlan:
+def plan_book(book: Book, settings: BookSettings) -> BookPlan:
     """Every sentence of ``book`` with its voice, and the distinct items to make (no compute)."""
     language, notes = book_language(book, settings.language)
     sentences: list[Sentence] = []
@@ -130,22 +134,21 @@ def plan_book(book: Book, settings: BookSettings, model_identity: str) -> BookPl
         for index, paragraph in enumerate(chapter.paragraphs):
             for part in parts_of(paragraph, narrator, settings.dialogue, settings.cast):
                 for text in split_sentences(part.text):
-                    item = sentence_item(text, part, language, settings, model_identity)
+                    item = sentence_item(text, part, language, settings)
                     items.setdefault(item.id, dataclasses.replace(item, line=len(items) + 1))
                     sentences.append(Sentence(number, index, text, item.id, part.speaker))
     return BookPlan(book=book, language=language, sentences=sentences, items=list(items.values()), notes=notes)
 
 
-def sentence_item(text: str, part: Part, language: Optional[str], settings: BookSettings,
-                  model_identity: str) -> BatchItem:
-    """The batch item of one sentence; its id is its key (see the module)."""
+def sentence_item(text: str, part: Part, language: Optional[str], settings: BookSettings) -> BatchItem:
+    """The batch item of one sentence; its id is the digest of what it asks (see the module)."""
     spoken = settings.lexicon.apply(text)
     config = settings.config
     if config.seed is None:
         config = config.replace(seed=default_seed("book", spoken))
     item = BatchItem(id="pending", line=0, text=spoken, language=language, instruct=part.voicing.instruct,
                      voice=part.voicing.voice, config=config)
-    return dataclasses.replace(item, id="s" + item.key(model_identity, SENTENCE_FORMAT)[:32])
+    return dataclasses.replace(item, id="s" + item.request_digest()[:32])
 
 
 @dataclasses.dataclass
@@ -169,18 +172,18 @@ class BookRun:
                            "reused": self.reused, "output": self.output}, ensure_ascii=False)
 
 
-def run_book(plan: BookPlan, settings: BookSettings, output, model_identity: str,
+def run_book(plan: BookPlan, settings: BookSettings, output,
              open_backend: Callable[[], object], progress: bool = True,
              on_chapter: Optional[Callable[[int, str], None]] = None) -> BookRun:
     """Make what is missing, then join the chapters and write the outputs (only when every sentence is made)."""
     folder = OutputFolder(output).create()
-    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, model_identity=model_identity,
-              silence_for_no_audio=SILENT_SENTENCE)
+    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, silence_for_no_audio=SILENT_SENTENCE)
     tick, cpu = time.perf_counter(), time.process_time()
     summary = run_batch(plan.items, job, open_backend, progress=progress, retry_failed=True)
     timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
     report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
+                    "remade": [{"sentences": count, "changed": why} for why, count in summary.remade.items()],
                     "skipped": list(plan.book.skipped), "notes": list(plan.book.garbled) + list(plan.book.notes) + plan.notes}
     output_path = None
     if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped

@@ -71,6 +71,9 @@ class GenerationResult:
     words: list[WordTiming] = dataclasses.field(default_factory=list)
     #: word_timestamps on: each chunk's words, times from that chunk's own decoded audio (to place them again)
     chunk_words: list[list[WordTiming]] = dataclasses.field(default_factory=list)
+    #: what decided this audio (``engine.render_key``: the plan as read, the model's content, the compute that
+    #: ran, ...), delivered as the array; set by ``OmniVoiceEngine.run``
+    render_key: Optional[str] = None
     kind: str = "result"
 
     @property

@@ -27,6 +27,7 @@ compute the same function without the padding's cost.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pathlib
 import secrets
@@ -54,7 +55,8 @@ from ..text.lexicon import as_lexicon
 from ..text.normalize import normalize_sentences, normalize_text
 from ..text.normalize_choice import choose_normalization
 from ..text.text_work import check_number_bounds, without_numbers
-from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, verify_files
+from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, model_content, verify_files
+from . import render_key as render_keys
 from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
 from ..settings.presets import prompt_refresh_for
 from ..runtime.sessions import providers_for, session_options
@@ -129,11 +131,13 @@ class OmniVoiceEngine:
                 "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        self.model_content = model_content(self.manifest)   # the render key's model: kept in the manifest
         weights = None
         if backbone_weights is not None:  # the original checkpoint: the backbone's choices are built from it
             from ..hub.weights import backbone_weights as find_weights
 
             weights = find_weights(backbone_weights)
+        self.backbone_weights_digest = weights.digest if weights is not None else None
         # auto's choice is checked against the generations' own steps, and probed again when the machine is
         # quiet where its probe was contended (``BackboneWatch``); each step's forwards pass its gate
         self.backbone_watch = BackboneWatch(kappa=attention_ratio(self.folder) or 0.0)
@@ -475,11 +479,30 @@ class OmniVoiceEngine:
 
     def run(self, plan: Union[GenerationPlan, TurnsPlan]) -> Iterator[Union[StepEvent, ChunkEvent, GenerationResult]]:
         """The events of a plan from ``prepare`` or ``prepare_turns`` (validate now, compute later:
-        ``omnivoice_demo.studio.service``)."""
+        ``omnivoice_demo.studio.service``); the result carries its ``render_key``."""
         self._require_codec()
         if isinstance(plan, SegmentsPlan):
-            return run_segments(self, plan)
-        return run_turns(self, plan) if isinstance(plan, TurnsPlan) else self._run(plan)
+            return self._keyed(run_segments(self, plan), plan)
+        return self._keyed(run_turns(self, plan) if isinstance(plan, TurnsPlan) else self._run(plan), plan)
+
+    def _keyed(self, events: Iterator, plan) -> Iterator:
+        """``events``, the result given its render key (of the compute that ran, once it has run); closing this
+        closes ``events`` at once."""
+        with contextlib.closing(events):
+            for event in events:
+                if isinstance(event, GenerationResult):
+                    event.render_key = self.render_key(plan)
+                yield event
+
+    def render_parts(self, plan, audio_format: str = "float32") -> dict:
+        """The parts of ``plan``'s render key on this engine (``render_key.render_parts``), as ``audio_format``."""
+        compute = render_keys.compute_identity(self.backbone_choice, self.provider, self.backbone_weights_digest)
+        return render_keys.render_parts(plan, model=self.model_content, compute=compute, audio_format=audio_format)
+
+    def render_key(self, plan, audio_format: str = "float32") -> str:
+        """What decides the audio of ``plan`` on this engine, delivered as ``audio_format``: one sha256
+        (``render_key``); the same key, the same audio."""
+        return render_keys.key_of(self.render_parts(plan, audio_format))
 
     def generate(self, text: str, **kwargs) -> GenerationResult:
         """Speech for ``text``; the arguments are those of ``prepare``."""

@@ -13,8 +13,6 @@ backbone); the settings default to the Reference preset.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import re
 from typing import TYPE_CHECKING, Callable, Optional
@@ -59,19 +57,6 @@ class Candidate:
     def engine_key(self) -> tuple:
         """What decides the engine that runs this configuration: the same key, the same loaded engine."""
         return (self.model, self.precision, self.backbone, self.backbone_weights)
-
-    def identity(self) -> dict:
-        """What decides this configuration's audio (a folder by its absolute path; the seed left out)."""
-        model = self.model or ""
-        if model and os.path.isdir(model):
-            model = os.path.abspath(model)
-        return {"model": model, "precision": self.precision, "backbone": self.backbone,
-                **({"backbone_weights": self.backbone_weights} if self.backbone_weights else {}),
-                "config": dict(self.config.to_dict(), seed=None)}
-
-    def key(self, item_fingerprint: dict, seed: int) -> str:
-        payload = {"item": item_fingerprint, "seed": seed, "configuration": self.identity()}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def describe(self) -> str:
         config = self.config

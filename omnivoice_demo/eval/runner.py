@@ -6,9 +6,11 @@ configuration's audio side by side (``exact.wav``, ``fast.wav``, ...) and its
 sidecar (``exact.json``: the codes, seconds, time, RTF, then the transcript and
 speaker similarity once scored), and at the top ``report.md`` and ``report.json``.
 
-Resumable like ``batch``: a sidecar whose key (the item, the seed and everything
-that decides the configuration's audio) matches and whose audio's sha256 checks
-is reused, and a transcript or similarity already in it for the same recogniser or
+Resumable like ``batch``: a sidecar whose render key (``engine.render_key`` of the
+item's plan at that seed on the configuration's engine: the text as read, the voice's
+content, the settings, the model's content, the backbone compute that runs, ...)
+matches and whose audio's sha256 checks is reused (the engine is loaded, and a cloned
+voice made, to key it), and a transcript or similarity already in it for the same recogniser or
 speaker model is kept; an interrupted run, run again, redoes nothing finished.
 
 Order: the configurations one after another, those that share an engine (model,
@@ -197,26 +199,25 @@ def _folder(top: OutputFolder, item: EvalItem, seed: int) -> OutputFolder:
 def _generate_all(configuration: Candidate, runs, top: OutputFolder, engines: EngineSource, counts: RunCounts,
                   progress: _Progress, lock) -> Iterator:
     voices: dict[str, object] = {}
-    fingerprints = {item.id: item.fingerprint() for item, _ in runs}
     for item, seed in runs:
         folder = _folder(top, item, seed)
-        key = configuration.key(fingerprints[item.id], seed)
         what = f"{configuration.name} {item.id}"
+        engine = engines(configuration)
+        voice = None
+        with _held(lock):   # the plan (a cloned voice first) and its render key: what decides reuse
+            if item.cloned:
+                if item.id not in voices:
+                    voices[item.id] = engine.clone_voice(item.ref_audio, transcript=item.ref_text,
+                                                         preprocess=configuration.config.preprocess_prompt)
+                voice = voices[item.id]
+            plan = engine.prepare(item.text, language=item.language, instruct=item.instruct, voice=voice,
+                                  config=configuration.config.replace(seed=seed))
+            key = engine.render_key(plan, f"{AUDIO_FORMAT} float32")   # the run's audio as written
         if folder.finished(configuration.name, key, AUDIO_FORMAT) is not None:
             counts.reused += 1
         else:
             yield progress.starts(what)
-            engine = engines(configuration)
-            voice = None
-            if item.cloned:
-                if item.id not in voices:
-                    with _held(lock):
-                        voices[item.id] = engine.clone_voice(item.ref_audio, transcript=item.ref_text,
-                                                             preprocess=configuration.config.preprocess_prompt)
-                voice = voices[item.id]
-            result = yield from _stepped(engine.stream(item.text, language=item.language, instruct=item.instruct,
-                                                       voice=voice, config=configuration.config.replace(seed=seed)),
-                                         lock)
+            result = yield from _stepped(engine.run(plan), lock)
             _write_run(folder, configuration, key, item, seed, result)
             counts.generated += 1
         yield progress.finished(what)

@@ -9,7 +9,7 @@ import pathlib
 import shutil
 
 from ..errors import ModelFolderError
-from ..storage.manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, complete_file_list,
+from ..storage.manifest import (BACKBONE_GRAPHS, CODEC_GRAPHS, FORMAT_NAME, MANIFEST_NAME, complete_file_list, content_digest,
                                 load_manifest, verify_files, write_manifest)
 from ..storage.atomic import atomic_write_json
 from .cache import read_json
@@ -140,6 +140,7 @@ def assemble(staging: pathlib.Path, final: pathlib.Path, origin: dict, reporter:
         tmp.rename(final)
     manifest = json.loads((final / MANIFEST_NAME).read_text(encoding="utf-8"))
     manifest["files"] = complete_file_list(final, manifest["files"])
+    manifest["content_sha256"] = content_digest(manifest)   # the model's content, kept for the render key
     manifest["origin"] = {**origin, "repaired": causal}
     atomic_write_json(final / MANIFEST_NAME, manifest)
     return causal

@@ -57,9 +57,35 @@ def write_manifest(folder: str | pathlib.Path, manifest: dict[str, Any]) -> path
     folder = pathlib.Path(folder)
     data = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, **manifest}
     data["files"] = describe_files(folder)
+    data["content_sha256"] = content_digest(data)
     path = folder / MANIFEST_NAME
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+#: the files of a folder that decide what its model computes, besides its graphs (and their external data)
+CONTENT_FILES = ("tokenizer.json", "genai_config.json")
+
+
+def content_digest(manifest: dict[str, Any]) -> str:
+    """The model's content: a sha256 over the sha256 the manifest lists for each graph the engine loads (with
+    its external data), the tokenizer and genai's config, and the model's constants.  Names and paths of the
+    folder play no part, so a copy elsewhere has the same content and other weights at the same path do not.
+
+    ``write_manifest`` keeps it in the manifest (``content_sha256``) when a folder is built, repaired or
+    assembled from a download; for a folder written before, ``model_content`` derives it from the listed
+    checksums, so no file is read again."""
+    files = manifest.get("files") or {}
+    graphs = tuple(BACKBONE_GRAPHS.values()) + tuple(CODEC_GRAPHS.values())
+    chosen = sorted(rel for rel in files if rel in CONTENT_FILES or rel.startswith(graphs))
+    payload = {"model": manifest.get("model", {}), "files": {rel: files[rel]["sha256"] for rel in chosen}}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def model_content(manifest: dict[str, Any]) -> str:
+    """``content_sha256`` of a loaded manifest, or derived from its file list where an older folder has none."""
+    kept = manifest.get("content_sha256")
+    return kept if isinstance(kept, str) and len(kept) == 64 else content_digest(manifest)
 
 
 def load_manifest(folder: str | pathlib.Path) -> dict[str, Any]:

@@ -53,6 +53,28 @@ _SENTENCE_END_RE = re.compile(r"[.!?…]+[\"'”’)\]»」』】）]*(?=\s)|[�
 _LOCK = threading.Lock()
 
 
+#: our port's own version: bump it when a change here alters what a text reads as (the render key carries it)
+PORT_VERSION = 1
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_version(pip_name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(pip_name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def identity(code: str) -> str:
+    """Which normaliser reads numbers in language ``code``, and its version: this port's, and the library's
+    (WeTextProcessing and pynini for English and Chinese, num2words for every other language)."""
+    libraries = ("WeTextProcessing", "pynini") if code in ("en", "zh") else ("num2words",)
+    return f"omnivoice normalize v{PORT_VERSION}; " + ", ".join(f"{name} {_installed_version(name)}"
+                                                                for name in libraries)
+
+
 class NormalizerMissing(InvalidInput):
     """``normalize_text`` was asked for but its libraries are not installed."""
 

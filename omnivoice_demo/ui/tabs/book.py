@@ -74,13 +74,6 @@ def settings_of(studio: Studio, narrator, dialogue, cast_text, chapter_voices_te
                         chapter_voices=numbered)
 
 
-def model_identity(studio: Studio) -> tuple[object, str]:
-    from ...batch.worker import ModelSpec
-
-    loaded = studio.models.get()
-    return loaded, ModelSpec(model=str(loaded.folder)).identity()
-
-
 def table(job) -> list[list]:
     if job is None:
         return []
@@ -170,9 +163,9 @@ def build(studio: Studio) -> None:
         if not path:
             return "", [], ""
         studio.check_upload(str(path), "book")
-        _, identity = model_identity(studio)
+        studio.models.get()   # a model is loaded (else its error): the job runs on it
         settings = settings_of(studio, narrator, dialogue, cast, chapter_voices_text, num_step, guard)
-        job = jobs.open(owner_of(request), path, settings, identity, chapters=chosen or None,
+        job = jobs.open(owner_of(request), path, settings, chapters=chosen or None,
                         encoding=(encoding or "").strip() or None)
         book = job.plan.book
         minutes = estimated_seconds(job.plan) / 60
@@ -196,8 +189,7 @@ def build(studio: Studio) -> None:
                 raise InvalidInput("Upload a book first.")
             opened(path, chosen, narrator, dialogue, cast, chapter_voices_text, num_step, guard, encoding,
                    request=request)   # the chapters and voices as they are now
-        loaded, _ = model_identity(studio)
-        job = jobs.start(owner, loaded)
+        job = jobs.start(owner, studio.models.get())
         return status(job), table(job), gr.Timer(active=True)
 
     def paused(request: gr.Request = None):
