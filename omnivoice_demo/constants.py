@@ -19,14 +19,6 @@ BITS_PER_CODE = 10            # log2(CODEBOOK_SIZE)
 STAGES = ("prompt", "embeddings", "backbone", "heads", "sampling", "codec_decode", "postprocess")
 
 
-def frames_to_seconds(frames: int) -> float:
-    return frames / FRAME_RATE
-
-
-def seconds_to_samples(seconds: float) -> int:
-    return int(round(seconds * SAMPLE_RATE))
-
-
 def app_version() -> str:
     """This project's version: the installed distribution's, else (a source checkout run without installing)
     the one pyproject.toml states."""

@@ -27,7 +27,7 @@ from .. import constants
 from ..errors import InvalidInput, ModelFolderError
 from ..storage.manifest import CODEC_GRAPHS
 from ..runtime.sessions import open_session, run_options
-from .resample import resample, resampled_length
+from .resample import resample
 
 __all__ = ["AudioCodec", "CODEC_GRAPH_FILES"]
 
@@ -142,11 +142,6 @@ class AudioCodec:
         if not np.isfinite(audio).all():
             raise InvalidInput("audio contains NaN or infinite samples")
         return audio
-
-    @staticmethod
-    def semantic_input_length(num_samples_24k: int) -> int:
-        """Length of the 16 kHz waveform the semantic graph receives for N samples at 24 kHz."""
-        return resampled_length(num_samples_24k, AudioCodec.sample_rate, AudioCodec.semantic_sample_rate)
 
     # ------------------------------------------------------------------ decode
 

@@ -16,7 +16,6 @@ test checks that the replay gives the engine's audio sample for sample.
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import numpy as np
 
@@ -105,12 +104,3 @@ def _join(like, pieces: list) -> "object":
 
 def seconds(spans: list[tuple[int, int]], sample_rate: int = SAMPLE_RATE) -> list[tuple[float, float]]:
     return [(start / sample_rate, end / sample_rate) for start, end in spans]
-
-
-def optional_spans(chunk_audio: list[np.ndarray], result) -> Optional[list[tuple[int, int]]]:
-    """``chunk_spans`` for a ``GenerationResult`` (None without chunk audio)."""
-    if not chunk_audio:
-        return None
-    config = result.config
-    return chunk_spans(chunk_audio, len(result.audio), postprocess=config.postprocess,
-                       pad_duration=config.pad_duration, sample_rate=result.sample_rate)

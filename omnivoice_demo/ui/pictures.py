@@ -76,12 +76,6 @@ def code_grid(codes: Optional[np.ndarray | Sequence[np.ndarray]], decided: Optio
     return Image.fromarray(image, "RGB")
 
 
-def grid_fill(codes: np.ndarray, mask_id: int = MASK_ID) -> float:
-    """Fraction of decided cells."""
-    codes = np.asarray(codes)
-    return float((codes < mask_id).mean()) if codes.size else 0.0
-
-
 # --- benchmark chart -------------------------------------------------------------------------
 
 PALETTE = [(86, 156, 214), (230, 145, 56), (106, 190, 120), (200, 90, 120), (160, 130, 210), (120, 200, 210)]
