@@ -286,18 +286,26 @@ def bursts(places: list[tuple[float, float]], seconds: float, rate: int = 24000)
     return audio
 
 
-def test_silence_removal_ranges_are_what_it_keeps():
-    """The ranges ``remove_silence_ranges`` reports, cut from the input, are ``remove_silence``'s output, sample for
-    sample (both through pydub's 16-bit signal)."""
+def test_silence_removal_positions_are_what_it_keeps():
+    """The input samples ``remove_silence_positions`` names, in order, are ``remove_silence``'s output, sample for
+    sample (both through pydub's 16-bit signal; a filler sample, -1, is silence), and a time moves with them."""
     from omnivoice_demo.audio import processing as audio_ops
 
     audio = bursts([(0.4, 1.0), (1.3, 1.8), (3.5, 4.1), (6.0, 6.2)], 7.0)[None]
     for mid in (500, 300):
         out = audio_ops.remove_silence(audio, 24000, mid_sil=mid, lead_sil=100, trail_sil=100)
-        ranges = audio_ops.remove_silence_ranges(audio, 24000, mid_sil=mid, lead_sil=100, trail_sil=100)
+        positions, replayed = audio_ops.remove_silence_positions(audio, 24000, mid_sil=mid, lead_sil=100,
+                                                                 trail_sil=100)
         quantised = audio_ops.audiosegment_to_numpy(audio_ops.numpy_to_audiosegment(audio, 24000))
-        np.testing.assert_array_equal(np.concatenate([quantised[:, a:b] for a, b in ranges], axis=1), out)
+        named = np.where(positions >= 0, quantised[:, np.maximum(positions, 0)], 0.0)
+        np.testing.assert_array_equal(named, out)
+        np.testing.assert_array_equal(replayed, out)
         assert out.shape[-1] < audio.shape[-1]  # something was removed: the map is not the identity
+        # a moment at a kept input sample lands on that very sample of the output
+        for k in (0, len(positions) // 3, len(positions) - 1):
+            if positions[k] >= 0:
+                moved = audio_ops.map_through_positions([positions[k] / 24000], positions, 24000)[0]
+                assert round(moved * 24000) == k
 
 
 def test_word_times_follow_the_audio_through_post_processing():

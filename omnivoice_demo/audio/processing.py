@@ -43,6 +43,8 @@ __all__ = [
     "prepare_reference",
     "remove_silence",
     "remove_silence_edges",
+    "remove_silence_positions",
+    "map_through_positions",
     "to_mono",
     "trim_long_audio",
 ]
@@ -235,6 +237,11 @@ def remove_silence_edges(audio, lead_sil: int = 100, trail_sil: int = 300, silen
     start = detect_leading_silence(audio, silence_threshold=silence_threshold)
     audio = audio[max(0, start - trail_sil) :]
     return audio.reverse()
+
+
+#: ``remove_silence``'s silence: below this level (dBFS) of the 16-bit signal, searched in steps of this many ms
+SILENCE_THRESHOLD_DB = -50
+SEEK_STEP_MS = 10
 
 
 def remove_silence(
@@ -467,53 +474,59 @@ def postprocess_audio(
     return fade_and_pad_audio(audio, pad_duration=pad_duration, fade_duration=fade_duration, sample_rate=sample_rate)
 
 
-def remove_silence_ranges(audio: np.ndarray, sampling_rate: int, mid_sil: int = 300, lead_sil: int = 100,
-                          trail_sil: int = 300) -> list[tuple[int, int]]:
-    """What ``remove_silence`` keeps: the input's sample ranges ``(start, end)``, in order, whose concatenation is
-    its output (pydub's ``split_on_silence`` ranges, then the edges ``remove_silence_edges`` trims), so a time
-    in the input can be found in the output (word times through the post-processing).  Computed with pydub's
-    own ``detect_nonsilent`` and ``detect_leading_silence`` on the same 16-bit signal."""
+def remove_silence_positions(audio: np.ndarray, sample_rate: int, mid_sil: int = 300, lead_sil: int = 100,
+                             trail_sil: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """``remove_silence``, also returning for each output sample the input sample it is (-1 for filler).
+
+    Returns ``(positions int64 [M], audio float32 [1, M])``, the audio exactly what ``remove_silence`` gives.
+    The one replay of pydub's cuts (chunk times in batch, word times): the same pydub steps run on an index
+    track (an int32 ``AudioSegment`` whose sample ``k`` holds ``k + 1``) cut at the places the audio is cut,
+    so it holds where every output sample came from, exact to the sample.  pydub's length in ms is rounded:
+    a cut that ends at the audio's end can ask for up to half a ms past its last sample, which pydub fills
+    with silence; those filler samples are -1.  ``split_on_silence`` returns only the pieces, not where they
+    were, so its lines that compute the ranges are repeated here (``_split_ranges``)."""
     pydub = _pydub()
-    wave = numpy_to_audiosegment(audio, sampling_rate)
-    total = len(wave)
+    wave = numpy_to_audiosegment(audio, sample_rate)
+    track = pydub.AudioSegment(data=np.arange(1, audio.shape[-1] + 1, dtype=np.int32).tobytes(), sample_width=4,
+                               frame_rate=sample_rate, channels=1)
     if mid_sil > 0:
-        ranges = [[start - mid_sil, end + mid_sil]
-                  for start, end in pydub.silence.detect_nonsilent(wave, mid_sil, -50, 10)]
-        for first, second in zip(ranges, ranges[1:]):  # split_on_silence's sharing of a short silence
-            if second[0] < first[1]:
-                first[1] = (first[1] + second[0]) // 2
-                second[0] = first[1]
-        ranges = [(max(start, 0), min(end, total)) for start, end in ranges]
-        joined = pydub.AudioSegment.silent(duration=0)
-        for start, end in ranges:
-            joined += wave[start:end]
-    else:
-        ranges, joined = [(0, total)], wave
-    lead = max(0, pydub.silence.detect_leading_silence(joined, silence_threshold=-50) - lead_sil)
-    rest = joined[lead:]
-    trail = max(0, pydub.silence.detect_leading_silence(rest.reverse(), silence_threshold=-50) - trail_sil)
-    keep_from, keep_to = lead, len(rest) - trail + lead   # in ms of the joined pieces
-    out, done = [], 0
-    for start, end in ranges:
-        length = end - start
-        a, b = max(keep_from - done, 0), min(keep_to - done, length)
-        if b > a:
-            out.append(((start + a) * sampling_rate // 1000, (start + b) * sampling_rate // 1000))
-        done += length
-    return out
+        ranges = _split_ranges(wave, mid_sil, mid_sil)
+        wave = _join(wave, [wave[max(s, 0):min(e, len(wave))] for s, e in ranges])
+        track = _join(track, [track[max(s, 0):min(e, len(track))] for s, e in ranges])
+    detect = pydub.silence.detect_leading_silence
+    start = detect(wave, silence_threshold=SILENCE_THRESHOLD_DB)
+    wave, track = wave[max(0, start - lead_sil):].reverse(), track[max(0, start - lead_sil):].reverse()
+    start = detect(wave, silence_threshold=SILENCE_THRESHOLD_DB)
+    wave, track = wave[max(0, start - trail_sil):].reverse(), track[max(0, start - trail_sil):].reverse()
+    positions = np.frombuffer(track.raw_data, dtype=np.int32).astype(np.int64) - 1
+    return positions, audiosegment_to_numpy(wave)
 
 
-def map_through_ranges(seconds, ranges: list[tuple[int, int]], sampling_rate: int) -> np.ndarray:
-    """Times in an input (seconds) -> the same moments in the concatenation of its ``ranges`` (samples kept, in
-    order); a time in a removed stretch goes to where the next kept range starts."""
+def _split_ranges(wave, min_silence_len: int, keep_silence: int) -> list[list[int]]:
+    """The ranges (ms) ``pydub.silence.split_on_silence`` cuts out, as ``remove_silence`` calls it."""
+    from pydub.silence import detect_nonsilent
+
+    ranges = [[start - keep_silence, end + keep_silence]
+              for start, end in detect_nonsilent(wave, min_silence_len, SILENCE_THRESHOLD_DB, SEEK_STEP_MS)]
+    for before, after in zip(ranges, ranges[1:]):
+        if after[0] < before[1]:
+            before[1] = (before[1] + after[0]) // 2
+            after[0] = before[1]
+    return ranges
+
+
+def _join(like, pieces: list) -> "object":
+    """Pieces of one segment end to end (what ``AudioSegment`` ``+`` does without a cross-fade)."""
+    return like._spawn(b"".join(piece.raw_data for piece in pieces))
+
+
+def map_through_positions(seconds, positions: np.ndarray, sampling_rate: int) -> np.ndarray:
+    """Times in an input (seconds) -> the same moments in ``remove_silence``'s output, through its
+    ``positions`` (``remove_silence_positions``): a time at an input sample goes to where that sample is in the
+    output; a time in a removed stretch to where the next kept sample is; filler samples (-1) count as their
+    left neighbour."""
     samples = np.asarray(seconds, dtype=np.float64) * sampling_rate
-    if not ranges:
+    if positions.size == 0:
         return np.zeros_like(samples)
-    starts = np.array([r[0] for r in ranges], dtype=np.float64)
-    ends = np.array([r[1] for r in ranges], dtype=np.float64)
-    out_starts = np.concatenate([[0.0], np.cumsum(ends - starts)])
-    k = np.clip(np.searchsorted(starts, samples, side="right") - 1, 0, len(ranges) - 1)
-    inside = np.clip(samples - starts[k], 0.0, ends[k] - starts[k])
-    before = samples < starts[0]
-    mapped = np.where(before, 0.0, out_starts[k] + inside)
-    return mapped / sampling_rate
+    kept = np.maximum.accumulate(positions)
+    return np.searchsorted(kept, samples, side="left").astype(np.float64) / sampling_rate

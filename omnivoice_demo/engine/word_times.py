@@ -11,7 +11,8 @@ ends up:
   ``i`` starts where ``stream_offsets`` says; sent post-processed on its own (``studio.stream_audio``), its
   words are where ``place_words([words], [audio], ...)`` puts them;
 * in the result (``GenerationResult.words``): the final audio, after the cross-fade, the post-processing's
-  silence removal (``audio.processing.remove_silence_ranges``: which stretches were kept) and its padding.
+  silence removal (``audio.processing.remove_silence_positions``: where each kept sample came from, exact to
+  the sample) and its padding.
 
 A sentence made again (Again/Restore, a guard retake) brings its own words: the words are kept per chunk
 (``GenerationResult.chunk_words``, times from the chunk's own start) and placed again with the new audio.
@@ -65,8 +66,9 @@ def place_words(chunk_words_list: Sequence[Sequence[WordTiming]], chunk_audio: S
     if config.postprocess:
         mixed = audio_ops.cross_fade_chunks([np.asarray(a, dtype=np.float32)[np.newaxis] for a in chunk_audio],
                                             SAMPLE_RATE)
-        ranges = audio_ops.remove_silence_ranges(mixed, SAMPLE_RATE, mid_sil=500, lead_sil=100, trail_sil=100)
-        times = audio_ops.map_through_ranges(times, ranges, SAMPLE_RATE)
+        positions, _ = audio_ops.remove_silence_positions(mixed, SAMPLE_RATE, mid_sil=500, lead_sil=100,
+                                                          trail_sil=100)
+        times = audio_ops.map_through_positions(times, positions, SAMPLE_RATE)
     limit = final_length / SAMPLE_RATE
     times = np.clip(times + config.pad_duration, 0.0, limit)
     return [dataclasses.replace(word, start=round(float(a), 3), end=round(float(max(a, b)), 3))
