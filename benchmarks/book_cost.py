@@ -58,9 +58,9 @@ def main() -> int:
         spec = ModelSpec(model=args.model).resolved()
         settings = BookSettings(config=GenerationConfig.preset(args.preset).replace(seed=1), narrator=Voicing("d"))
         tick, cpu = time.perf_counter(), time.process_time()
-        plan = plan_book(book, settings, spec.identity())
+        plan = plan_book(book, settings)
         planned, planned_cpu = time.perf_counter() - tick, time.process_time() - cpu
-        done = run_book(plan, settings, scratch / "out", spec.identity(),
+        done = run_book(plan, settings, scratch / "out",
                         lambda: InlineBackend(spec, args.threads), progress=False)
         audio = sum(c["samples"] / c["sample_rate"]
                     for c in json.loads((scratch / "out/report.json").read_text())["chapters"])

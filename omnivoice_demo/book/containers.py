@@ -108,3 +108,11 @@ def _add_cover(av, container, cover: bytes, cover_type: Optional[str]) -> None:
     packet = av.Packet(cover)
     packet.stream, packet.pts, packet.dts = picture, 0, 0
     container.mux(packet)
+
+
+def read_chapters(path) -> list[dict]:
+    """(title, start, end seconds) of a file's chapters, and its tags: what a player shows (tests, the app)."""
+    av = require_av("aac")
+    with av.open(str(path)) as container:
+        return [{"title": c["metadata"].get("title"), "start": float(c["start"] * c["time_base"]),
+                 "end": float(c["end"] * c["time_base"])} for c in container.chapters()]
