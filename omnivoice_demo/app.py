@@ -123,6 +123,12 @@ def main(argv=None) -> None:
         # each output file only to the visitor who made it (an owner cookie; 404 to anyone else), its owner
         # known for as long as Gradio may keep a served copy of it
         studio.outputs.copies_kept_seconds = max(studio.outputs.copies_kept_seconds, sum(quota.delete_cache))
+        from gradio.utils import get_upload_folder
+
+        from omnivoice_demo.ui.hidden_paths import HiddenPaths
+
+        # no server path: Gradio's file cache is shown by an alias, in front of the owner check (issue 49)
+        middleware.append(Middleware(HiddenPaths, folder=os.path.abspath(get_upload_folder())))
         middleware.append(Middleware(OwnerMiddleware, studio=studio))
     if auth is not None:  # every other route asks for the login too; wrong passwords are slowed down
         from omnivoice_demo.ui.key_gate import KeyGate
