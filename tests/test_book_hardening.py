@@ -288,3 +288,42 @@ def test_every_file_of_the_readalong_is_xml_whatever_the_book_holds(tmp_path, mo
         page = etree.fromstring(archive.read("OEBPS/ch01.xhtml"))
     assert page.get("lang") == "und"
     assert "".join(page.find(".//{*}span").itertext()) == odd.replace("\x01", "").replace("\x0b", "")
+
+
+# --- 10. a full disk -------------------------------------------------------------------------------------------
+
+def test_a_full_disk_stops_the_book_with_what_to_do_and_a_rerun_completes(tiny_fp32_folder, tmp_path, monkeypatch,
+                                                                          capsys):
+    """The disk fills after three files (ENOSPC from the atomic write's fsync, where a full disk can surface
+    first): the run ended in "internal error" with a traceback (libsndfile's "problem with initialization of the
+    flac decoder", then the failed sidecar's OSError)."""
+    import errno
+    import json
+
+    from omnivoice_demo.cli.main import main
+    from omnivoice_demo.storage import atomic
+
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nOne is here. Two is here. Three is here. Four is here.\n")
+    args = ["book", str(tmp_path / "b.txt"), "--model", str(tiny_fp32_folder), "--output", str(tmp_path / "out"),
+            "--num-step", "2", "--no-guard", "--no-progress", "--format", "flac", "--no-readalong"]
+    synced = []
+    real_sync = atomic._sync_file
+
+    def full_after_three(name):
+        if len(synced) >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device", name)
+        synced.append(name)
+        real_sync(name)
+
+    monkeypatch.setattr(atomic, "_sync_file", full_after_three)
+    capsys.readouterr()
+    assert main(args) == 2
+    said = capsys.readouterr()
+    assert "is full (ENOSPC). Free some space" in said.err and "run the same command again" in said.err
+    assert "internal error" not in said.err + said.out and "Traceback" not in said.err + said.out
+    assert str(tmp_path) not in said.err   # the file and folder by name, no path
+    assert not list((tmp_path / "out").rglob("*.part"))   # no half-written file left
+    monkeypatch.setattr(atomic, "_sync_file", real_sync)   # space freed
+    assert main(args) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["made"] + line["reused"] == 5 and (tmp_path / "out" / "chapters" / "01.flac").is_file()

@@ -31,8 +31,7 @@ def write_book(folder: OutputFolder, items: list[BatchItem], job: Job) -> str:
         pieces.append(audio)
         offset += len(audio)
     audio_path = folder.path / f"{BOOK_NAME}.{job.audio_format}"
-    with folder.atomic(audio_path) as temp:
-        soundfile.write(str(temp), np.concatenate(pieces), rate, subtype=SUBTYPE, format=job.audio_format.upper())
+    folder.write_audio(audio_path, np.concatenate(pieces), rate, job.audio_format, SUBTYPE)
     for kind in job.subtitles:
         folder.write_bytes(folder.path / f"{BOOK_NAME}.{kind}", render(cues, kind).encode("utf-8"))
     folder.write_json(folder.path / f"{BOOK_NAME}.json", {"audio": audio_path.name, "seconds": offset / rate,

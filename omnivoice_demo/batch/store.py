@@ -20,11 +20,16 @@ import pathlib
 from typing import Optional
 
 from ..errors import InvalidInput
-from ..storage.atomic import replacing_path
+from ..storage.atomic import replacing_path, storage_problem
 
 #: how a batch's files in progress start (``remove_stale_parts`` removes what a killed run left)
 TEMP_MARK = ".part-"
 LOCK_NAME = ".batch.lock"
+
+
+class FolderNotWritable(InvalidInput):
+    """A file of the output folder could not be written: its disk is full, over quota or read-only.  The run stops
+    (every later file would fail too); what was made is kept, and the same command run again reuses it."""
 
 
 class OutputFolder:
@@ -57,12 +62,32 @@ class OutputFolder:
     def write_json(self, final: pathlib.Path, data: dict) -> None:
         self.write_bytes(final, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
+    def write_audio(self, final: pathlib.Path, audio, rate: int, audio_format: str, subtype: str) -> None:
+        """``audio`` encoded in memory (soundfile), then written as any file is: a full disk is then an ``OSError``
+        that says so (libsndfile writing to a full disk says "problem with initialization of the flac decoder")."""
+        import io
+
+        import soundfile
+
+        buffer = io.BytesIO()
+        soundfile.write(buffer, audio, rate, subtype=subtype, format=audio_format.upper())
+        self.write_bytes(final, buffer.getvalue())
+
     @contextlib.contextmanager
     def atomic(self, final: pathlib.Path):
         """A temporary path next to ``final`` (``.part-<name>-<random>.part``); renamed over it (after fsync) when
-        the block succeeds, else removed (``storage.atomic.replacing_path``)."""
-        with replacing_path(final, prefix=f"{TEMP_MARK}{final.name}-") as temp:
-            yield temp
+        the block succeeds, else removed (``storage.atomic.replacing_path``).  A full, over-quota or read-only disk
+        is a ``FolderNotWritable`` that says what to do."""
+        try:
+            with replacing_path(final, prefix=f"{TEMP_MARK}{final.name}-") as temp:
+                yield temp
+        except OSError as exc:
+            problem = storage_problem(exc)
+            if problem is None:
+                raise
+            raise FolderNotWritable(f"Cannot write {final.name}: the disk of the output folder {self.path.name} "
+                                    f"{problem}. Free some space (or make the folder writable) and run the same "
+                                    "command again: every file made so far is kept and reused.") from None
 
     def remove_stale_parts(self) -> int:
         """Delete temporary files left by a run that was killed (call while holding the lock)."""

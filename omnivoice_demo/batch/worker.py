@@ -23,7 +23,7 @@ from ..engine.render_key import key_of as render_key_of
 from ..errors import OmniVoiceError, one_line
 from ..studio.results import checks_of
 from .items import BatchItem
-from .store import OutputFolder, file_sha256
+from .store import FolderNotWritable, OutputFolder, file_sha256
 from ..asr.alignment import WordTiming
 from .subtitles import cues_for_chunks, render, word_subtitles
 from .timeline import chunk_spans
@@ -127,6 +127,8 @@ class ItemWorker:
                 "instruct_ignored": list(item.ignored), "host": socket.gethostname(), "pid": os.getpid()}
         try:
             record = self._synthesise(item, job, folder, base)
+        except FolderNotWritable:   # a full disk: every later item would fail too; the run stops, saying why
+            raise
         except Exception as exc:  # noqa: BLE001 - one bad item must not stop the batch; its error is recorded
             if isinstance(exc, OmniVoiceError):
                 error = one_line(exc)
@@ -138,7 +140,6 @@ class ItemWorker:
         return record
 
     def _synthesise(self, item: BatchItem, job: Job, folder: OutputFolder, base: dict) -> dict:
-        import soundfile
 
         started = time.perf_counter()
         plan = item.plan(self.engine)   # the item as asked: its render key decides reuse, whatever the takes
@@ -170,8 +171,7 @@ class ItemWorker:
             chunks = [{"text": text, "start": start / rate, "end": end / rate}
                       for text, (start, end) in zip(result.chunks, spans)]
         audio_path = folder.audio_path(item.id, job.audio_format)
-        with folder.atomic(audio_path) as temp:
-            soundfile.write(str(temp), result.audio, rate, subtype=SUBTYPE, format=job.audio_format.upper())
+        folder.write_audio(audio_path, result.audio, rate, job.audio_format, SUBTYPE)
         words = [word.to_dict() for word in result.words]
         write_subtitles(folder, item.id, chunks, job.subtitles, words)
         return dict(base, status="done", audio=audio_path.name, format=job.audio_format, sample_rate=rate,

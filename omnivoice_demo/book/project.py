@@ -306,8 +306,6 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
                   on_chapter: Optional[Callable[[int, str], None]] = None) -> list[JoinedChapter]:
     """Each chapter's sentences end to end (a pause between paragraphs and after the chapter), at the loudness
     target, as ``chapters/NN.flac`` with its subtitles; one chapter in memory at a time."""
-    import soundfile
-
     sentences_folder = folder.path / "sentences"
     sidecars = OutputFolder(sentences_folder)
     joined = []
@@ -332,8 +330,7 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
         meets = None if target is None else bool(target.rms_range[0] <= rms <= target.rms_range[1]
                                                  and peak <= target.peak_ceiling_db + 1e-6)
         name = f"chapters/{number:02d}.flac"
-        with folder.atomic(folder.path / name) as temp:
-            soundfile.write(str(temp), audio, rate, subtype="PCM_16", format="FLAC")
+        folder.write_audio(folder.path / name, audio, rate, "flac", "PCM_16")
         files = [name]
         for kind in settings.subtitles:
             files.append(f"chapters/{number:02d}.{kind}")
