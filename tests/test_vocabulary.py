@@ -102,7 +102,7 @@ def test_the_http_api_streams_by_default_and_stream_false_is_one_file():
     assert speech.parse({"input": "Hi."}).stream_format == "audio"       # as OpenAI: no stream_format needed
     assert speech.parse({"input": "Hi.", "stream_format": "sse"}).stream_format == "sse"
     assert speech.parse({"input": "Hi.", "stream": False}).stream_format is None
-    assert speech.parse({"input": "Hi.", "stream": True}).stream_format == "sse"
+    assert speech.parse({"input": "Hi.", "stream": True}).stream_format == "audio"   # OpenAI's default (issue 51)
     for body, param in (({"stream": "yes"}, "stream"), ({"stream_format": "mp3"}, "stream_format"),
                         ({"stream": False, "stream_format": "audio"}, "stream")):
         with pytest.raises(InvalidInput) as excinfo:

@@ -58,9 +58,12 @@ def test_a_wav_is_streamed_only_when_asked(api):
     whole = speech(api, response_format="wav")
     assert whole.status_code == 200 and "x-omnivoice-codes-sha256" in whole.headers
     assert struct.unpack("<I", whole.content[4:8])[0] == len(whole.content) - 8
-    for asked in ({"stream_format": "audio"}, {"stream": True, "stream_format": "audio"}):
+    # "stream": true alone is OpenAI's default stream_format, audio: a WAV, never SSE text (issue 51: the docs said
+    # a streamed WAV, the answer was text/event-stream, and a client that saved the body had no audio)
+    for asked in ({"stream_format": "audio"}, {"stream": True, "stream_format": "audio"}, {"stream": True}):
         streamed = speech(api, response_format="wav", **asked)
         assert streamed.status_code == 200 and "x-omnivoice-codes-sha256" not in streamed.headers
+        assert streamed.headers["content-type"].startswith("audio/") and streamed.content[:4] == b"RIFF"
         assert streamed.content[4:8] == b"\xff\xff\xff\xff"
         with sf.SoundFile(__import__("io").BytesIO(streamed.content)) as handle:
             assert handle.samplerate == 24000

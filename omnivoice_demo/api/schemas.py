@@ -144,7 +144,8 @@ class _SpeechFields(RequestBody):
                        "(\"female, low pitch\"), or auto."})] = None
     response_format: _text("The audio format (GET /health lists this machine's).",
                            enum=list(encoding.FORMATS)) = Field(None, validate_default=True)
-    stream: Optional[bool] = Field(None, description="false: one whole file; true: sse unless stream_format is given.")
+    stream: Optional[bool] = Field(None, description="false: one whole file; true: the audio as it is made "
+                                   "(stream_format audio, OpenAI's default) unless stream_format is given.")
     stream_format: Optional[str] = Field(None, validate_default=True, json_schema_extra={"enum": list(STREAM_FORMATS)},
                                          description="audio (the default: the file's bytes as each chunk is "
                                                      "decoded) or sse (speech.audio.delta events).")
@@ -202,7 +203,7 @@ class _SpeechFields(RequestBody):
             response_format = info.data.get("response_format")
             if stream is None and response_format and not encoding.streamed_by_default(response_format):
                 return None
-            return None if stream is False else ("sse" if stream is True else "audio")
+            return None if stream is False else "audio"   # stream: true is OpenAI's default stream_format
         if value not in STREAM_FORMATS:
             raise InvalidInput(f"stream_format must be 'audio' or 'sse', got {excerpt(value)} (send \"stream\": false "
                                "for one whole file).", param="stream_format")

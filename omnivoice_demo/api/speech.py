@@ -15,7 +15,7 @@ The request's fields (OpenAI's, then ours):
   ``stream_format`` (as OpenAI: ``audio`` by default, the file's bytes as each chunk is
   decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
-  codes digest and duration headers); ``stream: true`` without a ``stream_format`` means ``sse``;
+  codes digest and duration headers); ``stream: true`` without a ``stream_format`` means OpenAI's default, ``audio`` (the file's bytes, never SSE text);
   a ``wav`` request that says nothing of streaming is a whole file too (its header then states its
   length; ``encoding.streamed_by_default``), pcm, mp3 and opus stream;
 * ``language``, ``seed``, ``steps`` or ``preset`` (the presets of ``studio.vocabulary``:
