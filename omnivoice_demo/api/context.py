@@ -45,6 +45,7 @@ class ApiContext:
     details: DetailsStore = dataclasses.field(default_factory=DetailsStore)   # whole values of cut headers
     throttle: LoginThrottle = dataclasses.field(default_factory=LoginThrottle)  # wrong keys, shared with the login
     metrics: Optional[ServerMetrics] = None   # GET /metrics (None: one of its own, over its service and models)
+    replica: Optional[dict] = None   # under --replicas: this replica's id and process (said by /health)
 
     def __post_init__(self) -> None:
         if self.metrics is None:

@@ -95,6 +95,10 @@ def serve(args: argparse.Namespace) -> int:
     background: ``/health`` answers from the start (liveness), ``/ready`` 503 with ``Retry-After`` until the
     model serves requests (readiness), speech 503 until then.  A load that fails stops the server (exit 2, its
     reason on one line): without a UI nothing could load another model."""
+    if getattr(args, "replicas", None):   # --replicas: a Ray Serve deployment of this API
+        from .replicas import serve_replicas
+
+        return serve_replicas(args)
     import fastapi
     import uvicorn
 
@@ -164,6 +168,9 @@ def add_serve_command(commands, add_model_arguments) -> argparse.ArgumentParser:
                         help="a server for several people (also on with SPACE_ID or a non-loopback --host): "
                              "creating voices needs --api-key")
     api_arguments(parser)
+    from .replicas import replica_arguments
+
+    replica_arguments(parser)
     parser.set_defaults(run=serve)
     return parser
 

@@ -31,6 +31,8 @@ async def health(context: Context):
               "queue": context.service.stats(), "formats": encoding.formats()}
     if active is None and state in ("error", "loading"):  # why there is no model, or how far the load is
         answer["message"] = context.redact(context.models.status.message)
+    if context.replica is not None:   # serve --replicas: which replica answered
+        answer["replica"] = context.replica
     return JSONResponse(answer)
 
 
