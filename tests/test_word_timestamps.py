@@ -462,13 +462,16 @@ def test_a_word_the_aligner_gave_no_length_still_has_a_cue_and_a_clip_with_one()
 
 
 def test_sentences_of_subtitles_and_books_do_not_end_at_an_abbreviation_nor_lose_a_closing_quote():
-    """A book's sentence items and a chunk's cues are cut by ``split_sentences``: "Mr." alone made an item of its
-    own (spoken by itself), and the quote closing "Why?" went missing."""
-    from omnivoice_demo.batch.subtitles import cues_for_words, split_sentences
+    """A book's sentence items and a chunk's cues are cut by ``text.sentences``: "Mr." alone made an item of its
+    own (spoken by itself), the quote closing "Why?" went missing, and a quoted question the sentence goes on
+    from was cut from it (issue 50)."""
+    from omnivoice_demo.batch.subtitles import cues_for_words
+    from omnivoice_demo.text.sentences import sentence_texts
 
-    text = 'Mr. Smith met Dr. Jones. "Why?" she asked. 你好。再见！'
-    assert split_sentences(text) == ["Mr. Smith met Dr. Jones.", '"Why?"', "she asked.", "你好。", "再见！"]
-    assert split_sentences("  ") == [""] and split_sentences("no end") == ["no end"]
+    text = 'Mr. Smith met Dr. Jones. "Why?" she asked. Then he left.'
+    assert sentence_texts(text, "en") == ["Mr. Smith met Dr. Jones.", '"Why?" she asked.', "Then he left."]
+    assert sentence_texts("你好。再见！") == ["你好。", "再见！"]
+    assert sentence_texts("  ") == [""] and sentence_texts("no end") == ["no end"]
     words = [WordTiming(w, 0.3 * i, 0.3 * i + 0.2, 0.9) for i, w in enumerate("Mr. Smith left. Then rain.".split())]
     assert [c.text for c in cues_for_words(words)] == ["Mr. Smith left.", "Then rain."]
 

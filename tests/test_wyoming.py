@@ -171,12 +171,16 @@ def test_requests_accept_any_language_by_code_or_name_and_the_seed_extension():
 
 
 def test_text_stream_completes_sentences_only_at_a_boundary():
-    stream = TextStream()
+    """A sentence is given out once the splitter cuts after it and a whole word has come after the cut
+    (``text.sentences.decided_end``; more cases in tests/test_sentence_splitter.py)."""
+    stream = TextStream("en")
     assert stream.add("It costs 3.") == ""            # "3." may go on as "3.5"
     assert stream.add("5 euros. And th") == "It costs 3.5 euros."
-    assert stream.add("en?” More") == "And then?”"
-    assert stream.add("你好。再") == "More你好。"
-    assert stream.finish() == "再" and stream.total == len("It costs 3.5 euros. And then?” More你好。再")
+    assert stream.add("en?” More") == ""              # "More" may still be "More." or "Moreover"
+    assert stream.add(" of it. ") == "And then?”"
+    assert stream.finish() == "More of it." and stream.total == len("It costs 3.5 euros. And then?” More of it. ")
+    chinese = TextStream("zh")
+    assert chinese.add("你好。再") == "你好。" and chinese.finish() == "再"
 
 
 # --- synthesize -----------------------------------------------------------------------------------
@@ -290,7 +294,7 @@ def test_text_stream_keeps_ssml_whole_until_its_end():
     stream = TextStream()
     assert stream.add("<speak>Hello there. <break time=") == ""       # no sentence cut out of markup
     assert stream.add('"200ms"/>Second part.</speak> ') == '<speak>Hello there. <break time="200ms"/>Second part.</speak>'
-    assert stream.add("Plain text. Then") == "Plain text."              # plain text after it: sentence by sentence
+    assert stream.add("Plain text. Then more") == "Plain text."         # plain text after it: sentence by sentence
 
 
 def test_ssml_over_streamed_text_is_read_as_ssml(server, engine, monkeypatch):

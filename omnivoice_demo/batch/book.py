@@ -26,7 +26,7 @@ def write_book(folder: OutputFolder, items: list[BatchItem], job: Job) -> str:
     for item in items:
         sidecar = folder.read_sidecar(item.id)
         audio, rate = soundfile.read(str(folder.audio_path(item.id, job.audio_format)), dtype="int16")
-        cues += [cue.shifted(offset / rate) for cue in cues_for_chunks(sidecar.get("chunks", []))]
+        cues += [cue.shifted(offset / rate) for cue in cues_for_chunks(sidecar.get("chunks", []), item.language)]
         parts.append({"id": item.id, "start": offset / rate, "end": (offset + len(audio)) / rate})
         pieces.append(audio)
         offset += len(audio)

@@ -134,7 +134,7 @@ def _not_done(items: list[BatchItem], parts: dict[str, dict], folder: OutputFold
         sidecar = folder.finished(item.id, key, job.audio_format)
         if sidecar is not None:
             summary.skipped += 1
-            _restore_subtitles(folder, sidecar, job)
+            _restore_subtitles(folder, sidecar, job, item.language)
             continue
         failed = folder.failed(item.id, key)
         if failed is not None and not retry_failed:
@@ -188,9 +188,9 @@ def _follow(records, summary: Summary, planned: dict[str, float], count: int, pr
                                   audio=f"{summary.audio_seconds:.0f}s")
 
 
-def _restore_subtitles(folder: OutputFolder, sidecar: dict, job: Job) -> None:
+def _restore_subtitles(folder: OutputFolder, sidecar: dict, job: Job, language: Optional[str] = None) -> None:
     """Subtitles asked for now but not written then: made from the sidecar's chunk times, no synthesis."""
     missing = [kind for kind in job.subtitles if not folder.subtitle_path(sidecar["id"], kind).is_file()
                or (sidecar.get("words") and not folder.subtitle_path(sidecar["id"], f"words.{kind}").is_file())]
     if missing:
-        write_subtitles(folder, sidecar["id"], sidecar.get("chunks", []), missing, sidecar.get("words"))
+        write_subtitles(folder, sidecar["id"], sidecar.get("chunks", []), missing, sidecar.get("words"), language)

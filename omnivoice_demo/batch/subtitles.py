@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Optional
 
 from ..engine.duration import total_weight
-from ..text.normalize import ABBREVIATIONS, sentences as text_sentences
+from ..text.sentences import split_sentences, sentence_texts
 
 FORMATS = ("srt", "vtt")
 #: a word-level cue holds at most this many words, and lasts at most MAX_CUE_SECONDS
@@ -28,8 +29,6 @@ MAX_CUE_SECONDS = 3.5
 #: the shortest a cue or a read-along clip lasts: WebVTT wants a cue's end after its start, and the aligner can
 #: give a word no length (start == end); 40 ms, a frame of 25 fps video, shows it and stays under a word's length
 MIN_CUE_SECONDS = 0.04
-#: a sentence ends at . ! ? (and their CJK forms), with closing quotes, before a space or the end
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？…])[\"'”’)\]]*\s+|(?<=[。！？])")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,22 +43,15 @@ class Cue:
         return dataclasses.replace(self, start=self.start + seconds, end=self.end + seconds)
 
 
-def split_sentences(text: str) -> list[str]:
-    """``text``'s sentences, stripped: ``text.normalize.sentences``, the splitter sentence streaming reads numbers
-    by (never after an abbreviation such as "Mr.", closing quotes kept with their sentence)."""
-    parts = [part.strip() for part in text_sentences(text)]
-    return [part for part in parts if part] or [text.strip()]
-
-
-def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
+def cues_for_chunks(chunks: list[dict], language: Optional[str] = None) -> list[Cue]:
     """Cues from ``[{"text", "start", "end"[, "speaker"]}, ...]`` (seconds in the final audio), a cue per
-    sentence."""
+    sentence (``text.sentences``, by ``language``'s rules; None: the text's own)."""
     cues = []
     for chunk in chunks:
         start, end = float(chunk["start"]), float(chunk["end"])
         if end <= start:
             continue
-        sentences = split_sentences(chunk["text"])
+        sentences = sentence_texts(chunk["text"], language)
         weights = [max(total_weight(s), 1e-6) for s in sentences]
         total, done = sum(weights), 0.0
         for sentence, weight in zip(sentences, weights):
@@ -69,10 +61,13 @@ def cues_for_chunks(chunks: list[dict]) -> list[Cue]:
     return cues
 
 
-def cues_for_words(words, max_words: int = MAX_CUE_WORDS, max_seconds: float = MAX_CUE_SECONDS) -> list[Cue]:
+def cues_for_words(words, max_words: int = MAX_CUE_WORDS, max_seconds: float = MAX_CUE_SECONDS,
+                   language: Optional[str] = None) -> list[Cue]:
     """Cues of a few words from word times (``asr.alignment.WordTiming``s, seconds in the final audio): a cue
-    ends after ``max_words`` words, past ``max_seconds``, at a sentence's end, or before another speaker."""
+    ends after ``max_words`` words, past ``max_seconds``, at a sentence's end (``text.sentences`` on the words,
+    by ``language``'s rules), or before another speaker."""
     cues, group = [], []
+    ends = sentence_end_words([word.word for word in words], language)
 
     def close():
         if group:
@@ -80,15 +75,31 @@ def cues_for_words(words, max_words: int = MAX_CUE_WORDS, max_seconds: float = M
                             group[0].speaker or "", tuple((w.start, w.word) for w in group)))
             group.clear()
 
-    for word in words:
+    for index, word in enumerate(words):
         if group and (len(group) >= max_words or word.speaker != group[0].speaker
                       or word.end - group[0].start > max_seconds):
             close()
         group.append(word)
-        if _SENTENCE_END.search(word.word + " ") and word.word.strip("\"'”’)]") not in ABBREVIATIONS:
+        if index in ends:
             close()
     close()
     return cues
+
+
+def sentence_end_words(words: list[str], language: Optional[str] = None) -> set[int]:
+    """The indexes of the words that end a sentence of the words' text (joined by spaces), the last one included."""
+    text = " ".join(words)
+    cuts, offset = set(), 0
+    for piece in split_sentences(text, language):
+        offset += len(piece)
+        cuts.add(offset)
+    ends, offset = set(), 0
+    for index, word in enumerate(words):
+        offset += len(word)
+        if offset + 1 in cuts or offset == len(text):
+            ends.add(index)
+        offset += 1
+    return ends
 
 
 def to_karaoke_vtt(cues: list[Cue]) -> str:
@@ -153,10 +164,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def word_subtitles(words, kind: str) -> str:
+def word_subtitles(words, kind: str, language: Optional[str] = None) -> str:
     """Word-level subtitles of ``words`` (``WordTiming``s on one time line) as ``kind``: SRT cues of a few
     words, or (``vtt``) WebVTT with each word's start marked for karaoke highlighting."""
-    cues = cues_for_words(words)
+    cues = cues_for_words(words, language=language)
     return to_srt(cues) if kind == "srt" else to_karaoke_vtt(cues)
 
 

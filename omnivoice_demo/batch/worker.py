@@ -173,7 +173,7 @@ class ItemWorker:
         audio_path = folder.audio_path(item.id, job.audio_format)
         folder.write_audio(audio_path, result.audio, rate, job.audio_format, SUBTYPE)
         words = [word.to_dict() for word in result.words]
-        write_subtitles(folder, item.id, chunks, job.subtitles, words)
+        write_subtitles(folder, item.id, chunks, job.subtitles, words, item.language)
         return dict(base, status="done", audio=audio_path.name, format=job.audio_format, sample_rate=rate,
                     samples=int(len(result.audio)), seconds=len(result.audio) / rate, sha256=file_sha256(audio_path),
                     codes_sha256=codes_sha256(result.codes), seed=int(result.seed), config=result.config.to_dict(),
@@ -195,17 +195,19 @@ class ItemWorker:
         return chunk_audio, result
 
 
-def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds, words=None) -> None:
+def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kinds, words=None,
+                    language: Optional[str] = None) -> None:
     """A cue per sentence in ``<id>.<kind>``; with word times (an item with ``word_timestamps``: its sidecar's
-    ``words``) also word-level cues in ``<id>.words.<kind>`` (.srt cues of a few words, .vtt karaoke)."""
-    cues = cues_for_chunks(chunks)
+    ``words``) also word-level cues in ``<id>.words.<kind>`` (.srt cues of a few words, .vtt karaoke).  Sentences
+    are cut by ``language``'s rules (the item's; None: the text's own)."""
+    cues = cues_for_chunks(chunks, language)
     for kind in kinds:
         folder.write_bytes(folder.subtitle_path(item_id, kind), render(cues, kind).encode("utf-8"))
     if words:
         timings = [WordTiming(**word) for word in words]
         for kind in kinds:
             folder.write_bytes(folder.subtitle_path(item_id, f"words.{kind}"),
-                               word_subtitles(timings, kind).encode("utf-8"))
+                               word_subtitles(timings, kind, language).encode("utf-8"))
 
 
 def codes_sha256(codes: list[np.ndarray]) -> str:

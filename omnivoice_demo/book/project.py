@@ -45,10 +45,11 @@ from ..batch.items import BatchItem, default_seed
 from ..batch.runner import Summary, run_batch
 from ..batch.store import OutputFolder
 from ..asr.alignment import WordTiming
-from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, split_sentences, word_subtitles
+from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, word_subtitles
 from ..batch.worker import Job
 from ..settings.generation import GenerationConfig
 from ..text.lexicon import Lexicon
+from ..text.sentences import sentence_texts
 from ..errors import InvalidInput
 from .reading import Book
 from .voices import Part, Voicing, parts_of
@@ -133,7 +134,7 @@ def plan_book(book: Book, settings: BookSettings) -> BookPlan:
         narrator = settings.chapter_voices.get(number, settings.narrator)
         for index, paragraph in enumerate(chapter.paragraphs):
             for part in parts_of(paragraph, narrator, settings.dialogue, settings.cast):
-                for text in split_sentences(part.text):
+                for text in sentence_texts(part.text, language):
                     item = sentence_item(text, part, language, settings)
                     items.setdefault(item.id, dataclasses.replace(item, line=len(items) + 1))
                     sentences.append(Sentence(number, index, text, item.id, part.speaker))
@@ -339,7 +340,8 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
                            for w in sentence_words]
         for kind in settings.subtitles if on_chapter_line else ():   # made with word timings: word-level too
             files.append(f"chapters/{number:02d}.words.{kind}")
-            folder.write_bytes(folder.path / files[-1], word_subtitles(on_chapter_line, kind).encode("utf-8"))
+            folder.write_bytes(folder.path / files[-1],
+                               word_subtitles(on_chapter_line, kind, plan.language).encode("utf-8"))
         made = JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio), sample_rate=rate,
                              sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain, meets_target=meets,
                              cues=cues, words=words, files=files)

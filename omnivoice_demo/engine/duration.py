@@ -290,6 +290,9 @@ def chunk_for_generation(
     chunk's own length is then ``estimate_target_frames(chunk, ref_text,
     num_ref_frames, speed)``, where, without a voice reference, chunks after
     the first use the first chunk's text and generated codes as reference.
+
+    The exact path: its cuts are the reference's (``prompt.chunk_text_punctuation``), not the project's sentence
+    splitter (``text.sentences``), so the chunks, and so the tokens, stay the reference's.
     """
     frames_per_char = target_frames / len(text)
     chunk_len = int(chunk_duration * frame_rate / frames_per_char)

@@ -64,7 +64,7 @@ from .sampling import decode_step, guidance_schedule, unmask_schedule
 from .read_ahead import StreamedPlan, read_ahead_plan
 from .segments import SegmentsPlan, plan_segments, run_segments
 from ..text.ssml import looks_like_ssml
-from .streaming import playback_piece, sentence_chunks
+from .streaming import playback_piece, sentence_chunks, splitting_language
 from .turns import TurnsPlan, prepare_turns, run_turns
 from ..text.prompt import (
     add_punctuation,
@@ -346,7 +346,8 @@ class OmniVoiceEngine:
                                                 voice.frames if voice else None, speed=config.speed,
                                                 duration=config.duration)
         # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
-        chunks = sentence_chunks(text, target, config.chunk_duration) if config.sentence_streaming else [text]
+        chunks = (sentence_chunks(text, target, config.chunk_duration, language=splitting_language(code, normalization))
+                  if config.sentence_streaming else [text])
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)
         return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,

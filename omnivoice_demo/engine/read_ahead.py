@@ -31,10 +31,11 @@ from typing import Optional
 
 from ..settings.generation import GenerationConfig
 from ..storage.voice_file import Voice
-from ..text.normalize import normalize_text, sentences
+from ..text.normalize import normalize_text
+from ..text.sentences import split_sentences
 from .duration import estimate_target_frames
 from .events import GenerationPlan
-from .streaming import first_chunk_end, worth_streaming
+from .streaming import first_chunk_end, splitting_language, worth_streaming
 
 #: the workers that read the later sentences (each reading passes text_work.GATE, one at a time)
 READERS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="omnivoice-read-ahead")
@@ -121,12 +122,13 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
     follows it is too short to be a chunk of its own, or ``duration`` sets the whole text's pace."""
     if config.duration is not None:   # the speed of every chunk follows from the whole text's length
         return None
-    pieces = sentences(text)
+    language = splitting_language(code, normalization)   # as plan_of cuts the whole text's first chunk
+    pieces = split_sentences(text, language)
     read: list[str] = []
     for piece in pieces[:-1]:   # the last sentence: nothing would be left to read while the first is made
         read.append(normalize_text(piece, normalization.language))
         prefix = "".join(read).strip()
-        end, decided = first_chunk_end(prefix)
+        end, decided = first_chunk_end(prefix, language=language)
         if decided:
             break
     else:

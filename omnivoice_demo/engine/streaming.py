@@ -5,7 +5,7 @@ chunks of about 15 s (``_generate_chunked``); nothing can play before the
 first chunk is done.  OmniVoice is not autoregressive, so the way to hear
 audio sooner is to generate a short first piece on its own:
 
-* the first chunk is the first sentence; a first sentence longer than
+* the first chunk is the first sentence (``text.sentences``, the one splitter); a first sentence longer than
   ``first_chunk_seconds`` is cut at its last clause boundary (``,``, ``;``,
   ``:``, ...) that keeps it within that length (at least one clause);
 * but the first chunk is at least ``MIN_FIRST_FRAMES`` long (further
@@ -35,7 +35,8 @@ import numpy as np
 
 from ..constants import FRAME_RATE, SAMPLE_RATE
 from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration, split_oversized_chunks
-from ..text.prompt import CLOSING_MARKS, chunk_text_punctuation
+from ..text.prompt import chunk_text_punctuation
+from ..text.sentences import split_sentences
 
 #: a first sentence estimated longer than this is cut at a clause boundary
 FIRST_CHUNK_SECONDS = 3.0
@@ -43,9 +44,6 @@ FIRST_CHUNK_SECONDS = 3.0
 #: the duration estimator's soft floor (``estimate_duration``'s ``low_threshold``): a first chunk shorter than this
 #: would be lengthened, and so would every later chunk that takes its rate from it
 MIN_FIRST_FRAMES = 50
-
-#: characters that end a sentence (the clause marks , ; : do not)
-SENTENCE_END = set(".!?。！？…")
 
 #: the reference's join: fade out, silence, fade in, a third of this each (``cross_fade_chunks``)
 JOIN_SECONDS = 0.3
@@ -56,21 +54,35 @@ def clauses(text: str) -> list[str]:
     return chunk_text_punctuation(text, chunk_len=0)
 
 
-def ends_sentence(piece: str) -> bool:
-    stripped = piece.rstrip("".join(CLOSING_MARKS) + " ")
-    return bool(stripped) and stripped[-1] in SENTENCE_END
+def sentence_ends(text: str, language: Optional[str] = None) -> set[int]:
+    """Where the sentences of ``text`` end (``text.sentences.split_sentences``; offsets before the white space after
+    them), the text's end included."""
+    ends, offset = {len(text.rstrip())}, 0
+    for piece in split_sentences(text, language):
+        ends.add(offset + len(piece.rstrip()))
+        offset += len(piece)
+    return ends
+
+
+def splitting_language(code: Optional[str], normalization=None) -> Optional[str]:
+    """The language whose rules cut a plan's sentences: the user's (``code``), else the one its numbers are read in,
+    else the one detected in its text (``normalization``, a ``NormalizeChoice``); None: the splitter's own guess."""
+    if code:
+        return code
+    return (normalization.language or normalization.detected) if normalization is not None else None
 
 
 def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
-                    first_chunk_seconds: float = FIRST_CHUNK_SECONDS) -> list[str]:
+                    first_chunk_seconds: float = FIRST_CHUNK_SECONDS, language: Optional[str] = None) -> list[str]:
     """The chunks of ``text`` for sentence streaming (see the module doc).
 
     ``target_frames`` is the whole text's planned length, which sets the
     frames per character as in the reference's chunking.  A text of one
-    short sentence comes back as one chunk, the text itself.
+    short sentence comes back as one chunk, the text itself.  ``language``:
+    whose rules cut sentences (None: the text's own).
     """
     text = text.strip()
-    end, _ = first_chunk_end(text, first_chunk_seconds)
+    end, _ = first_chunk_end(text, first_chunk_seconds, language)
     first, rest = text[:end].strip(), text[end:].strip()
     if not worth_streaming(rest):
         return [text]
@@ -80,11 +92,14 @@ def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
                                             chunk_len)
 
 
-def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS) -> tuple[int, bool]:
+def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS,
+                    language: Optional[str] = None) -> tuple[int, bool]:
     """Where the first chunk of ``text`` (stripped) ends, and whether its end was decided (False: every clause was
     taken and the first chunk is still short, so a longer text would have a longer one).  It depends on the clauses
-    up to its end only: a text's beginning decides it (``read_ahead.py``)."""
+    and sentences up to its end only: a text's beginning decides it (``read_ahead.py``).  A clause ends the first
+    sentence where the splitter ends one (``sentence_ends``), not at every full stop (the "5." of "am 5. Juni")."""
     pieces = clauses(text)
+    ends = sentence_ends(text, language)
     end, taken = 0, 0
     for index, piece in enumerate(pieces):
         start = text.find(piece, end)
@@ -94,7 +109,7 @@ def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS)
         if long_enough and _frames(text[:start + len(piece)]) > first_chunk_seconds * FRAME_RATE:
             return end, True
         end, taken = start + len(piece), index + 1
-        if ends_sentence(piece) and _frames(text[:end]) >= MIN_FIRST_FRAMES:
+        if end in ends and _frames(text[:end]) >= MIN_FIRST_FRAMES:
             return end, True
     return end, False
 

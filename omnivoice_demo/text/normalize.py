@@ -33,7 +33,7 @@ from typing import Callable, Optional
 
 from ..errors import InvalidInput
 from .languages import resolve_language
-from .prompt import ABBREVIATIONS
+from .sentences import split_sentences
 from .text_work import GATE, preload_in_background
 
 logger = logging.getLogger(__name__)
@@ -48,8 +48,6 @@ INSTALL_HINT = ("pip install 'omnivoice-onnx-studio[normalize]', about 740 MB "
 _BRACKET_TAG_RE = re.compile(r"\[[^\[\]]*\]")   # non-verbal tags and CMU overrides
 _PINYIN_TONE_RE = re.compile(r"[A-Z]+[1-5]")    # upper-case pinyin + tone digit
 _CJK_RE = re.compile(r"[\u4e00-\u9fff]")
-#: a sentence's end: its punctuation and the closing marks after it, then a space (or a full-width end, no space)
-_SENTENCE_END_RE = re.compile(r"[.!?…]+[\"'”’)\]»」』】）]*(?=\s)|[。！？]+[”’」』】）]*")
 _LOCK = threading.Lock()
 
 
@@ -194,31 +192,13 @@ def normalize_text(text: str, language: Optional[str] = None) -> str:
         return _apply(text, fn, pinyin=code == "zh")
 
 
-def sentences(text: str) -> list[str]:
-    """``text`` cut after each sentence's end (never after an abbreviation such as "Mr.", never inside a ``[...]``
-    tag): pieces that join back to ``text``, each with the spaces after it."""
-    tags = protected_spans(text, pinyin=False)
-    pieces, start = [], 0
-    for match in _SENTENCE_END_RE.finditer(text):
-        if any(left < match.start() < right for left, right in tags):
-            continue
-        words = text[start:match.end()].split()
-        if match.group().startswith(".") and words and words[-1] in ABBREVIATIONS:
-            continue
-        end = match.end() + len(text[match.end():]) - len(text[match.end():].lstrip())
-        if end < len(text):
-            pieces.append(text[start:end])
-            start = end
-    return pieces + [text[start:]]
-
-
 def normalize_sentences(text: str, language: Optional[str] = None) -> str:
-    """``text`` read as words one sentence at a time (``sentences``), each as ``normalize_text`` reads it alone: what
-    sentence streaming speaks, so the first sentence can be read before the others (``engine/read_ahead.py``).
+    """``text`` read as words one sentence at a time (``sentences.split_sentences``, by ``language``'s rules), each
+    as ``normalize_text`` reads it alone: what sentence streaming speaks, so the first sentence can be read before the others (``engine/read_ahead.py``).
     WeTextProcessing's reading of a number can depend on the length of the text around it (after about 120
     characters, "21 to 14" became "twenty one to one four" instead of "... fourteen"), so this is the whole
     text's reading wherever that does not happen; num2words' reading (other languages) is always the same."""
-    return "".join(normalize_text(piece, language) for piece in sentences(text))
+    return "".join(normalize_text(piece, language) for piece in split_sentences(text, language))
 
 
 def start_preload(languages: tuple[str, ...] = ("en",)):

@@ -171,6 +171,10 @@ def chunk_text_punctuation(text: str, chunk_len: int, min_chunk_len: Optional[in
     marks stick to the previous sentence; sentences are merged greedily while
     the chunk stays within ``chunk_len``; chunks shorter than ``min_chunk_len``
     are merged into their neighbour.
+
+    Kept as the reference writes it, not replaced by the project's sentence splitter (``text.sentences``): these
+    cuts decide the exact path's chunks (``duration.chunk_for_generation``), so their text and tokens, and the
+    parity tests hold the engine to the reference's chunks token for token.
     """
     # 1. Split into sentences.
     sentences: list[list[str]] = []

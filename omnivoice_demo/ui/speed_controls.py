@@ -9,7 +9,7 @@ from typing import Optional
 
 from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
 from ..settings.presets import DEFAULT_PRESET, DESCRIPTIONS, PRESETS, matching_preset
-from ..engine.streaming import clauses, ends_sentence
+from ..text.sentences import sentence_texts
 
 CUSTOM = "custom"
 
@@ -60,9 +60,8 @@ def preset_of(values: dict) -> str:
 
 
 def more_than_one_sentence(text: str) -> bool:
-    """Whether sentence streaming helps: the text has a sentence end before its last clause."""
-    pieces = clauses(text or "")
-    return any(ends_sentence(piece) for piece in pieces[:-1])
+    """Whether sentence streaming helps: the text has more than one sentence (``text.sentences``)."""
+    return len(sentence_texts(text or "")) > 1
 
 
 def fmt_seconds(seconds: Optional[float]) -> str:

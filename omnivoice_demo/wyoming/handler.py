@@ -203,7 +203,8 @@ class SpeechHandler(AsyncEventHandler):
                 if self._stream is None:  # inside a stream it is the copy for older servers
                     self._queue(Piece(text_of(event), parse_request(event.data)))
             elif SynthesizeStart.is_type(event.type):
-                self._stream = Stream(parse_request(event.data))
+                request = parse_request(event.data)
+                self._stream = Stream(request, TextStream(request.language))
             elif SynthesizeChunk.is_type(event.type):
                 self._add_text(text_of(event))
             elif SynthesizeStop.is_type(event.type):
@@ -222,12 +223,12 @@ class SpeechHandler(AsyncEventHandler):
         stream = self._require_stream("synthesize-chunk")
         if stream.failed:
             return
-        done = stream.text.add(text)
         limit = self._limits().max_text_chars
-        if stream.text.total > limit:
+        if stream.text.total + len(text) > limit:   # before the text is cut into sentences
             raise ResourceLimitExceeded(f"The streamed text is over {limit} characters, the most this server speaks "
                                         "in one request (max_text_chars); the rest of it is not spoken.",
                                         param="max_text_chars")
+        done = stream.text.add(text)
         if done:
             self._queue(Piece(done, stream.request, stream))
 

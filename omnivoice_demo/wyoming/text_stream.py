@@ -1,31 +1,28 @@
 """Streamed text (``synthesize-chunk`` events) -> the sentences that are complete so far.
 
-A sentence is complete when its end mark (``.``, ``!``, ``?``, ``…``, with any closing quotes or
-brackets) is followed by white space, or at a CJK full stop (``。！？``), which needs none.  Until the
-text stops, a sentence whose end mark has arrived without the following space is still open (``3.5``,
-``e.g.`` at the end of a chunk).  A stream whose text starts with a tag (``<speak``, ``<?xml``) is SSML: it is not
-cut into sentences (a sentence of markup is no document) but held until its ``</speak>`` and then spoken whole,
-as SSML (``text/ssml.py``).
+Sentences are cut by the one splitter (``text.sentences``), by the rules of the stream's language (the
+request's; none: the text's own), and only once enough text has arrived to decide: a cut is given out when a
+whole word has come after it (``sentences.decided_end``), so "Prof." then " Smith arrived." is one sentence, not
+"Prof." spoken alone.  ``finish`` gives out the rest.  A stream whose text starts with a tag (``<speak``,
+``<?xml``) is SSML: it is not cut into sentences (a sentence of markup is no document) but held until its
+``</speak>`` and then spoken whole, as SSML (``text/ssml.py``).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Optional
 
-from ..engine.streaming import SENTENCE_END
-from ..text.prompt import CLOSING_MARKS
+from ..text.sentences import decided_end
 
-_CLOSING = "".join(re.escape(mark) for mark in sorted(CLOSING_MARKS))
-_WIDE_END = "。！？"
-_NARROW_END = "".join(re.escape(mark) for mark in sorted(SENTENCE_END - set(_WIDE_END)))
 _SSML_END = re.compile(r"</\s*speak\s*>", re.I)
-_BOUNDARY = re.compile(rf"[{_NARROW_END}]+[{_CLOSING}]*\s+|[{_WIDE_END}]+[{_CLOSING}]*")
 
 
 class TextStream:
     """Collects text chunks; ``add`` returns the text of the sentences completed by a chunk, ``finish`` the rest."""
 
-    def __init__(self):
+    def __init__(self, language: Optional[str] = None):
+        self.language = language   # a code the model knows, or None
         self._buffer = ""
         self.total = 0   # characters received, for the stream's limit
 
@@ -39,9 +36,7 @@ class TextStream:
                 return ""
             done, self._buffer = self._buffer[:end.end()], self._buffer[end.end():]
             return done.strip()
-        end = 0
-        for match in _BOUNDARY.finditer(self._buffer):
-            end = match.end()
+        end = decided_end(self._buffer, self.language)
         done, self._buffer = self._buffer[:end], self._buffer[end:]
         return done.strip()
 
