@@ -115,7 +115,7 @@ def test_books_cut_where_the_splitter_does(fake_segmenter):
     from omnivoice_demo.settings.generation import GenerationConfig
 
     book = Book("B", None, "en", (Chapter("One", ("alpha # beta. gamma",)),))
-    plan = plan_book(book, BookSettings(config=GenerationConfig(), narrator=Voicing("narrator")), "m")
+    plan = plan_book(book, BookSettings(config=GenerationConfig(), narrator=Voicing("narrator")))
     assert [s.text for s in plan.sentences][-2:] == ["alpha #", "beta. gamma"]
 
 
