@@ -96,7 +96,12 @@ def main(argv=None) -> None:
     from omnivoice_demo.api.server import api_routes, app_context, gradio_auth
 
     auth = gradio_auth(args)  # --api-key-scope all: the page and the Gradio API need the key too
-    studio = make_studio(args)
+    from omnivoice_demo.errors import OmniVoiceError, one_line
+
+    try:
+        studio = make_studio(args)
+    except OmniVoiceError as exc:   # a voice store that cannot be used (--voice-store): one line, not a traceback
+        raise SystemExit(f"error: {one_line(exc)}") from None
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
     studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,
