@@ -361,3 +361,28 @@ def test_the_book_tabs_download_is_named_after_the_book(tiny_fp32_folder, tmp_pa
     assert re.fullmatch(r"The Test Book-[0-9a-f]{24}\.m4b", os.path.basename(copy)), copy
     assert open(copy, "rb").read() == b"an audiobook"
     assert downloadable(studio, types.SimpleNamespace(state="running", result=None), None) is None
+
+
+def test_a_book_without_a_recogniser_is_told_once_before_any_work_with_the_flags_book_has(
+        tiny_fp32_folder, tmp_path, capsys, monkeypatch):
+    """Issue 51: with the sentence check on (the default for books) and no recogniser to be had, every sentence
+    failed with the same long line naming flags ``book`` has not (``guard off``, ``--asr-model``), then ``made 0``,
+    exit 3.  Now the run is refused once, before any sentence is made, naming --no-guard and OMNIVOICE_ASR_MODEL."""
+    from omnivoice_demo.cli.main import main
+
+    monkeypatch.delenv("OMNIVOICE_ASR_MODEL", raising=False)
+    monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path / "empty-cache"))   # nothing cached, and offline
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    book = write_epub3(tmp_path / "b.epub", [("One", ["A first sentence. A second one. And a third."])], cover=False)
+    output = tmp_path / "out"
+    args = [a for a in book_args(tiny_fp32_folder, book, output) if a != "--no-guard"]
+    capsys.readouterr()
+    code = main(args)
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert code == 2, text
+    assert len(text.strip().splitlines()) == 1 and "made" not in said.out, text   # said once, nothing run
+    assert "--no-guard" in text and "OMNIVOICE_ASR_MODEL=DIR" in text, text
+    assert "--asr-model" not in text and "guard off" not in text, text
+    assert not list(output.glob("sentences/*.flac"))

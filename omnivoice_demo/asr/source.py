@@ -43,11 +43,11 @@ def _how_to_get(repo_id: str, precision: str) -> str:
 
 
 def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: HubSettings, cache: pathlib.Path,
-              reporter: Reporter) -> ResolvedModel:
+              reporter: Reporter, how_to: Optional[str] = None) -> ResolvedModel:
     store = RepoCache(cache, "asr", repo_id, settings.hf_cache)
     hub = HubRepo(repo_id, revision, precision, settings, store, reporter)
     rev = revision or "main"
-    never = f"No speech recogniser is cached and %s: {_how_to_get(repo_id, precision)}"
+    never = f"No speech recogniser is cached and %s: {how_to or _how_to_get(repo_id, precision)}"
     if settings.offline and store.cached_commit(rev) is None:
         raise ModelNotAvailable(never % "this program is offline")
     try:
@@ -66,7 +66,7 @@ def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: H
             path = snapshot / rel if snapshot is not None else None
             if path is None or not path.is_file() or path.stat().st_size != size:
                 raise ModelNotAvailable(f"The cached speech recogniser {repo_id} is incomplete ({rel}): "
-                                        + _how_to_get(repo_id, precision))
+                                        + (how_to or _how_to_get(repo_id, precision)))
         if snapshot is None:
             raise ModelNotAvailable(never % "the Hub cannot be used now")
         check_folder(snapshot, precision, checksums=False)
@@ -95,9 +95,10 @@ def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: H
 def resolve_recognizer(spec: Optional[str | os.PathLike] = None, precision: Optional[str] = None,
                        revision: Optional[str] = None, offline: Optional[bool] = None,
                        progress: Optional[ProgressCallback] = None,
-                       cache: Optional[str | os.PathLike] = None) -> ResolvedModel:
+                       cache: Optional[str | os.PathLike] = None, how_to: Optional[str] = None) -> ResolvedModel:
     """A ready recogniser folder for ``spec`` (a folder, a Hub repo id, or None for
-    ``$OMNIVOICE_ASR_MODEL`` or ``DEFAULT_RECOGNIZER_REPO``)."""
+    ``$OMNIVOICE_ASR_MODEL`` or ``DEFAULT_RECOGNIZER_REPO``).  ``how_to``: what to do when none can be had, in
+    the caller's own flags (default: every front end's)."""
     precision = precision or DEFAULT_RECOGNIZER_PRECISION
     if precision not in PRECISION_SUFFIX:
         raise ModelFolderError(f"recogniser precision must be one of {', '.join(PRECISION_SUFFIX)}, got {precision!r}")
@@ -109,4 +110,4 @@ def resolve_recognizer(spec: Optional[str | os.PathLike] = None, precision: Opti
     if str(spec).count("/") != 1 or str(spec).startswith((".", "/", "~")):
         raise ModelNotAvailable(f"The speech recogniser {spec} is neither a folder nor a Hub repo id (owner/name).")
     return _from_hub(str(spec), revision, precision, HubSettings.from_environment(offline),
-                     pathlib.Path(cache) if cache else default_cache_dir(), Reporter(progress))
+                     pathlib.Path(cache) if cache else default_cache_dir(), Reporter(progress), how_to)

@@ -84,6 +84,28 @@ def settings_from_arguments(args, book):
                         audio_format=args.audio_format, readalong=not args.no_readalong)
 
 
+def check_recognizer(config, args: argparse.Namespace) -> None:
+    """The speech recogniser the run's checks need (the sentence check, on for books; word timings), looked for
+    before any work, so a book without one is told once, with the flags ``book`` has, instead of every sentence
+    failing with the same line.  A Ray run is left to its actors (the cluster may have what this machine has not)."""
+    from ..asr.source import DEFAULT_RECOGNIZER_REPO, RECOGNIZER_ENV, resolve_recognizer
+    from ..errors import ModelNotAvailable, one_line
+
+    needs = [(what, off) for what, off, on in (
+        ("The sentence check (on for books)", "with --no-guard", config.guard),
+        ("Word timings (--word-timestamps)", "without --word-timestamps", config.word_timestamps)) if on]
+    if not needs or args.ray:
+        return
+    how_to = (f"give a recogniser folder (built with 'python -m convert.whisper') as {RECOGNIZER_ENV}=DIR, or run "
+              f"once online to download {DEFAULT_RECOGNIZER_REPO} into the cache")
+    try:
+        resolve_recognizer(offline=True if args.offline else None, how_to=how_to)
+    except ModelNotAvailable as exc:
+        raise ModelNotAvailable(f"{' and '.join(what for what, _ in needs)} need{'s' if len(needs) == 1 else ''} a "
+                                f"speech recogniser. {one_line(exc).rstrip('.')}. Or run "
+                                f"{' and '.join(off for _, off in needs)}.") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ..batch.cli import open_backend
     from ..batch.worker import ModelSpec
@@ -111,10 +133,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for line in book.garbled:   # said before any work, and again in report.json's notes
         print(f"warning: {line}", file=sys.stderr)
+    check_recognizer(settings.config, args)
     done = run_book(plan, settings, args.output, lambda: open_backend(args, spec),
                     progress=not args.no_progress)
-    for line in done.summary.errors.items():
-        print(f"failed {line[0]}: {line[1]}")
+    failures: dict[str, list[str]] = {}   # the same reason for many sentences is said once
+    for item_id, message in done.summary.errors.items():
+        failures.setdefault(message, []).append(item_id)
+    for message, ids in failures.items():
+        print(f"failed {ids[0]}: {message}" if len(ids) == 1 else
+              f"failed {len(ids)} sentences ({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): {message}")
     for entry in done.silent:
         print(f"kept as silence (no take had audio): chapter {','.join(map(str, entry['chapters']))}: "
               f"{entry['text'][:100]!r}")
