@@ -124,3 +124,38 @@ def test_a_visitors_audio_plays_for_them_and_is_not_found_for_another(shared_ser
         fetch = "async (u) => { const r = await fetch(u); return r.status; }"
         assert alice.evaluate(fetch, address) == 200
         assert bob.evaluate(fetch, address) == 404
+
+
+def test_two_visitors_book_tab_jobs_are_their_own(shared_server, tmp_path):
+    """Issue 49, cause 7: the Book tab's handlers never received the visitor, so every visitor's book was one
+    job: B was told "Your book is being made" while A's ran, and A's page followed whichever book was opened last.
+    Here each opens a book of their own; A makes theirs; B's page shows B's book, never A's, and B can open
+    another while A's runs."""
+    books = {}
+    for name, sentences in (("alpha", "One. Two."), ("beta", "Uno. Dos. Tres. Cuatro. Cinco.")):
+        books[name] = tmp_path / f"{name}.txt"
+        books[name].write_text(f"Chapter 1\n\n{sentences}\n")
+    status = "document.querySelector('#book-status').innerText"
+    with _two_visitors(shared_server) as (alice, bob):
+        for page, name in ((alice, "alpha"), (bob, "beta")):
+            _model_bar(page)
+            page.get_by_role("tab", name="Book", exact=True).click()
+            page.locator("#book-file input[type=file]").set_input_files(str(books[name]))
+            page.wait_for_function(f"document.querySelector('#book-summary').innerText.includes('**{name}**')"
+                                   f" || document.querySelector('#book-summary').innerText.includes('{name}')",
+                                   timeout=60 * SECONDS)
+        assert "3 sentences" in alice.locator("#book-summary").inner_text()
+        assert "6 sentences" in bob.locator("#book-summary").inner_text()
+        steps = alice.locator("#book-steps input[type=number]")
+        steps.fill("4")
+        steps.press("Enter")
+        alice.locator("#book-guard input[type=checkbox]").uncheck()
+        alice.locator("#book-start").click()
+        alice.wait_for_function(f"{status}.includes('done')", timeout=240 * SECONDS)
+        assert "3 of 3 sentences" in alice.evaluate(status)
+        # B's book is still B's: not started, its own count; B opens it again without being told A's is running
+        bob.locator("#book-chapter-choice textarea, #book-chapter-choice input").first.fill("1")
+        bob.locator("#book-chapter-choice textarea, #book-chapter-choice input").first.press("Enter")
+        bob.wait_for_function(f"{status}.includes('0 of 6 sentences')", timeout=60 * SECONDS)
+        assert "being made" not in bob.locator("body").inner_text()
+        assert "3 sentences" in alice.locator("#book-summary").inner_text()
