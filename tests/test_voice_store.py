@@ -97,7 +97,9 @@ def test_names_are_unique_per_owner_and_owners_see_only_their_own(make_store):
 def test_concurrent_uploads_racing_on_five_names_keep_five_whole_voices(make_store):
     stores = [make_store(), make_store()]
     names = [f"Voice {n}" for n in range(5)]
-    uploads = [(index, names[index % 5]) for index in range(20)]
+    # each name four times, as written differently (case, a Cyrillic look-alike): one voice a name all the same
+    spellings = (str, str.upper, str.lower, lambda name: name.replace("o", "о"))
+    uploads = [(index, spellings[index // 5](names[index % 5])) for index in range(20)]
     start = threading.Barrier(len(uploads))
     outcomes: dict[int, str] = {}
 
@@ -118,13 +120,13 @@ def test_concurrent_uploads_racing_on_five_names_keep_five_whole_voices(make_sto
         thread.join(120)
     assert len(outcomes) == 20
     fresh = make_store()
-    assert fresh.names() == sorted(names)
     saved = [index for index, outcome in outcomes.items() if outcome == "saved"]
     assert len(saved) == 5, outcomes                 # one winner a name; every other upload was told it is taken
-    for name in names:
-        voice = fresh.load(name)                     # whole: exactly one of the uploads, all its frames
-        winners = [i for i in saved if uploads[i][1] == name]
-        assert len(winners) == 1 and same(voice, voice_of(100 + winners[0], frames=40 + winners[0]))
+    assert sorted(fresh.names()) == sorted(uploads[i][1] for i in saved)
+    for index in saved:
+        voice = fresh.load(uploads[index][1])        # whole: exactly that upload, all its frames
+        assert same(voice, voice_of(100 + index, frames=40 + index))
+    assert sorted(index % 5 for index in saved) == list(range(5))
 
 
 def test_a_voice_exported_from_one_store_imports_into_the_other(pg_server, tmp_path):
@@ -203,3 +205,25 @@ def test_a_database_that_is_down_is_a_clear_error_and_a_503(tmp_path):
     folder = open_voice_store(str(tmp_path / "folder"))   # the folder store has nothing to be down
     folder.save(voice_of(1), "Anna")
     assert folder.names() == ["Anna"]
+
+
+def test_a_batch_row_speaks_with_a_voice_of_the_database(pg_server, tmp_path, monkeypatch):
+    """``omnivoice batch --voice-store postgresql://...``: a row's saved voice becomes a local file the workers
+    read (by name and version, under the data folder), the same voice."""
+    from omnivoice_demo.batch.items import read_batch
+
+    monkeypatch.setenv("OMNIVOICE_DATA", str(tmp_path / "data"))
+
+    url = pg_server.create_database("batch_rows")
+    store = open_voice_store(url)
+    try:
+        store.check()
+        store.save(voice_of(11), "Anna")
+    finally:
+        store.close()
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"text": "Hello.", "voice": "anna"}\n{"text": "Hi.", "voice": "Nobody"}\n')
+    items, problems = read_batch(rows, voices_dir=url)
+    assert len(items) == 1 and len(problems) == 1 and "Anna" in problems[0][1]
+    assert same(Voice.load(items[0].voice), voice_of(11))
+    assert items[0].voice.startswith(str(tmp_path / "data"))
