@@ -111,9 +111,21 @@ class PostgresVoiceStore(VoiceStore):
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        if type(exc).__name__ == "PoolTimeout":   # the pool says only that it waited: ask the server why, once
+            reason = self._connect_failure() or reason
         return StoreUnavailable(f"The voice store {self.describe()} cannot be used now ({excerpt(reason, 200)}); "
                                 "saved voices are unavailable until the database answers: check that it is "
                                 "running and reachable, then try again.")
+
+    def _connect_failure(self) -> Optional[str]:
+        """Why a connection to the database fails now (one try, ``CONNECT_TIMEOUT`` at most), or None."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT).close()
+        except psycopg.Error as exc:
+            return " ".join(str(exc).split()) or type(exc).__name__
+        return None
 
     @contextlib.contextmanager
     def _transaction(self, owner: Optional[str] = None) -> Iterator:
