@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import (
                api_key_scope,
                batch_runs,
+               bodies,
                busy_launch,
                cancel_benchmark,
                control_tokens,
@@ -24,20 +25,22 @@ from . import (
                other_visitors,
                outputs_folder,
                rebuilt_backbone,
+               strangers,
                truncated_model,
                unreadable_voices,
                voice_names,
+               word_timings,
                work_before_queue,
                wyoming,
 )
 
 #: the shared server's families, in an order that keeps them apart (the memory and cancel families last)
 SHARED_ORDER = [malformed_inputs, large_body, disk, other_visitors, voice_names, outputs_folder, echoes,
-                control_tokens, work_before_queue, growing_headers, late_checks, long_transcripts, memory,
+                control_tokens, work_before_queue, growing_headers, late_checks, long_transcripts, bodies, memory,
                 cancel_benchmark]
 #: the families with servers or processes of their own, after the shared server has stopped
 OWN_ORDER = [kill_during_writes, truncated_model, batch_runs, rebuilt_backbone, unreadable_voices, wyoming,
-             api_key_scope, busy_launch, key_default_scope]
+             api_key_scope, busy_launch, key_default_scope, word_timings, strangers]
 
 MODULES = {module.FAMILY: module for module in sorted(SHARED_ORDER + OWN_ORDER, key=lambda module: module.FAMILY)}
 #: family number -> what it probes
