@@ -16,7 +16,6 @@ from omnivoice_demo.errors import InvalidInput, StoreUnavailable
 from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.studio.voice_store import open_voice_store
 from omnivoice_demo.studio.voices import VoiceLibrary
-from tests.support import postgres
 
 _databases = itertools.count(1)
 
