@@ -172,6 +172,14 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
         return (min(chained[str(cond)] + chained[str(uncond)], chained[str(cond + uncond)])
                 + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
 
+    cpu = summary["floor_cpu_s"]
+
+    def step_cpu_s(cond, past, uncond):
+        if not uncond:
+            return cpu[f"chained+{cond}"] + cpu[f"attention+{cond}+{past}"]
+        return (min(cpu[f"chained+{cond}"] + cpu[f"chained+{uncond}"], cpu[f"chained+{cond + uncond}"])
+                + cpu[f"attention+{cond}+{past}"] + cpu[f"attention+{uncond}+0"])
+
     length = design["prefix"] + 125
     reference, fast = design["presets"]["reference"], design["presets"]["fast"]
     # Reference: 32 guided whole steps; Fast: 8 whole steps, the unconditional row on every second
@@ -188,6 +196,9 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
             assert row["backbone_over_floor"] == pytest.approx(row["backbone_measured_s"] / row["backbone_floor_s"],
                                                                rel=2e-3)
             assert row["backbone_measured_s"] > 0 and row["generation_s"] >= row["backbone_measured_s"]
+            assert row["floor_cpu_s"] == pytest.approx(sum(step_cpu_s(*step) for step in row["steps"]),
+                                                       rel=1e-3, abs=5e-5)
+            assert row["generation_cpu_s"] > 0
     assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / reference["backbone_floor_s"], rel=0.02)
     assert "best_ratio_to_pytorch" not in clone["presets"]["reference"]   # PyTorch's baseline is the design
 
