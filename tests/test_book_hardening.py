@@ -327,3 +327,25 @@ def test_a_full_disk_stops_the_book_with_what_to_do_and_a_rerun_completes(tiny_f
     assert main(args) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["made"] + line["reused"] == 5 and (tmp_path / "out" / "chapters" / "01.flac").is_file()
+
+
+def test_a_read_only_output_folder_is_said_not_an_internal_error(tmp_path, monkeypatch):
+    """Opening the run's lock file on a read-only disk raised a bare OSError (an internal error)."""
+    import builtins
+    import errno
+
+    from omnivoice_demo.batch.store import LOCK_NAME, FolderNotWritable, OutputFolder
+
+    real_open = builtins.open
+
+    def read_only(file, *args, **kwargs):
+        if str(file).endswith(LOCK_NAME):
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return real_open(file, *args, **kwargs)
+
+    folder = OutputFolder(tmp_path / "out").create()
+    monkeypatch.setattr(builtins, "open", read_only)
+    with pytest.raises(FolderNotWritable, match=r"is read-only \(EROFS\)\. Free some space \(or make the folder "
+                                                r"writable\) and run the same command again"):
+        with folder.lock():
+            pass

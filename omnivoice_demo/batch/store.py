@@ -82,12 +82,16 @@ class OutputFolder:
             with replacing_path(final, prefix=f"{TEMP_MARK}{final.name}-") as temp:
                 yield temp
         except OSError as exc:
-            problem = storage_problem(exc)
-            if problem is None:
-                raise
-            raise FolderNotWritable(f"Cannot write {final.name}: the disk of the output folder {self.path.name} "
-                                    f"{problem}. Free some space (or make the folder writable) and run the same "
-                                    "command again: every file made so far is kept and reused.") from None
+            raise self.not_writable(exc, final.name) from None
+
+    def not_writable(self, exc: OSError, name: str) -> Exception:
+        """``exc`` as a ``FolderNotWritable`` when it says the disk is full, over quota or read-only; else itself."""
+        problem = storage_problem(exc)
+        if problem is None:
+            return exc
+        return FolderNotWritable(f"Cannot write {name}: the disk of the output folder {self.path.name} {problem}. "
+                                 "Free some space (or make the folder writable) and run the same command again: "
+                                 "every file made so far is kept and reused.")
 
     def remove_stale_parts(self) -> int:
         """Delete temporary files left by a run that was killed (call while holding the lock)."""
@@ -103,7 +107,10 @@ class OutputFolder:
         """Only one batch run per output folder (an ``flock`` held for the run)."""
         import fcntl
 
-        handle = open(self.path / LOCK_NAME, "a+")
+        try:
+            handle = open(self.path / LOCK_NAME, "a+")
+        except OSError as exc:
+            raise self.not_writable(exc, LOCK_NAME) from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
