@@ -54,7 +54,7 @@ def test_protected_spans_survive_and_numbers_become_words():
 
 def test_missing_libraries_are_named_with_the_install_line(monkeypatch, engine):
     monkeypatch.setattr(normalize, "missing_modules", lambda: ["WeTextProcessing", "pynini"])
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     normalize._normalizer.cache_clear()
     try:
         with pytest.raises(InvalidInput, match=r"WeTextProcessing, pynini.*\[normalize\].*turn normalize_text off"):
@@ -66,7 +66,7 @@ def test_missing_libraries_are_named_with_the_install_line(monkeypatch, engine):
         assert "read as written" in normalize.unavailable_note() and "[normalize]" in normalize.unavailable_note()
     finally:
         monkeypatch.undo()
-        normalize.normalize_text.cache_clear()
+        normalize.read_as_words.cache_clear()
         normalize._normalizer.cache_clear()
     assert normalize.unavailable_note() is None
 
@@ -145,7 +145,7 @@ def test_normalisation_is_bounded_by_the_servers_limit(engine, monkeypatch):
     from omnivoice_demo.errors import ResourceLimitExceeded
 
     calls = []
-    monkeypatch.setattr(normalize, "_apply", lambda text, fn, pinyin: calls.append(text) or text)
+    monkeypatch.setattr(normalize, "_apply", lambda text, fn, pinyin, failed: calls.append(text) or text)
     limits = dataclasses.replace(engine.limits, max_normalize_chars=20)
     monkeypatch.setattr(engine, "limits", limits)
     text = "It costs 4 dollars and more, every single day."

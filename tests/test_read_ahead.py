@@ -125,7 +125,7 @@ def test_a_limit_only_the_read_text_passes_stops_the_run_before_any_audio(limite
         f"Number {n} is next." for n in (12345678901234, 98765432109876, 55555555555555, 77777777777777))
     monkeypatch.setattr(normalize, "missing_modules", lambda: [])
     monkeypatch.setattr(normalize, "build_normalizer", lambda code: lambda s: _spelled(s))
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     kwargs = dict(language="en", normalize_text=True, sentence_streaming=True, **FAST)
     with pytest.raises(ResourceLimitExceeded) as refused:
         engine.prepare(text, **kwargs)
@@ -136,7 +136,7 @@ def test_a_limit_only_the_read_text_passes_stops_the_run_before_any_audio(limite
         for event in engine.run(plan):
             kinds.append(event.kind)
     assert str(stopped.value) == str(refused.value) and "chunk" not in kinds
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
 
 
 def _spelled(text: str) -> str:

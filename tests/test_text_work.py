@@ -48,9 +48,9 @@ def planted(monkeypatch):
     fake = PlantedNormaliser()
     monkeypatch.setattr(normalize, "build_normalizer", lambda code: fake)
     monkeypatch.setattr(normalize, "GATE", TextWorkGate())
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     yield fake
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
 
 
 def test_a_long_number_is_refused_before_the_normaliser_runs(engine, planted):
@@ -106,7 +106,7 @@ def test_a_small_text_waits_for_at_most_the_one_in_flight_and_the_waiting_room_i
     gate = TextWorkGate(max_waiting_chars=4 * 500)
     monkeypatch.setattr(normalize, "build_normalizer", lambda code: fake)
     monkeypatch.setattr(normalize, "GATE", gate)
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     heavy = [(f"heavy text {n:02d} " * 40)[:500] for n in range(12)]   # 500 characters each
     order, busy = [], []
 
@@ -135,7 +135,7 @@ def test_a_small_text_waits_for_at_most_the_one_in_flight_and_the_waiting_room_i
     assert len(busy) == 11 - 4 and gate.counters["refused"] == 7    # four heavy texts fit the waiting room
     assert order[0] == "heavy 0" and order[1] == "small"            # the small one next, before waiting heavy ones
     assert sorted(order[2:]) == sorted(f"heavy {n}" for n in range(1, 5))
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
 
 
 def test_a_server_builds_the_normaliser_before_its_first_request(monkeypatch):
@@ -154,7 +154,7 @@ def test_a_server_builds_the_normaliser_before_its_first_request(monkeypatch):
     monkeypatch.setattr(normalize, "missing_modules", lambda: [])
     monkeypatch.setattr(normalize, "_normalizer", functools.lru_cache(maxsize=None)(slow_build))
     monkeypatch.setattr(text_work, "_PRELOAD", {})
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     started = []
     real_start = normalize.start_preload
 
@@ -168,4 +168,35 @@ def test_a_server_builds_the_normaliser_before_its_first_request(monkeypatch):
     assert built == ["en"]
     normalize.normalize_text("The first request.", "en")
     assert events == [("build", "en"), ("normalise", "The first request.")]
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
+
+
+def test_a_normaliser_that_fails_on_a_text_is_said_in_the_result_and_the_response(engine, monkeypatch):
+    """A stretch the normaliser raises on is read as written (as the reference's port always did), and now the plan's
+    note (the result's settings, the app's "Numbers:" line) and the HTTP response's header say so."""
+    from omnivoice_demo.api.speech import description_headers
+    from omnivoice_demo.text.descriptions import read_description
+
+    def failing(text: str) -> str:
+        if "boom" in text:
+            raise RuntimeError("the grammar broke")
+        return text.replace("12", "twelve")
+
+    monkeypatch.setattr(normalize, "build_normalizer", lambda code: failing)
+    normalize.read_as_words.cache_clear()
+    try:
+        plain = engine.prepare("I have 12 apples.", language="en", normalize_text=True, num_step=1)
+        broken = engine.prepare("I have 12 apples [laughter] boom 3.", language="en", normalize_text=True, num_step=1)
+        streamed = engine.prepare("I have 12 apples. And boom 3 more.", language="en", normalize_text=True,
+                                  num_step=1, sentence_streaming=True)
+    finally:
+        normalize.read_as_words.cache_clear()
+    assert plain.text.startswith("I have twelve") and plain.normalization.failed == 0
+    assert "failed" not in plain.settings["normalized_note"]
+    assert broken.text.endswith("boom 3.") and broken.normalization.failed == 1
+    assert "the normaliser failed on 1 stretch of the text, read as written there" in broken.settings["normalized_note"]
+    assert streamed.normalization.failed == 1 and streamed.text.startswith("I have twelve")
+    description = read_description(None)
+    assert description_headers(broken, description)["X-OmniVoice-Normalize-Failed"] == "1"
+    assert "X-OmniVoice-Normalize-Failed" not in description_headers(plain, description)
+    assert description_headers(broken, description)["X-OmniVoice-Normalized"] == "en"

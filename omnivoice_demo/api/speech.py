@@ -51,7 +51,7 @@ from typing import AsyncIterator, Optional
 
 from ..settings.generation import GenerationConfig
 from ..errors import ResourceLimitExceeded
-from ..text.normalize_choice import normalized_header
+from ..text.normalize_choice import normalize_failures, normalized_header
 from ..text.descriptions import Description
 from ..text.script import plan_script
 from ..studio.variants import read_voice_description
@@ -93,6 +93,9 @@ def description_headers(plan, description: Description) -> dict:
                "X-OmniVoice-Instruct": header_text(plan.instruct or ""),
                "X-OmniVoice-Ignored": header_text(", ".join(description.ignored)),
                "X-OmniVoice-Style": header_text(description.style or "")}
+    failed = normalize_failures(plan)
+    if failed:   # the normaliser failed on some of the text, which was read as written there
+        headers["X-OmniVoice-Normalize-Failed"] = str(failed)
     if getattr(plan, "notes", None):   # SSML read otherwise than written
         headers["X-OmniVoice-SSML-Notes"] = header_text("; ".join(plan.notes))
     return headers

@@ -52,7 +52,7 @@ from .guard import Guard, require_aligner, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from ..text.languages import resolve_language
 from ..text.lexicon import as_lexicon
-from ..text.normalize import normalize_sentences, normalize_text
+from ..text.normalize import read_as_words, read_sentences_as_words
 from ..text.normalize_choice import choose_normalization
 from ..text.text_work import check_number_bounds, without_numbers
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, model_content, verify_files
@@ -331,8 +331,9 @@ class OmniVoiceEngine:
                     return streamed
             # sentence streaming reads each sentence alone (so the first can be read first); else the whole text,
             # as the reference
-            text = (normalize_sentences(text, normalization.language) if config.sentence_streaming
-                    else normalize_text(text, normalization.language))
+            text, failed = (read_sentences_as_words(text, normalization.language) if config.sentence_streaming
+                            else read_as_words(text, normalization.language))
+            normalization = normalization.with_failures(failed)   # said in the result and the response
         plan = self.checked_plan(self.plan_of(text, code, instruct, voice, config, normalization))
         self._require_for(config)
         return plan

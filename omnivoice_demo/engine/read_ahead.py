@@ -31,7 +31,7 @@ from typing import Optional
 
 from ..settings.generation import GenerationConfig
 from ..storage.voice_file import Voice
-from ..text.normalize import normalize_text
+from ..text.normalize import read_as_words
 from ..text.sentences import split_sentences
 from .duration import estimate_target_frames
 from .events import GenerationPlan
@@ -125,8 +125,11 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
     language = splitting_language(code, normalization)   # as plan_of cuts the whole text's first chunk
     pieces = split_sentences(text, language)
     read: list[str] = []
+    failed = 0
     for piece in pieces[:-1]:   # the last sentence: nothing would be left to read while the first is made
-        read.append(normalize_text(piece, normalization.language))
+        words, missed = read_as_words(piece, normalization.language)
+        read.append(words)
+        failed += missed
         prefix = "".join(read).strip()
         end, decided = first_chunk_end(prefix, language=language)
         if decided:
@@ -140,7 +143,7 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
     voice_text, voice_frames = (voice.transcript, voice.frames) if voice else (None, None)
     # the first of several chunks is planned alone, against the voice (or the reference's fallback)
     head_frames = estimate_target_frames(first, voice_text, voice_frames, speed=config.speed)
-    head = engine.plan_of("".join(read) + unread, code, instruct, voice, config, normalization)
+    head = engine.plan_of("".join(read) + unread, code, instruct, voice, config, normalization.with_failures(failed))
     head = dataclasses.replace(head, chunks=[first] + head.chunks[1:])
     # the first chunk's own checks: the whole text's length and prompt are at least these
     engine.check_planned_frames(head_frames, config)
@@ -149,8 +152,10 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
                         " tokens")
 
     def read_the_rest() -> GenerationPlan:
-        rest = "".join(normalize_text(piece, normalization.language) for piece in pieces[len(read):])
+        readings = [read_as_words(piece, normalization.language) for piece in pieces[len(read):]]
+        rest = "".join(words for words, _ in readings)
+        missed = failed + sum(count for _, count in readings)
         return engine.checked_plan(engine.plan_of("".join(read) + rest, code, instruct, voice, config,
-                                                  normalization))
+                                                  normalization.with_failures(missed)))
 
     return StreamedPlan(head, head_frames, READERS.submit(read_the_rest))

@@ -146,8 +146,10 @@ def _language_code(language: Optional[str], text: str) -> str:
     return "zh" if _CJK_RE.search(text) else "en"
 
 
-def _normalize_segment(fn: Callable[[str], str], segment: str) -> str:
-    """One unprotected stretch; its surrounding spaces kept (the normalisers strip them), errors leave it as is."""
+def _normalize_segment(fn: Callable[[str], str], segment: str, failed: list) -> str:
+    """One unprotected stretch; its surrounding spaces kept (the normalisers strip them).  A normaliser that fails
+    on it leaves it as written: the stretch is added to ``failed`` (the result and the response say so) and
+    logged."""
     if not segment.strip():
         return segment
     lead = segment[: len(segment) - len(segment.lstrip())]
@@ -156,6 +158,7 @@ def _normalize_segment(fn: Callable[[str], str], segment: str) -> str:
         core = fn(segment.strip())
     except Exception as exc:
         logger.warning("Text normalisation failed on a segment (%s); keeping it unchanged.", type(exc).__name__)
+        failed.append(segment.strip())
         return segment
     return lead + core + trail
 
@@ -173,23 +176,30 @@ def protected_spans(text: str, pinyin: bool) -> list[tuple[int, int]]:
     return [(start, end) for start, end in merged]
 
 
-@functools.lru_cache(maxsize=64)   # the app's preview and the generation that follows it normalise once
 def normalize_text(text: str, language: Optional[str] = None) -> str:
     """``text`` with numbers, dates, currency and units in words, as ``generate(normalize_text=True)`` reads it.
 
     ``language`` is a code or a name (``None``: Chinese if the text has CJK characters, else English).
-    A ``NormalizerMissing`` (an ``InvalidInput``) says how to install the libraries.
+    A ``NormalizerMissing`` (an ``InvalidInput``) says how to install the libraries.  A stretch the
+    normaliser fails on is read as written (``read_as_words`` says how many).
     """
+    return read_as_words(text, language)[0]
+
+
+@functools.lru_cache(maxsize=64)   # the app's preview and the generation that follows it normalise once
+def read_as_words(text: str, language: Optional[str] = None) -> tuple[str, int]:
+    """(``normalize_text``'s reading, the number of stretches the normaliser failed on and left as written)."""
     if not text or not text.strip():
-        return text
+        return text, 0
     code = _language_code(language, text)
+    failed: list[str] = []
     if code not in ("zh", "en"):
         require(code)
         with GATE.slot(len(text)):   # text work has its own bounded queue (text_work.py)
-            return _apply(text, functools.partial(_num2words, code=code), pinyin=False)
+            return _apply(text, functools.partial(_num2words, code=code), pinyin=False, failed=failed), len(failed)
     fn = build_normalizer(code)
     with GATE.slot(len(text)):   # one normaliser per language, shared by every thread: used by one at a time
-        return _apply(text, fn, pinyin=code == "zh")
+        return _apply(text, fn, pinyin=code == "zh", failed=failed), len(failed)
 
 
 def normalize_sentences(text: str, language: Optional[str] = None) -> str:
@@ -198,7 +208,13 @@ def normalize_sentences(text: str, language: Optional[str] = None) -> str:
     WeTextProcessing's reading of a number can depend on the length of the text around it (after about 120
     characters, "21 to 14" became "twenty one to one four" instead of "... fourteen"), so this is the whole
     text's reading wherever that does not happen; num2words' reading (other languages) is always the same."""
-    return "".join(normalize_text(piece, language) for piece in split_sentences(text, language))
+    return read_sentences_as_words(text, language)[0]
+
+
+def read_sentences_as_words(text: str, language: Optional[str] = None) -> tuple[str, int]:
+    """(``normalize_sentences``' reading, the stretches the normaliser failed on: ``read_as_words``)."""
+    readings = [read_as_words(piece, language) for piece in split_sentences(text, language)]
+    return "".join(words for words, _ in readings), sum(failed for _, failed in readings)
 
 
 def start_preload(languages: tuple[str, ...] = ("en",)):
@@ -216,13 +232,13 @@ def build_normalizer(code: str) -> Callable[[str], str]:
         return _normalizer(code)
 
 
-def _apply(text: str, fn: Callable[[str], str], pinyin: bool) -> str:
+def _apply(text: str, fn: Callable[[str], str], pinyin: bool, failed: list) -> str:
     out, last = [], 0
     for start, end in protected_spans(text, pinyin):
         if start > last:
-            out.append(_normalize_segment(fn, text[last:start]))
+            out.append(_normalize_segment(fn, text[last:start], failed))
         out.append(text[start:end])
         last = end
     if last < len(text):
-        out.append(_normalize_segment(fn, text[last:]))
+        out.append(_normalize_segment(fn, text[last:], failed))
     return "".join(out)

@@ -50,6 +50,16 @@ class NormalizeChoice:
     reason: str
     detected: Optional[str] = None
     notice: bool = False
+    failed: int = 0           # stretches of the text the normaliser failed on: read as written
+
+    def with_failures(self, failed: int) -> "NormalizeChoice":
+        """This decision after the reading, where the normaliser failed on ``failed`` stretches (read as written):
+        its reason says so, and it is a notice."""
+        if not failed:
+            return self
+        return dataclasses.replace(self, failed=failed, notice=True, reason=(
+            f"{self.reason}; the normaliser failed on {failed} stretch{'es' if failed > 1 else ''} of the text, "
+            "read as written there"))
 
     @property
     def header(self) -> str:
@@ -130,6 +140,11 @@ def normalized_header(plan) -> str:
     """What the front ends report: the language code(s) the numbers were read in, comma-separated, or ``off``."""
     codes = list(dict.fromkeys(choice.language for choice in choices_of(plan) if choice.language))
     return ",".join(codes) if codes else "off"
+
+
+def normalize_failures(plan) -> int:
+    """Stretches of the plan's text the normaliser failed on (read as written), over all its parts."""
+    return sum(choice.failed for choice in choices_of(plan))
 
 
 def normalization_note(plan) -> str:

@@ -34,6 +34,6 @@ def held_reading(monkeypatch):
 
     monkeypatch.setattr(normalize, "build_normalizer", build)
     monkeypatch.setattr(normalize, "missing_modules", lambda: [])
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
     yield first_step, reads
-    normalize.normalize_text.cache_clear()
+    normalize.read_as_words.cache_clear()
