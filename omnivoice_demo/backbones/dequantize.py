@@ -1,10 +1,10 @@
 """Run an int4 backbone as fp32 MatMuls: the same weights, dequantized once at load.
 
-The int4 backbone's ``MatMulNBits`` (block 32, accuracy level 4: int8
-activations) was 1.34x faster than fp32 on the AMD EPYC where BENCHMARKS.md's
-first tables were made, 14% slower on an AVX2-only EPYC (issue 10), and 4-36%
-slower on this project's AVX-512 VNNI / AMX Xeon (``benchmarks/profile_backbone.py``):
-which is faster depends on the CPU, so ``backbone_choice.choose_backbone(mode="auto")`` measures.
+Whether the int4 backbone's ``MatMulNBits`` (block 32, accuracy level 4: int8 activations) or fp32
+MatMuls are faster depends on the CPU (its kernels and instruction sets), so
+``choice.choose_backbone(mode="auto")`` measures on the machine that runs it; the measurements, with their
+machines and commands (``benchmarks/profile_backbone.py``): BENCHMARKS.md, "The int4 backbone against fp32:
+per-operator profile".
 
 ``dequantize_weight`` gives each 4-bit ``MatMulNBits`` its ``MatMul`` weight
 ``W[n, k] = (q[n, k] - zero_point) * scale[n, k // block]`` (the operator's own

@@ -3,8 +3,8 @@
 What ``backbone="auto"`` times (``step_probe``) is a step, not a single forward: the conditional row
 (``PROBE_COND`` positions: a 5 s auto-voice step's prompt and target) and the unconditional row
 (``PROBE_UNCOND``: the target frames alone) through ``OmniVoiceOnnx.hidden_states_pair``, side by
-side as the loop runs them.  A single 384-position forward once put int4 level with ``int8-row``
-(2.14 s against 2.20) on a busy VM where a real 4-step generation ran 1.6x slower on int4 (issue 42).
+side as the loop runs them: a single forward can rank the choices otherwise than a generation's steps do
+(issue 42).
 
 The candidates take turns, round after round, each round starting from another one (a slow moment
 of the machine hits them all), and the decision rests on the **median of paired ratios**: each

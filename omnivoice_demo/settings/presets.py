@@ -10,12 +10,12 @@
   ``prompt_refresh=4`` (the row whole on steps 1 and 5; again only for a clone of such a reference).
 
 The MLX port of OmniVoice refreshes the kept prompt every few steps, with CER, speaker similarity
-and UTMOS unchanged on the real weights.  Each preset's ``k`` is the smallest that meets its speed
-target on the full-size folder (``benchmarks/clone_speed.py``, idle, 2 threads: Fast at k=4 is 0.59x
-the Fast clone without it; Balanced at k=4 is still 1.46x the Balanced design, at k=8 1.30x); what
-each k moves on the planted-outlier random weights, per step: docs/speed.md ("Cloning: the reference
-kept between steps", ``benchmarks/prompt_refresh_fidelity.py``).  It pays most when cloning (a 10 s
-reference is ~250 of a step's ~420 positions), and the Reference preset keeps the exact loop.
+and UTMOS unchanged on the real weights.  Each preset's ``k`` is the smallest that met its speed target
+on the full-size folder (``benchmarks/clone_speed.py``; the figures: BENCHMARKS.md, "Cloning with the
+reference kept between steps"); what each k moves on the planted-outlier random weights, per step:
+docs/speed.md ("Cloning: the reference kept between steps", ``benchmarks/prompt_refresh_fidelity.py``).
+It pays most when cloning (the reference is most of a step's positions), and the Reference preset keeps
+the exact loop.
 
 A preset only sets the fields listed here; every other setting keeps its value,
 and any field given explicitly (CLI flag, advanced control) overrides the preset.
@@ -85,9 +85,9 @@ def under_preset(name: str, given: Mapping[str, Any]) -> dict:
 
 #: the shortest cloned reference whose keys and values ``prompt_refresh`` keeps between whole forwards: below it
 #: (and for every voice design, whose prompt is only the instruct and the text) each forward runs whole, at every
-#: preset.  Measured on the full-size model (benchmarks/refresh_threshold.py, BENCHMARKS.md "Prompt reuse: where
-#: it pays"): from this length a step on the kept prompt costs at most half a whole one (a design's: 0.88 of
-#: it), and a design's kept prompt moved its tokens about twice as far as a 10 s clone's (docs/speed.md)
+#: preset.  Chosen where a step on the kept prompt costs at most about half a whole one, while a design's kept
+#: prompt saves little and moves its tokens further than a long clone's (benchmarks/refresh_threshold.py; the
+#: figures: BENCHMARKS.md, "Prompt reuse: where it pays"; what it moves: docs/speed.md)
 MIN_KEPT_REFERENCE_SECONDS = 4.0
 
 
