@@ -269,7 +269,7 @@ class Floor:
 
 def steps_of(work) -> list[tuple[int, int, int]]:
     """``(conditional positions, past, unconditional positions)`` of each forward-running step of a one-chunk
-    ``PlanWork`` (``estimate.plan_work``: what the engine's loop runs)."""
+    ``PlanWork`` (``work.plan_work``: what the engine's loop runs)."""
     (chunk,) = work.chunks
     return [(chunk.conditional(whole), 0 if whole else chunk.prefix, chunk.frames if uncond else 0)
             for k, uncond, whole in zip(chunk.schedule, chunk.uncond, chunk.whole) if k > 0]

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork
+from omnivoice_demo.engine.estimate import PipelineEstimator
+from omnivoice_demo.engine.work import RATE_STAGES, ChunkWork, PlanWork
 from omnivoice_demo.engine.guard import ChunkCheck, Take
 from omnivoice_demo.studio import EngineService
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PipelineEstimator, PlanWork, plan_work
+from omnivoice_demo.engine.estimate import PipelineEstimator
+from omnivoice_demo.engine.work import RATE_STAGES, ChunkWork, PlanWork, plan_work
 from omnivoice_demo.engine.onnx_model import PromptPast
 from omnivoice_demo.errors import InvalidInput
 

@@ -23,7 +23,8 @@ from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.audio.processing import cross_fade_chunks
 from omnivoice_demo.settings.generation import GenerationConfig, add_config_arguments, config_from_arguments
 from omnivoice_demo.errors import InvalidInput
-from omnivoice_demo.engine.estimate import PipelineEstimator, fit_forward_curve, plan_work
+from omnivoice_demo.engine.estimate import PipelineEstimator, fit_forward_curve
+from omnivoice_demo.engine.work import plan_work
 from omnivoice_demo.settings.presets import PRESETS, matching_preset
 from omnivoice_demo.engine.sampling import decode_step, guidance_schedule
 from omnivoice_demo.engine.streaming import playback_piece, sentence_chunks
@@ -286,7 +287,7 @@ def test_one_thread_runs_the_forwards_one_after_the_other(tiny_fp32_folder):
 
 
 def test_the_estimate_counts_a_pair_of_forwards_at_its_measured_share():
-    from omnivoice_demo.engine.estimate import RATE_STAGES, ChunkWork, PlanWork
+    from omnivoice_demo.engine.work import RATE_STAGES, ChunkWork, PlanWork
 
     estimator = PipelineEstimator()
     estimator.rates = dict.fromkeys(RATE_STAGES, 0.0)
@@ -443,7 +444,7 @@ def test_a_run_refines_the_stage_rates():
     estimator = PipelineEstimator()
     estimator.rates = dict.fromkeys(("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess"), 1.0)
     estimator.observe_forward(10, 1.0)
-    from omnivoice_demo.engine.estimate import ChunkWork, PlanWork
+    from omnivoice_demo.engine.work import ChunkWork, PlanWork
 
     work = PlanWork(chunks=[ChunkWork(prefix=5, frames=10, schedule=[40, 40], uncond=[True, True])], guided=True)
     before = estimator.estimate(work).stages["heads"]
@@ -455,7 +456,8 @@ def test_a_run_refines_the_stage_rates():
 def test_estimates_learn_the_pace_of_a_busier_machine_from_the_last_runs():
     """Under load a run took 4x its estimate: the next estimate of the same work is higher, by the measured
     pace (half way at ``PACE_WEIGHT`` 0.5), and it comes back down once runs keep to the model again."""
-    from omnivoice_demo.engine.estimate import PACE_WEIGHT, ChunkWork, PlanWork
+    from omnivoice_demo.engine.estimate import PACE_WEIGHT
+    from omnivoice_demo.engine.work import ChunkWork, PlanWork
 
     estimator = PipelineEstimator()
     estimator.rates = dict.fromkeys(("prompt", "embeddings", "heads", "sampling", "codec_decode", "postprocess"), 0.01)

@@ -46,7 +46,8 @@ from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SA
 from ..backbones.choice import BackboneWatch, choose_backbone
 from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
 from ..errors import InvalidInput, ModelFolderError
-from .estimate import PipelineEstimator, plan_work
+from .estimate import PipelineEstimator
+from .work import plan_work
 from . import word_times
 from .guard import Guard, require_aligner, require_recognizer
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
