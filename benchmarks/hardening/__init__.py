@@ -1,6 +1,6 @@
 """A black-box rerun of issue 21's probe: the families of inputs and faults of its numbered list, 1 to 10,
 and of issue 26's (numbered 20 + its item: 21 names, 22 unreadable voices, 25 outputs folder, 29 echoes and
-whitespace).
+whitespace), and later rounds' (issue 49's books, 61, and faults under a book, 62).
 
     python benchmarks/hardening_probe.py [--repo PATH] [--model DIR] [--families 1,2,...]
                                          [--json probe.json] [--markdown probe.md] [--work DIR]

@@ -9,6 +9,8 @@ from . import (
                api_key_scope,
                batch_runs,
                bodies,
+               book_faults,
+               books,
                busy_launch,
                cancel_benchmark,
                control_tokens,
@@ -40,7 +42,7 @@ SHARED_ORDER = [malformed_inputs, large_body, disk, other_visitors, voice_names,
                 cancel_benchmark]
 #: the families with servers or processes of their own, after the shared server has stopped
 OWN_ORDER = [kill_during_writes, truncated_model, batch_runs, rebuilt_backbone, unreadable_voices, wyoming,
-             api_key_scope, busy_launch, key_default_scope, word_timings, strangers]
+             api_key_scope, busy_launch, key_default_scope, word_timings, strangers, books, book_faults]
 
 MODULES = {module.FAMILY: module for module in sorted(SHARED_ORDER + OWN_ORDER, key=lambda module: module.FAMILY)}
 #: family number -> what it probes
