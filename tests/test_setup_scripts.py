@@ -115,7 +115,7 @@ from omnivoice_demo.settings.generation import GenerationConfig
 
 here = pathlib.Path.cwd()
 settings = BookSettings(config=GenerationConfig(num_step=8).validate(), narrator=Voicing(name="alloy"))
-job = BookJobs(here / "books", shared=False).open(None, sys.argv[1], settings, "model")
+job = BookJobs(here / "books", shared=False).open(None, sys.argv[1], settings)
 parts = []
 for number, chapter in enumerate(job.plan.book.chapters, 1):
     soundfile.write(str(here / f"{number}.flac"), np.zeros(24000, np.float32), 24000)
