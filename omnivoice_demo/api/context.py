@@ -48,7 +48,7 @@ class ApiContext:
     replica: Optional[dict] = None   # under --replicas: this replica's id and process (said by /health)
 
     def __post_init__(self) -> None:
-        if self.metrics is None:
+        if self.metrics is None and self.service is not None:   # (a context without a queue measures nothing)
             self.metrics = ServerMetrics(self.service, self.models)
 
     def session(self) -> Optional[str]:

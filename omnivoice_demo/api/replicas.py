@@ -94,7 +94,7 @@ class ReplicaServer:
         from ..studio.service import service_from_arguments
         from ..studio.sharing import redact_paths, shared_from_arguments
         from ..studio.voice_store import store_from_arguments
-        from .server import make_context, mount
+        from .assembly import make_context, mount
 
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
         args = argparse.Namespace(**settings)

@@ -21,6 +21,7 @@ from ..studio.service import EngineService, add_queue_arguments, service_from_ar
 from ..studio.throttle import LoginThrottle
 from ..studio.sharing import shared_from_arguments
 from .context import API_KEY_ENV, ApiContext, api_key_from
+from .assembly import find_transcriber, make_context, mount  # noqa: F401 - the names callers import here
 from .routes import build_router
 
 #: ``--api-key-scope``: the HTTP API only, or the Gradio page and API too
@@ -46,14 +47,6 @@ def api_arguments(parser: argparse.ArgumentParser) -> None:
     add_forwarded_argument(group)   # --forwarded-allow-ips: whose X-Forwarded-For names the client (none by default)
 
 
-def make_context(args: argparse.Namespace, models, voices, service: EngineService, redact=str,
-                 throttle: Optional[LoginThrottle] = None) -> ApiContext:
-    """The API's context; ``throttle``: the login's (the app's), so wrong keys on either door count together."""
-    return ApiContext(models=models, voices=voices, service=service, api_key=api_key_from(args.api_key),
-                      shared=shared_from_arguments(args), transcribe=find_transcriber(), redact=redact,
-                      lexicon=getattr(args, "lexicon", None), throttle=throttle or LoginThrottle())
-
-
 def gradio_auth(args: argparse.Namespace):
     """``demo.launch(auth=...)`` for a key of scope ``all`` (the default with ``--api-key``; issue 43): any user name
     with the API key as the password (None: no key, or ``--api-key-scope v1``, the opt-in that leaves the page open).
@@ -67,22 +60,6 @@ def gradio_auth(args: argparse.Namespace):
     import hmac
 
     return lambda _user, password: hmac.compare_digest(str(password).encode(), key.encode())
-
-
-def find_transcriber():
-    """``transcribe(audio, rate) -> text`` from the speech recogniser (``omnivoice_demo.asr``, made on first
-    use) when this install has it, else None (then POST /v1/audio/voices requires the transcript)."""
-    try:
-        from ..asr import LazyRecognizer
-    except ImportError:
-        return None
-    recognizer = LazyRecognizer()
-    return lambda audio, rate: recognizer.transcribe(audio, rate).text
-
-
-def mount(app, context: ApiContext) -> None:
-    """Add the API's routes to a FastAPI app (``omnivoice serve``'s, or one of yours)."""
-    app.include_router(build_router(context))
 
 
 def api_routes(context: ApiContext) -> list:

@@ -54,5 +54,8 @@ async def ready(context: Context):
 async def metrics(context: Context):
     from ...studio.metrics import CONTENT_TYPE
 
-    assert context.metrics is not None   # ApiContext makes one
+    if context.metrics is None:   # a context made without its queue at first
+        from ...studio.metrics import ServerMetrics
+
+        context.metrics = ServerMetrics(context.service, context.models)
     return Response(context.metrics.text(), media_type=CONTENT_TYPE)
