@@ -69,7 +69,7 @@ def summary(cases: list[Case]) -> list[dict]:
 def markdown(cases: list[Case], title: str, notes: list[str]) -> str:
     lines = [f"## {title}", "", "| family | cases | held | broke | crashes | data lost |", "|---|---|---|---|---|---|"]
     for row in summary(cases):
-        label = f"{row['family']}. {row['what']}" if row["family"] != "total" else "**total**"
+        label = f"{row['family']}. {row['what']}".replace("|", "\\|") if row["family"] != "total" else "**total**"
         lines.append(f"| {label} | {row['cases']} | {row['held']} | {row['broke']} | {row['crash']} | "
                      f"{row['data lost']} |")
     for family in sorted({c.family for c in cases}):
