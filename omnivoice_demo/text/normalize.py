@@ -204,7 +204,8 @@ def read_as_words(text: str, language: Optional[str] = None) -> tuple[str, int]:
 
 def normalize_sentences(text: str, language: Optional[str] = None) -> str:
     """``text`` read as words one sentence at a time (``sentences.split_sentences``, by ``language``'s rules), each
-    as ``normalize_text`` reads it alone: what sentence streaming speaks, so the first sentence can be read before the others (``engine/read_ahead.py``).
+    as ``normalize_text`` reads it alone: what sentence streaming speaks, so the first sentence can be read before
+    the others (``engine/read_ahead.py``).
     WeTextProcessing's reading of a number can depend on the length of the text around it (after about 120
     characters, "21 to 14" became "twenty one to one four" instead of "... fourteen"), so this is the whole
     text's reading wherever that does not happen; num2words' reading (other languages) is always the same."""
