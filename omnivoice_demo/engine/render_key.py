@@ -56,7 +56,8 @@ def voice_digest(voice) -> Optional[str]:
     codes = np.ascontiguousarray(voice.codes, dtype=np.int64)
     digest.update(repr(codes.shape).encode())
     digest.update(codes.tobytes())
-    digest.update(json.dumps([voice.transcript, float(voice.rms)]).encode())
+    rms = None if voice.rms is None else float(voice.rms)   # a chunk made the voice (Wyoming's later pieces): no level
+    digest.update(json.dumps([voice.transcript, rms]).encode())
     return digest.hexdigest()[:32]
 
 
