@@ -26,6 +26,7 @@ import pytest
 from omnivoice_demo import OmniVoiceEngine
 from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones import probe as backbone_probe
+from omnivoice_demo.backbones import watch as backbone_watch
 from omnivoice_demo.backbones.probe import ProbeResult, sign_confidence
 from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
@@ -204,7 +205,7 @@ def test_steps_consistent_with_the_probe_do_not_probe_again():
         watch = backbone_choice.BackboneWatch()
         watch.auto = types.SimpleNamespace(info=dict(info), threads=2)
         watch.reprobe = reasons.append
-        for _ in range(backbone_choice.RECHECK_STEPS):
+        for _ in range(backbone_watch.RECHECK_STEPS):
             watch.observe_step(275, 125, pace, paired=True, whole=True)
             watch.observe_step(125, 125, 50.0, paired=True, whole=False)    # steps on a kept prompt: not counted
         assert bool(reasons) == probed, pace
@@ -212,7 +213,7 @@ def test_steps_consistent_with_the_probe_do_not_probe_again():
 
 
 def test_steps_run_together_and_a_probe_made_again_runs_alone():
-    gate = backbone_choice.StepGate()
+    gate = backbone_watch.StepGate()
     events, release = [], threading.Event()
 
     def probe():

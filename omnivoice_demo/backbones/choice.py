@@ -19,21 +19,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pathlib
-import statistics
-import threading
 import time
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
-from .precision import PRECISIONS, graph_precision, outlier_channels, rebuild
+from .precision import BUILD_VERSION, graph_precision, outlier_channels, rebuild
 from .dequantize import resident_mb
 from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
 from ..storage.cache import CACHE_ENV, folder_lock
-from .fidelity import agreement_on, fidelity_of, passes_gate, published_table
-from .probe import ProbeResult, machine_quiet, step_cost, step_probe
+from .fidelity import agreement_on, fidelity_of, passes_gate
+from .probe import ProbeResult, step_probe
+from .remembered import ChoiceCache, choice_key
+from .watch import BackboneWatch
 
 EIGHT_BIT = ("int8-block", "int8", "int8-row", "int8-tensor")
 BACKBONE_MODES = ("auto", "int4", "fp32") + EIGHT_BIT
@@ -46,19 +45,6 @@ KEEP_MARGIN = 0.05
 #: paired ratios: 6 of 7 rounds faster gives 0.94, 5 of 7 0.77)
 CONFIDENCE = 0.9
 
-#: what a remembered probe measured: an entry of another kind (the single forward of earlier versions,
-#: which load could fool) is probed again
-PROBE_KIND = "step"
-
-#: after this many guided whole steps of real generations, their median time is checked against the probe
-RECHECK_STEPS = 16
-#: a clear contradiction: the steps ran this much slower, or faster (1 / (1 + it)), than the probe predicted
-RECHECK_TOLERANCE = 0.5
-#: a background re-probe first waits this long, then twice as long after each busy look, up to the ceiling
-REPROBE_WAIT_S, REPROBE_WAIT_MAX_S = 60.0, 900.0
-
-#: bump when the 8-bit graphs change, so cached builds of an older form are not reused
-BUILD_VERSION = 5
 
 #: a cached build's record: what was built, and the sha256 of each of its files (checked on every load)
 BUILD_RECORD = "build.json"
@@ -474,208 +460,6 @@ def external_writer(folder: pathlib.Path, location: str, size_threshold: int = 1
             external_data_helper.save_external_data(tensor, str(folder))
             tensor.ClearField("raw_data")
     return store
-
-
-# --- the remembered choice -----------------------------------------------------------------------
-
-def choice_key(path: pathlib.Path, providers: Sequence[str], threads: int | None, weights=None) -> str:
-    """What ``auto``'s outcome depends on: the CPU, onnxruntime, the provider, threads, the session settings
-    (spinning or not changes the timings), the graph, the builder's version and the fidelity table (a new
-    table can admit other choices)."""
-    import hashlib
-
-    import onnxruntime as ort
-
-    from ..runtime.sessions import SESSION_CONFIG
-    from ..runtime.machine import cpu_name
-
-    cpu, flags = cpu_name(), ""
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = hashlib.sha256(line.encode()).hexdigest()[:12]
-                break
-    except OSError:
-        pass
-    sizes = "+".join(str(p.stat().st_size) for p in sorted(path.parent.glob(path.name + "*")))
-    gate = hashlib.sha256(json.dumps(published_table(), sort_keys=True).encode()).hexdigest()[:8]
-    session = ",".join(f"{key}={value}" for key, value in sorted(SESSION_CONFIG.items()))
-    return (f"{cpu} flags {flags} | onnxruntime {ort.__version__} | {providers[0]} | "
-            f"threads {threads or os.cpu_count()} | {session} | {path.name} {sizes} | choices v{BUILD_VERSION} "
-            f"gate {gate}" + (f" | weights {weights.digest}" if weights is not None else ""))
-
-
-class ChoiceCache:
-    """``backbone-choice.json`` in our cache folder: probe outcomes by ``choice_key``.
-
-    A file that cannot be read or written only costs a new probe.
-    """
-
-    def __init__(self, folder: pathlib.Path | None = None):
-        from ..storage.cache import default_cache_dir
-
-        self.path = pathlib.Path(folder or default_cache_dir()) / "backbone-choice.json"
-
-    def _read(self) -> dict:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def get(self, key: str) -> dict | None:
-        """The remembered outcome for ``key``, or None: none, unreadable, or measured by another kind of probe
-        (earlier versions timed one forward, which load could fool: issue 42)."""
-        entry = self._read().get(key)
-        valid = isinstance(entry, dict) and entry.get("choice") in ("int4",) + PRECISIONS and isinstance(
-            entry.get("probe_s"), dict) and isinstance(entry.get("probe"), dict) and (
-            entry["probe"].get("kind") == PROBE_KIND and entry["probe"].get("contention") is None)
-        return entry if valid else None
-
-    def put(self, key: str, choice: str, probe_s: dict, probe: dict, agreement: Optional[dict] = None) -> None:
-        from ..storage.atomic import atomic_write_json
-
-        data = self._read()
-        data[key] = {"choice": choice, "probe_s": probe_s, "probe": probe, "agreement": agreement,
-                     "measured": probe.get("measured") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.path, data)
-        except OSError:
-            pass
-
-
-# --- after the choice: the generations' own steps, and probes made again ------------------------
-
-class StepGate:
-    """Generations' steps share it (any number at once); a probe made again holds it alone, waiting for the
-    steps in flight and holding back new ones (a readers-writer lock: ``threading`` has none)."""
-
-    def __init__(self):
-        self._cond = threading.Condition()
-        self._steps = 0
-        self._probing = False
-
-    @contextlib.contextmanager
-    def step(self):
-        with self._cond:
-            self._cond.wait_for(lambda: not self._probing)
-            self._steps += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._steps -= 1
-                self._cond.notify_all()
-
-    @contextlib.contextmanager
-    def alone(self):
-        with self._cond:
-            self._cond.wait_for(lambda: not self._probing)
-            self._probing = True
-            self._cond.wait_for(lambda: self._steps == 0)
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._probing = False
-                self._cond.notify_all()
-
-
-class BackboneWatch:
-    """What follows an ``auto`` choice on one engine (``choose_backbone(..., watch=)``).
-
-    * The engine runs each step's forwards inside ``gate.step()``; a probe made again runs inside
-      ``gate.alone()``, so it never times its candidates while a generation's forwards share the cores,
-      and a generation never runs on a backbone being swapped.
-    * ``observe_step`` compares each guided whole step's measured time with what the probe predicted
-      for the choice (its figure scaled to the step's positions, ``probe.step_cost``); after
-      ``RECHECK_STEPS`` steps a median off by more than ``RECHECK_TOLERANCE`` either way is a clear
-      contradiction: the probe did not measure what runs here, and it is made again (once per probe).
-    * A contended probe, or a contradiction, starts a background thread that looks every
-      ``REPROBE_WAIT_S`` (doubling up to ``REPROBE_WAIT_MAX_S``) whether the machine is quiet
-      (``probe.machine_quiet``), and then probes again under ``lock``, until a probe is not contended.
-    """
-
-    def __init__(self, kappa: float = 0.0, quiet: Optional[Callable[[int], bool]] = None,
-                 wait_s: float = REPROBE_WAIT_S, wait_max_s: float = REPROBE_WAIT_MAX_S):
-        self.gate = StepGate()
-        self.kappa = float(kappa or 0.0)
-        self.quiet = quiet or machine_quiet
-        self.wait_s, self.wait_max_s = wait_s, wait_max_s
-        self.auto: Optional[AutoChoice] = None
-        self.ratios: list[float] = []
-        self.checked = False
-        self.thread: Optional[threading.Thread] = None
-        self.reason: Optional[str] = None
-        self._stop = threading.Event()
-
-    def arm(self, auto: "AutoChoice") -> None:
-        self.auto = auto
-        contention = (auto.info.get("probe") or {}).get("contention")
-        if contention is not None and not auto.info.get("remembered"):
-            self.reprobe(f"the probe at load was contended ({contention})")
-
-    def observe_step(self, cond: int, uncond: int, seconds: float, paired: bool, whole: bool) -> None:
-        """One step of a generation: ``cond`` and ``uncond`` positions, its forwards' ``seconds``."""
-        auto = self.auto
-        probe = auto.info.get("probe") if auto is not None else None
-        if not (paired and whole) or self.checked or not probe or self.reprobing:
-            return
-        chosen = "int4" if auto.info["choice"] == "as built" else auto.info["choice"]
-        figure = (probe.get("seconds") or {}).get(chosen)
-        if not figure:
-            return
-        probed_cond, probed_uncond = probe["positions"]
-        predicted = figure * step_cost(cond, uncond, self.kappa) / step_cost(probed_cond, probed_uncond, self.kappa)
-        self.ratios.append(seconds / predicted)
-        if len(self.ratios) < RECHECK_STEPS:
-            return
-        self.checked = True
-        ratio = statistics.median(self.ratios)
-        if ratio > 1.0 + RECHECK_TOLERANCE or ratio < 1.0 / (1.0 + RECHECK_TOLERANCE):
-            auto.info["recheck"] = f"steps ran at {ratio:.2f}x the probe's figure for {chosen}"
-            self.reprobe(f"the generations' steps ran at {ratio:.2f}x the probe's figure for {chosen}")
-        else:
-            auto.info["recheck"] = f"steps ran at {ratio:.2f}x the probe's figure for {chosen}: consistent"
-
-    @property
-    def reprobing(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def reprobe(self, reason: str) -> None:
-        """Probe again in the background once the machine is quiet (one thread at a time)."""
-        if self.auto is None or self.reprobing:
-            return
-        self.reason = reason
-        self.auto.info["reprobe"] = f"pending, when the machine is quiet: {reason}"
-        self.thread = threading.Thread(target=self._reprobe_when_quiet, name="omnivoice-backbone-reprobe",
-                                       daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-
-    def _reprobe_when_quiet(self) -> None:
-        auto, wait = self.auto, self.wait_s
-        while not self._stop.wait(wait):
-            if not self.quiet(auto.threads):
-                wait = min(wait * 2, self.wait_max_s)
-                continue
-            try:
-                with self.gate.alone():
-                    contention = auto.probe_and_choose(reprobe=True)
-            except Exception as exc:  # noqa: BLE001 - the background must never take the engine down
-                auto.info["reprobe"] = f"failed ({type(exc).__name__}: {str(exc)[:200]}); the choice stays"
-                return
-            if contention is None:
-                auto.info["reprobe"] = f"done ({self.reason})"
-                # the steps are checked against the new figures, unless a contradiction caused this one:
-                # one re-probe per contradiction, never a loop of them
-                self.ratios, self.checked = [], "steps ran" in self.reason
-                return
-            auto.info["reprobe"] = f"pending, when the machine is quiet: contended again ({contention})"
-            wait = min(wait * 2, self.wait_max_s)
 
 
 def add_backbone_argument(parser) -> None:

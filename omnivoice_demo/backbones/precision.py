@@ -86,6 +86,11 @@ class WeightProduct:
         return self.node.output[0]
 
 
+#: bump when the 8-bit graphs change, so cached builds of an older form are not reused (our cache's keys, the
+#: remembered ``auto`` choice and the render key carry it)
+BUILD_VERSION = 5
+
+
 def weight_products(graph, source: Optional[dict] = None) -> list[WeightProduct]:
     """The graph's constant-weight products: fp32 ``MatMul`` and 4-bit ``MatMulNBits``.
 
