@@ -11,6 +11,7 @@ import argparse
 
 import httpx
 import pytest
+from fastapi import Request
 
 from omnivoice_demo.settings.network import ForwardedTrust, add_forwarded_argument, forwarded_from_arguments
 
@@ -48,7 +49,7 @@ def serve(trust: ForwardedTrust, tmp_path):
                                                service=EngineService(), api_key="right")))
 
     @app.get("/whoami")
-    async def whoami(request: __import__("fastapi").Request):
+    async def whoami(request: Request):
         return {"client": request.client.host}
 
     patient_server_start(trust)
