@@ -31,188 +31,19 @@ from typing import Optional
 
 from ..settings.limits import Limits
 from ..errors import check_unicode
-from .voice_design import INSTRUCT_CATEGORIES, INSTRUCT_ZH_TO_EN, VALID_EN, VALID_ZH
+from .description_words import (CATEGORY as _CATEGORY, EN as _EN, EN_ITEM_WORDS as _EN_ITEM_WORDS,
+                                EN_LONGEST as _EN_LONGEST, FILLER as _FILLER, ITEM as _ITEM, NOT as _NOT,
+                                TONE as _TONE, UP as _UP, ZH as _ZH, ZH_LONGEST as _ZH_LONGEST, Entry as _Entry)
+from .voice_design import INSTRUCT_CATEGORIES, VALID_EN, VALID_ZH
 from ..errors import InvalidInput
 
 __all__ = ["Description", "read_description", "known_items_text"]
-
-#: item -> its category (English names; dialects by their Chinese name)
-_CATEGORY: dict[str, str] = {item: name for name, items in INSTRUCT_CATEGORIES.items() for item in items}
-
-# kinds of word
-_ITEM, _FILLER, _UP, _NOT, _TONE = "item", "filler", "up", "not", "tone"
 
 TONE_WHY = ("tone and emotion are not voice-design items (the model designs gender, age, pitch, whisper, "
             "accent and dialect; a saved voice's own clip carries its manner)")
 UNKNOWN_WHY = "not a word the voice design knows"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    kind: str
-    items: tuple[str, ...] = ()      # items the word states
-    implied: tuple[str, ...] = ()    # items it suggests, unless stated otherwise ("girl": child)
-
-
-#: well-known places (and their people's names) of each English accent the model has: "a woman from Texas" is
-#: read as "from America".  Only places that name one accent: "Georgia" (a state and a country) is not here; a
-#: place that is not listed is ignored and reported, as any word not understood.  Chinese places that name a
-#: dialect (Sichuan, Qingdao, ...) are the dialect's, below.
-ACCENT_PLACES = {
-    "american": "america|united states|the states|texas|texan|new york|new yorker|brooklyn|california|californian|"
-                "los angeles|san francisco|chicago|boston|bostonian|seattle|florida|miami|atlanta|nashville|"
-                "tennessee|kentucky|alabama|louisiana|new orleans|ohio|michigan|detroit|minnesota|wisconsin|"
-                "midwest|midwestern|oklahoma|arizona|colorado|philadelphia|pennsylvania|new jersey|virginia|"
-                "carolina|north carolina|south carolina|houston|dallas|las vegas|alaska|hawaii|appalachia|"
-                "appalachian|southern us|deep south",
-    "british": "britain|great britain|united kingdom|london|manchester|mancunian|liverpool|scouse|scouser|leeds|"
-               "birmingham|brummie|yorkshire|newcastle|geordie|bristol|sheffield|oxford|cambridge|essex|kent|"
-               "cornwall|devon|brighton|nottingham|scotland|glasgow|edinburgh|wales|cardiff|northern ireland|"
-               "belfast",
-    "australian": "sydney|melbourne|brisbane|perth|adelaide|canberra|queensland|tasmania|new south wales|"
-                  "outback",
-    "canadian": "toronto|vancouver|montreal|ottawa|calgary|edmonton|winnipeg|ontario|alberta|quebec|"
-                "british columbia|nova scotia|manitoba",
-    "indian": "mumbai|bombay|delhi|new delhi|bangalore|bengaluru|chennai|madras|kolkata|calcutta|hyderabad|pune|"
-              "punjab|kerala|goa|gujarat|rajasthan",
-    "chinese": "china|beijing|peking|shanghai|guangzhou|shenzhen|hangzhou|nanjing|wuhan",
-    "korean": "seoul|busan|south korea",
-    "japanese": "tokyo|osaka|kyoto|yokohama|hokkaido|okinawa",
-    "russian": "moscow|st petersburg|saint petersburg|siberia|siberian",
-    "portuguese": "lisbon|porto",
-}
-#: the same in Chinese ("来自伦敦")
-ACCENT_PLACES_ZH = {"american": "纽约|加州|德州|得克萨斯|芝加哥|波士顿|洛杉矶", "british": "伦敦|曼彻斯特|利物浦|苏格兰|爱丁堡",
-                    "australian": "悉尼|墨尔本|布里斯班", "canadian": "多伦多|温哥华|蒙特利尔",
-                    "indian": "孟买|新德里|德里|班加罗尔", "japanese": "东京|大阪|京都", "korean": "首尔|釜山",
-                    "russian": "莫斯科|圣彼得堡", "portuguese": "里斯本"}
-
-
-def _lexicon() -> tuple[dict[str, _Entry], dict[str, _Entry]]:
-    """(English phrases, Chinese phrases) -> what they mean."""
-    en: dict[str, _Entry] = {}
-    zh: dict[str, _Entry] = {}
-
-    def add(table, words: str, kind: str = _ITEM, items=(), implied=()):
-        for word in words.split("|"):
-            table[word] = _Entry(kind, tuple(items), tuple(implied))
-
-    for items in INSTRUCT_CATEGORIES.values():   # the items themselves, both languages
-        for item in items:
-            english = INSTRUCT_ZH_TO_EN.get(item, item)
-            add(zh if re.search(r"[\u4e00-\u9fff]", item) else en, item, items=(english,))
-            if isinstance(items, dict):
-                add(zh, items[item], items=(item,))
-    # English
-    add(en, "man|men|guy|guys|gentleman|gentlemen|masculine|he|him|his|husband|father|dad|son|brother|"
-            "baritone|tenor", items=("male",))
-    add(en, "woman|women|lady|ladies|gal|feminine|she|her|wife|mother|mom|mum|daughter|sister|soprano|alto",
-        items=("female",))
-    add(en, "bloke|chap|dude|fella|fellow|lad|sir|mister|mr", items=("male",))
-    add(en, "lass|madam|miss|ms|mrs", items=("female",))
-    add(en, "boy|boys|schoolboy", items=("male",), implied=("child",))
-    add(en, "girl|girls|schoolgirl", items=("female",), implied=("child",))
-    add(en, "young boy|little boy", items=("male", "child"))
-    add(en, "young girl|little girl", items=("female", "child"))
-    add(en, "grandpa|grandfather|granddad|grandad|old-timer", items=("male",), implied=("elderly",))
-    add(en, "grandma|grandmother|granny|grandmom", items=("female",), implied=("elderly",))
-    add(en, "kid|kids|children|childlike|child-like|toddler|little kid|young child|childish", items=("child",))
-    add(en, "teen|teens|teenage|teenaged|adolescent|adolescents|youth|youngster|teenage-sounding",
-        items=("teenager",))
-    add(en, "young|younger|youthful|twenties|twentysomething|young-adult", items=("young adult",))
-    add(en, "middle aged|mid-aged|midlife|mature|forties|fifties|older adult", items=("middle-aged",))
-    add(en, "old|older|senior|seniors|elder|elderly|aged|aging|ageing|geriatric|retired|old-aged",
-        items=("elderly",))
-    add(en, "deep|bass|low|lower|low-pitched|deep-voiced|deep-pitched|booming|gravelly", items=("low pitch",))
-    add(en, "high|higher|high-pitched|squeaky|shrill|piping|falsetto", items=("high pitch",))
-    add(en, "medium|moderate|mid|mid-pitched|medium-pitched|average pitch|normal pitch", items=("moderate pitch",))
-    add(en, "whispering|whispered|whispers|whispery|hushed|whisper-quiet|in a whisper", items=("whisper",))
-    for nationality, accent in (("american|us accent|usa|u.s|yankee", "american"),
-                                ("british|uk|english|england|brit|scottish|welsh|londoner|cockney|posh",
-                                 "british"),
-                                ("australian|aussie|australia", "australian"),
-                                ("chinese", "chinese"), ("canadian|canada", "canadian"), ("indian|india", "indian"),
-                                ("korean|korea", "korean"), ("portuguese|portugal", "portuguese"),
-                                ("russian|russia", "russian"), ("japanese|japan", "japanese")):
-        add(en, nationality, items=(f"{accent} accent",))
-    for accent, places in ACCENT_PLACES.items():   # "from London": a place says the accent as its nationality does
-        add(en, places, items=(f"{accent} accent",))
-    for place, dialect in (("henan", "河南话"), ("shaanxi", "陕西话"), ("sichuan|sichuanese", "四川话"),
-                           ("guizhou", "贵州话"), ("yunnan", "云南话"), ("guilin", "桂林话"), ("jinan", "济南话"),
-                           ("shijiazhuang", "石家庄话"), ("gansu", "甘肃话"), ("ningxia", "宁夏话"),
-                           ("qingdao", "青岛话"), ("dongbei|northeastern|northeast", "东北话")):
-        add(en, place, items=(dialect,))
-    add(en, "very|extremely|really|super|quite|so|too|ultra|deeply|highly|incredibly|especially", _UP)
-    # softening words give the mildest item of their kind ("slightly high": high pitch)
-    add(en, "slightly|somewhat|a bit|a little|a little bit|bit|rather|fairly|mildly|kinda|kind of|sort of", _FILLER)
-    add(en, "not|no|non|never|without|isn't|aren't|don't|doesn't|shouldn't|mustn't|nor|neither|avoid|avoiding",
-        _NOT)
-    add(en, "a|an|the|voice|voiced|voices|speaker|speakers|speaking|speak|speaks|spoken|say|says|saying|talk|"
-            "talks|talking|tell|read|reads|reading|narrate|narrates|narrator|narration|in|on|with|of|to|for|as|by|"
-            "from|at|and|or|but|also|plus|then|that|this|these|those|is|are|be|was|were|being|been|sound|sounds|"
-            "sounding|like|person|people|someone|somebody|one|who|whose|which|has|have|having|use|using|please|it|"
-            "its|it's|you|your|me|my|we|our|they|their|i|tone|toned|style|manner|type|sort|way|accent|"
-            "accented|accents|pitch|pitched|dialect|age|aged-voice|gender|sex|character|adult|adults|human|"
-            "should|must|can|could|would|will|just|little|native|speaker's|all|whole|entire|throughout|text|"
-            "following|something|here|there|make|makes|made|let|lets|give|gives|sounds like|no accent|"
-            "neutral accent|without an accent|standard|grew up|raised|born|based|lives|living|hails|hailing|"
-            "originally", _FILLER)
-    add(en, "cheerful|cheery|happy|happily|joyful|joyous|glad|sad|sadly|unhappy|sorrowful|melancholy|"
-            "melancholic|gloomy|angry|angrily|mad|furious|annoyed|irritated|calm|calmly|serene|peaceful|relaxed|"
-            "excited|excitedly|exciting|enthusiastic|enthusiastically|energetic|lively|upbeat|bubbly|serious|"
-            "seriously|stern|solemn|positive|negative|optimistic|friendly|warm|warmly|kind|kindly|gentle|gently|"
-            "soft|softly|tender|tenderly|sweet|sweetly|soothing|comforting|reassuring|confident|confidently|"
-            "assertive|authoritative|professional|formal|casual|informal|conversational|playful|playfully|"
-            "sarcastic|ironic|dramatic|dramatically|theatrical|emotional|expressive|monotone|flat|neutral|bored|"
-            "tired|sleepy|scared|afraid|fearful|nervous|anxious|surprised|shocked|curious|sympathetic|"
-            "empathetic|compassionate|caring|loving|romantic|sexy|seductive|sultry|husky|raspy|hoarse|breathy|"
-            "smooth|silky|rich|bright|clear|crisp|loud|loudly|quiet|quietly|fast|quickly|quick|slow|slowly|"
-            "measured|steady|cheerfully|positively|tone-deaf|mysterious|spooky|creepy|evil|villainous|heroic|"
-            "epic|inspiring|motivational|pleasant|nice|beautiful|lovely|charming|elegant|polite|rude|"
-            "grumpy|cranky|silly|funny|humorous|witty|wise|thoughtful|pensive|dreamy|whimsical|intimate|"
-            "storytelling|newscaster|announcer|radio|broadcast|podcast|audiobook", _TONE)
-    # Chinese
-    add(zh, "男性|男声|男人|男生|男子|男士|男的|先生|小哥哥|爸爸|父亲|哥哥|弟弟|他|大叔|叔叔", items=("male",))
-    add(zh, "女性|女声|女人|女生|女子|女士|女的|小姐|小姐姐|妈妈|母亲|姐姐|妹妹|她|阿姨|大妈", items=("female",))
-    add(zh, "男孩|小男孩|男童|男孩子|小伙子|小伙", items=("male",), implied=("child",))
-    add(zh, "女孩|小女孩|女童|女孩子|姑娘|小姑娘", items=("female",), implied=("child",))
-    add(zh, "老爷爷|爷爷|老头|老大爷|大爷|外公|老先生", items=("male",), implied=("elderly",))
-    add(zh, "老奶奶|奶奶|老太太|老婆婆|外婆|婆婆", items=("female",), implied=("elderly",))
-    add(zh, "孩子|小孩|小孩子|孩童|童声|小朋友|幼儿|稚嫩", items=("child",))
-    add(zh, "青少年|十几岁|少女", items=("teenager",))
-    add(zh, "年轻|年轻人|青春|年青", items=("young adult",))
-    add(zh, "中年人|成熟", items=("middle-aged",))
-    add(zh, "老人|老年人|年老|年长|年迈|苍老|老迈|长者", items=("elderly",))
-    add(zh, "低沉|低音|浑厚|厚重|深沉|低", items=("low pitch",))
-    add(zh, "高音|尖细|高亢|尖|高", items=("high pitch",))
-    add(zh, "中音|适中", items=("moderate pitch",))
-    add(zh, "低语|悄悄话|悄声|气声|轻声细语|耳语般", items=("whisper",))
-    for names, accent in (("英式|英国|英伦", "british"), ("美式|美国", "american"), ("澳洲|澳大利亚|澳式", "australian"),
-                          ("加拿大", "canadian"), ("印度", "indian"), ("韩国", "korean"), ("日本|日式", "japanese"),
-                          ("俄罗斯|俄式", "russian"), ("葡萄牙", "portuguese")):
-        add(zh, "|".join(f"{n}口音|{n}腔" for n in names.split("|")) + "|" + names, items=(f"{accent} accent",))
-    for dialect in INSTRUCT_CATEGORIES["dialect"]:
-        place = dialect[:-1]
-        add(zh, f"{place}|{place}口音|{place}方言|{place}腔", items=(dialect,))
-    for accent, places in ACCENT_PLACES_ZH.items():
-        add(zh, places, items=(f"{accent} accent",))
-    add(zh, "非常|特别|极其|极|超级|超|十分|格外|相当", _UP)
-    add(zh, "有点|有点儿|有些|稍微|稍|略微|略|一点|一点儿|偏", _FILLER)
-    add(zh, "不|不要|别|没有|无|非|不是|不用|勿", _NOT)
-    add(zh, "的|地|得|声|音|声音|嗓音|嗓子|音色|音调|一个|一位|一名|个|位|名|用|以|说话|说|讲|讲话|朗读|念|读|带|带有|"
-            "带着|有|口音|方言|腔调|语气|语调|风格|和|与|及|并且|而且|又|是|请|人|像|那种|样|般|感|感觉|很|比较|较|"
-            "一种|种|点|来|来自|地道|标准|普通话", _FILLER)
-    add(zh, "温柔|开心|高兴|快乐|愉快|欢快|喜悦|悲伤|伤心|难过|忧伤|生气|愤怒|恼怒|平静|冷静|平和|激动|兴奋|严肃|"
-            "认真|温暖|甜美|甜|可爱|活泼|热情|温和|沉稳|稳重|磁性|清脆|清亮|响亮|柔和|亲切|自信|专业|正式|随意|"
-            "慵懒|性感|沙哑|嘶哑|干净|清澈|明亮|有力|威严|慈祥|轻快|缓慢|快速|慢|快|大声|小声|害怕|紧张|惊讶|"
-            "悲痛|深情|抒情|播音|主持|新闻|讲故事|故事|正能量|积极|消极|乐观", _TONE)
-    return en, zh
-
-
-_EN, _ZH = _lexicon()
-_EN_ITEM_WORDS = sorted(p for p, e in _EN.items() if e.kind == _ITEM and len(p) > 3)
-_EN_LONGEST = max(len(p.split()) for p in _EN)
-_ZH_LONGEST = max(map(len, _ZH))
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"(?P<zh>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[.'’-][^\W_{_CJK}]+)*)|(?P<stop>[,，;；.。!！?？、:：()（）\[\]/\n])")
 _MARKUP = re.compile(r"<\s*/?\s*[A-Za-z!?][^<>]*>|&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);")
