@@ -50,3 +50,12 @@ def test_the_probe_finds_this_checkout_holding_large_bodies_and_malformed_inputs
     assert len([c for c in ran.cases if c.family == 9]) >= 16, ran.notes
     not_held = [(c.name, c.outcome, c.detail) for c in ran.cases if c.outcome != "held"]
     assert not not_held, not_held
+
+
+@pytest.mark.slow
+def test_the_probe_finds_this_checkout_holding_hostile_books(tiny_fp32_folder, tmp_path):
+    """Family 61 (issue 49's books, about a minute: CLI runs, one book made to the end): every case held."""
+    ran = probe.run_probe(probe.HERE, tiny_fp32_folder, {61}, tmp_path)
+    assert len(ran.cases) == 7 and {c.family for c in ran.cases} == {61}
+    not_held = [(c.name, c.outcome, c.detail) for c in ran.cases if c.outcome != "held"]
+    assert not not_held, not_held
