@@ -18,7 +18,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 from omnivoice_demo import OmniVoiceEngine
-from omnivoice_demo.backbones import choice as backbone_choice, precision as backbone_precision
+from omnivoice_demo.backbones import calibration as backbone_calibration
+from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones.precision import BLOCK, WeightProduct, int8_blocks, int8_columns, rebuild
 from omnivoice_demo.backbones.dequantize import dequantize_weight
 from omnivoice_demo.backbones.fidelity import check_sequence, compare
@@ -131,7 +132,7 @@ def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, 
 
     path = planted_folder / BACKBONE_GRAPHS["backbone"]
     model = OmniVoiceOnnx(planted_folder, threads=1)
-    found = backbone_precision.outlier_channels(path, model, providers_for("cpu"), lambda: session_options(1))
+    found = backbone_calibration.outlier_channels(path, model, providers_for("cpu"), lambda: session_options(1))
     # the inputs of q/k/v and gate/up are RMSNorm outputs: there the planted channels are loud
     normed = [channels for name, channels in found.items() if "layernorm" in name.lower()]
     assert normed and all(set(channels) <= set(PLANTED) and len(channels) >= 2 for channels in normed)

@@ -329,16 +329,16 @@ def test_the_calibration_runs_one_layer_at_a_time_and_equals_the_whole_forward(t
 
     import onnx
 
-    from omnivoice_demo.backbones import precision
+    from omnivoice_demo.backbones import calibration as backbone_calibration, precision
     from omnivoice_demo.backbones.checkpoint import checkpoint_embedder, fp32_graph
     from omnivoice_demo.runtime import sessions
 
     weights = weights_of(tiny_checkpoint, tmp_path)
     model = OmniVoiceOnnx(tiny_int4_folder, threads=1)
     graph, source = fp32_graph(tiny_int4_folder / GRAPH, weights)
-    embeds = precision.calibration_embeds(checkpoint_embedder(tiny_int4_folder, weights, providers_for("cpu"),
+    embeds = backbone_calibration.calibration_embeds(checkpoint_embedder(tiny_int4_folder, weights, providers_for("cpu"),
                                                               session_options(1)))
-    feeds = precision.calibration_feeds(model, embeds)
+    feeds = backbone_calibration.calibration_feeds(model, embeds)
     names = sorted({p.activation for p in precision.weight_products(graph.graph)})
     whole = onnx.ModelProto()
     whole.CopyFrom(graph)
@@ -351,7 +351,7 @@ def test_the_calibration_runs_one_layer_at_a_time_and_equals_the_whole_forward(t
     held, real = [], sessions.in_memory_session
     monkeypatch.setattr(sessions, "in_memory_session", lambda m, constants, *a: held.append(set(constants))
                         or real(m, constants, *a))
-    found = precision.forward_by_layer(graph, source, names, feeds, providers_for("cpu"), lambda: session_options(1))
+    found = backbone_calibration.forward_by_layer(graph, source, names, feeds, providers_for("cpu"), lambda: session_options(1))
     layer_of = {name: re.search(r"layers\.(\d+)\.", name).group(1) for name in source}
     assert len(set(layer_of.values())) >= 2 and len(held) == len(set(layer_of.values()))
     assert all(len({layer_of[name] for name in part}) == 1 for part in held)

@@ -25,7 +25,8 @@ import pathlib
 import time
 from typing import Optional, Sequence
 
-from .precision import BUILD_VERSION, graph_precision, outlier_channels, rebuild
+from .calibration import outlier_channels
+from .precision import BUILD_VERSION, graph_precision, rebuild
 from .dequantize import resident_mb
 from ..errors import InvalidInput, ModelFolderError, ModelNotAvailable
 from ..storage.cache import CACHE_ENV, folder_lock
@@ -426,7 +427,7 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
     onnx_model, source, embeds = None, None, None
     if weights is not None:
         from .checkpoint import checkpoint_embedder, fp32_graph
-        from .precision import calibration_embeds
+        from .calibration import calibration_embeds
 
         onnx_model, source = fp32_graph(path, weights)
         if precision in ("int8", "int8-row"):  # the embedding tables are gone before the layers come
