@@ -161,8 +161,8 @@ def test_a_shared_server_opens_no_book_without_a_visitor(tmp_path):
     (tmp_path / "b.txt").write_text("Chapter 1\n\nOne.\n")
     settings = BookSettings(config=GenerationConfig(), narrator=Voicing("d"))
     with pytest.raises(InvalidInput, match="cookie"):
-        BookJobs(tmp_path / "books", shared=True).open(None, str(tmp_path / "b.txt"), settings, "m")
-    assert BookJobs(tmp_path / "local", shared=False).open(None, str(tmp_path / "b.txt"), settings, "m").owner == \
+        BookJobs(tmp_path / "books", shared=True).open(None, str(tmp_path / "b.txt"), settings)
+    assert BookJobs(tmp_path / "local", shared=False).open(None, str(tmp_path / "b.txt"), settings).owner == \
         "local"
 
 
