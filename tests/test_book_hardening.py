@@ -150,6 +150,12 @@ def test_the_book_tab_handlers_receive_the_visitor_and_keep_their_books_apart(ti
     assert "of 3 sentences" in call("ticked", visitor=_visitor("a"))[0]
     assert "of 6 sentences" in call("ticked", visitor=_visitor("b"))[0]
     assert call("ticked", visitor=_visitor("c"))[0] == ""
+    # issue 49, cause 4, in the tab: a chapter that is not UTF-8 is said before any work; the Encoding box reads it
+    garbled = write_epub2(tmp_path / "cp.epub", [("Un", [])], raw={0: _chapter(CP1252, None).encode("cp1252")})
+    summary = call("opened", str(garbled), "", *controls, visitor=_visitor("d"))[0]
+    assert "Not readable as UTF-8: chapter 1 (c0.xhtml)" in summary and "give its encoding" in summary
+    summary = call("opened", str(garbled), "", *controls[:-1], "cp1252", visitor=_visitor("d"))[0]
+    assert "Not readable" not in summary
 
 
 def test_a_shared_server_opens_no_book_without_a_visitor(tmp_path):
