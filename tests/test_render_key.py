@@ -140,3 +140,28 @@ def test_a_changed_part_is_named():
     assert keys.changed_parts(before, now) == ["the model's weights", "the backbone compute"]
     assert keys.changed_parts(None, now) == ["made before render keys (an older version): made once again"]
     assert np.isscalar(keys.OUTPUT_VERSION)
+
+
+def test_the_apps_voice_cache_keys_on_the_models_content_not_its_label(tiny_fp32_folder, tmp_path, monkeypatch):
+    """The Clone tab keeps the voices it made (codes from the model's codec); a model replaced under the same label
+    (the same folder name) makes the voice again, the same model reuses it."""
+    import soundfile
+
+    from omnivoice_demo.studio import Studio
+    from omnivoice_demo.studio.models import ModelManager
+    from omnivoice_demo.studio.voices import VoiceLibrary
+    from omnivoice_demo.ui.tabs import clone as clone_tab
+    from tests.support.signals import speech_like
+
+    manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
+    manager.load(str(tiny_fp32_folder), "fp32")
+    studio = Studio(models=manager, voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out",
+                    min_update_interval=0.0)
+    path = tmp_path / "me.wav"
+    soundfile.write(path, speech_like(4.0, 24000, seed=8)[0], 24000)
+    first, _ = clone_tab.clone_voice(studio, str(path), "Words I typed", True)
+    again, _ = clone_tab.clone_voice(studio, str(path), "Words I typed", True)
+    assert again.codes is first.codes                   # made once
+    monkeypatch.setattr(manager.get().engine, "model_content", "f" * 64)   # other weights, the same label
+    other, _ = clone_tab.clone_voice(studio, str(path), "Words I typed", True)
+    assert other.codes is not first.codes               # made again

@@ -208,7 +208,7 @@ def trim_clip(studio: Studio, path: Optional[str]) -> str:
 
 def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: bool,
                 preprocess: bool = PREPROCESS_DEFAULT, name: str = "") -> tuple[Voice, str]:
-    """The voice of a reference clip (cached by file content, transcript and model).  Checked in the order
+    """The voice of a reference clip (cached by file content, transcript and the model's content).  Checked in the order
     the user fills the form: clip, transcript (recognised when empty), consent.
 
     As in the reference, a clip over 20 s is cut (at a pause before 15 s) only when its transcript is not typed:
@@ -230,7 +230,9 @@ def clone_voice(studio: Studio, path: Optional[str], transcript: str, consent: b
     loaded = studio.models.get()
     digest = hashlib.sha1(np.ascontiguousarray(wav).tobytes()).hexdigest()
     cut = cut_by_reference(wav, sr, heard is None, preprocess)
-    key = (loaded.label, digest, sr, transcript, bool(preprocess), cut)
+    # the model by its content (the codec that makes the codes), not its label: a folder replaced under the same
+    # name makes the voice again
+    key = (loaded.engine.model_content, digest, sr, transcript, bool(preprocess), cut)
 
     def make() -> Voice:
         with loaded.lock:
