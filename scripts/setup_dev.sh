@@ -18,43 +18,35 @@ VENV=.venv-dev
 # this checkout is that folder, so the warning (not an error) is silenced
 PYTHONWARNINGS="ignore:Editable installation" "$VENV/bin/python" -m pip install -q --no-deps -e .
 
-# --- chromium for tests/test_app_browser.py --------------------------------------------------
-# Playwright (requirements-dev.txt) drives the system's Chromium by its executable path: no
-# `playwright install` download. Installing Chromium needs apt-get and root (or passwordless
-# sudo); where that is missing the browser test is skipped and says why.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
-    if $SUDO true 2>/dev/null; then
-      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-        && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
-        || echo "setup_dev.sh: could not install chromium; the browser test will be skipped" >&2
-    else
-      echo "setup_dev.sh: installing chromium needs root; run: sudo apt-get install chromium" >&2
-    fi
-  else
-    echo "setup_dev.sh: no apt-get; install Chromium or Chrome to run the browser test" >&2
+# --- Debian packages the tests use, installed when missing ------------------------------------
+# apt_install PACKAGE WHAT: installs PACKAGE with apt-get (as root, or with passwordless sudo); where that is not
+# possible it says which tests will be skipped (WHAT) and the set-up goes on.
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup_dev.sh: no apt-get; install $1 to run $2" >&2
+    return 0
   fi
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
+  if $SUDO true 2>/dev/null; then
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+      && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" \
+      || echo "setup_dev.sh: could not install $1; $2 will be skipped" >&2
+  else
+    echo "setup_dev.sh: installing $1 needs root; run: sudo apt-get install $1" >&2
+  fi
+}
+
+# Chromium, for tests/test_app_browser.py: Playwright (requirements-dev.txt) drives the system's Chromium by its
+# executable path, with no `playwright install` download; without it the browser tests are skipped and say why.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  apt_install chromium "the browser tests"
 fi
 
-# --- PostgreSQL for tests/test_voice_store.py and tests/test_voice_store_serve.py ------------------
-# The voice store's tests start a real server (initdb into a temporary folder, pg_ctl on a free port): Debian's
-# postgresql package gives the binaries. Without them (no apt-get, no root) those tests are skipped and say why.
+# PostgreSQL, for tests/test_voice_store.py and tests/test_voice_store_serve.py: they start a real server (initdb
+# into a temporary folder, pg_ctl on a free port) from Debian's postgresql binaries; without them they are skipped.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"
-    if $SUDO true 2>/dev/null; then
-      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-        && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql \
-        || echo "setup_dev.sh: could not install postgresql; the voice store's database tests will be skipped" >&2
-    else
-      echo "setup_dev.sh: installing postgresql needs root; run: sudo apt-get install postgresql" >&2
-    fi
-  else
-    echo "setup_dev.sh: no apt-get; install PostgreSQL's server to run the voice store's database tests" >&2
-  fi
+  apt_install postgresql "the voice store's database tests"
 fi
 
 # --- the openai npm package for tests/test_http_api.py's Node example -------------------------
