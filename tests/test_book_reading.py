@@ -6,7 +6,8 @@ import zipfile
 
 import pytest
 
-from omnivoice_demo.book.reading import BookLimits, book_of_chapters, read_book
+from omnivoice_demo.book.limits import BookLimits
+from omnivoice_demo.book.reading import book_of_chapters, read_book
 from omnivoice_demo.book.voices import Voicing, attributed_speaker, parts_of
 from omnivoice_demo.errors import InvalidInput
 from tests.support.books import cover_jpeg, write_epub2, write_epub3

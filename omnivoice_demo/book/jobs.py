@@ -20,8 +20,9 @@ import time
 from typing import Optional
 
 from ..errors import InvalidInput, ResourceLimitExceeded
+from .limits import BookLimits
 from .project import BookPlan, BookRun, BookSettings, chapter_summary, estimated_seconds, plan_book, run_book
-from .reading import BookLimits, book_of_chapters, read_book
+from .reading import book_of_chapters, read_book
 from .voices import check_chapter_voices
 
 MAX_SHARED_SENTENCES = 3000
