@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from omnivoice_demo.api.routes import ApiContext, build_router
 from omnivoice_demo.errors import InvalidInput, excerpt
 from omnivoice_demo.studio import EngineService, ModelManager, Studio, VoiceLibrary
-from omnivoice_demo.ui.tabs import clone as clone_tab
+from omnivoice_demo.ui.tabs import saved_voices
 from omnivoice_demo.ui.tabs import speak as speak_tab
 from tests.test_vocabulary import a_voice
 
@@ -63,7 +63,7 @@ def test_the_gradio_voice_choice_quotes_an_excerpt(tmp_path):
     with pytest.raises(InvalidInput) as caught:
         speak_tab.chosen_voice(studio, "female, " + LONG, None)
     assert len(str(caught.value)) < 1000 and "100,008 characters" in str(caught.value)
-    missing = clone_tab.kept_on_error(clone_tab.manage_voice, studio, "delete", LONG)
+    missing = saved_voices.kept_on_error(saved_voices.manage_voice, studio, "delete", LONG)
     assert missing["message"].startswith("**Not done:**") and len(missing["message"]) < 1000
 
 

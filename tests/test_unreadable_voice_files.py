@@ -17,7 +17,7 @@ from omnivoice_demo.storage.voice_file import MAX_META_CHARS, Voice
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio import ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.studio import voices as voices_module
-from omnivoice_demo.ui.tabs import clone as clone_tab
+from omnivoice_demo.ui.tabs import saved_voices
 from tests.test_vocabulary import a_voice
 
 DEEP = "[" * 30000 + "]" * 30000          # within MAX_META_CHARS; the JSON parser's recursion gives out first
@@ -100,10 +100,10 @@ def test_the_panel_lists_and_exports_beside_a_bad_voice(tmp_path):
     local = Studio(models=ModelManager(), voices=VoiceLibrary(tmp_path / "voices"), out_dir=tmp_path / "out")
     local.voices.save(a_voice(), "Good")
     voice_file(tmp_path / "voices" / "Lone.npz", LONE)
-    bad = clone_tab.kept_on_error(clone_tab.manage_voice, local, "export", "Lone")
+    bad = saved_voices.kept_on_error(saved_voices.manage_voice, local, "export", "Lone")
     assert bad["message"].startswith("**Not done:**") and "lone surrogate" in bad["message"]
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
-    good = clone_tab.manage_voice(local, "export", "Good")
+    good = saved_voices.manage_voice(local, "export", "Good")
     assert len(good["files"]) == 2 and "Lone" in good["voices"]
 
 

@@ -19,7 +19,7 @@ from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio import EngineService, ModelManager, Studio, VoiceLibrary
 from omnivoice_demo.studio.sharing import BrowserVoices
 from omnivoice_demo.text.voice_names import clean_name, name_key
-from omnivoice_demo.ui.tabs import clone as clone_tab
+from omnivoice_demo.ui.tabs import saved_voices
 from tests.support.signals import speech_like
 from tests.test_vocabulary import a_voice
 
@@ -99,12 +99,12 @@ def test_the_browser_store_compares_names_the_same_way():
 
 def test_the_panel_refuses_a_rename_onto_another_voice_and_keeps_both(tmp_path):
     local = Studio(models=ModelManager(), voices=both_cases(tmp_path / "voices"), out_dir=tmp_path / "out")
-    result = clone_tab.kept_on_error(clone_tab.manage_voice, local, "rename", "Anna", "anna")
+    result = saved_voices.kept_on_error(saved_voices.manage_voice, local, "rename", "Anna", "anna")
     assert result["message"].startswith("**Not done:**") and "exists already" in result["message"]
     assert transcripts(tmp_path / "voices") == ["The first Anna.", "The second anna."]
-    done = clone_tab.manage_voice(local, "rename", "anna", "Zed")
+    done = saved_voices.manage_voice(local, "rename", "anna", "Zed")
     assert done["voices"] == ["Anna", "Zed"]
-    case_only = clone_tab.manage_voice(local, "rename", "Zed", "zed")
+    case_only = saved_voices.manage_voice(local, "rename", "Zed", "zed")
     assert case_only["voices"] == ["Anna", "zed"]
 
 
