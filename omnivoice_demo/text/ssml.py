@@ -15,7 +15,7 @@ Elements:
 * ``sub alias``: the alias is read instead of the text;
 * ``say-as interpret-as``: ``characters``/``spell-out`` (one by one), and, through the text
   normaliser (``normalize.py``, an extra), ``cardinal``, ``ordinal``, ``digits``, ``date``, ``time``,
-  ``telephone``;
+  ``telephone`` (``say_as``);
 * ``phoneme``: ``alphabet="cmu-arpabet"`` (``ph="B EY1 S"`` -> ``[B EY1 S]``) or ``pinyin``
   (``ph="ni3 hao3"`` -> ``NI3 HAO3``), the model's own forms as ``lexicon.py`` writes them;
 * ``voice name``: a voice by name (resolved by the front end: a saved voice, a design, an OpenAI name);
@@ -42,6 +42,7 @@ from ..errors import InvalidInput, check_control_tokens, excerpt
 from ..settings.generation import GenerationConfig
 from ..settings.limits import Limits
 from .lexicon import kind_of
+from .say_as import say_as_words
 
 #: elements nested deeper than this are refused (a walk of the tree must not run out of stack)
 MAX_DEPTH = 32
@@ -330,7 +331,7 @@ class _Reader:
         self.normalised += len(text)   # the normaliser's time grows with its text: bounded as normalize_text is
         self.limits.check("The SSML's say-as text read through the normaliser", self.normalised,
                           "max_normalize_chars", " characters")
-        return _normalised(kind, text, context.language, lambda message: self.fail(message, element))
+        return say_as_words(kind, text, context.language, lambda message: self.fail(message, element))
 
     def _phoneme(self, element, context) -> str:
         alphabet = (element.get("alphabet") or "").strip().lower()
@@ -390,67 +391,3 @@ class _Reader:
             parts.append(text)
         flush()
         return out
-
-
-#: say-as kinds num2words reads alone (the default install has it; WeTextProcessing, about 740 MB, is an extra)
-NUMBER_KINDS = ("cardinal", "ordinal", "digits", "telephone")
-
-
-def _num2words_say_as(kind: str, text: str, code: str, fail) -> str:
-    """``say-as`` of a number through num2words alone, where WeTextProcessing is not installed: the words of the
-    number (``cardinal``, ``ordinal``), or of each digit (``digits``; ``telephone`` by groups)."""
-    from num2words import num2words
-
-    def words(value, **options) -> str:
-        try:
-            return num2words(value, lang=code, **options)
-        except (NotImplementedError, OverflowError, ValueError):   # a language num2words does not know
-            fail(f"<say-as interpret-as=\"{kind}\"> is not known in the language {excerpt(code)} without the "
-                 f"text normaliser's WeTextProcessing; write the words out.")
-            raise AssertionError("fail raises") from None
-
-    if kind in ("cardinal", "ordinal"):
-        number = text.replace(",", "")
-        if kind == "ordinal":
-            return words(int(re.sub(r"\D", "", number)), to="ordinal")
-        return words(float(number) if "." in number else int(number))
-    groups = [text] if kind == "digits" else re.findall(r"\d+", text)
-    spoken = [" ".join(words(int(ch)) for ch in group if ch.isdigit()) for group in groups]
-    if not any(spoken):
-        fail(f"<say-as interpret-as=\"{kind}\"> holds no digits.")
-    return ", ".join(part for part in spoken if part)
-
-
-def _normalised(kind: str, text: str, language: Optional[str], fail) -> str:
-    """``say-as`` of numbers, dates, times and telephone numbers, read through the text normaliser."""
-    from . import normalize
-
-    code = normalize._language_code(language, text)
-    if kind in ("ordinal", "cardinal") and not re.fullmatch(r"[+-]?\d[\d,.]*", text):
-        fail(f"<say-as interpret-as=\"{kind}\"> holds a number, got {excerpt(text)}.")
-    missing = normalize.missing_modules()
-    if missing and kind in NUMBER_KINDS and "num2words" not in missing:
-        return _num2words_say_as(kind, text, code, fail)
-    if missing:
-        fail(f"<say-as interpret-as=\"{kind}\"> reads through the text normaliser, which needs "
-             f"{', '.join(missing)}: {normalize.INSTALL_HINT}; or write the words out.")
-    if kind == "ordinal":
-        number = int(re.sub(r"\D", "", text))
-        if code == "en":
-            text = f"{number}{'th' if 10 <= number % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(number % 10, 'th')}"
-        elif code == "zh":
-            text = f"第{number}"
-        else:
-            from num2words import num2words
-
-            try:
-                return num2words(number, lang=code, to="ordinal")
-            except Exception:   # a language num2words does not know
-                fail(f"<say-as interpret-as=\"ordinal\"> is not known in the language {excerpt(code)}.")
-    elif kind == "digits":
-        text = " ".join(ch for ch in text if ch.isdigit())
-    elif kind == "telephone":
-        text = ", ".join(" ".join(group) for group in re.findall(r"\d+", text))
-    if not text:
-        fail(f"<say-as interpret-as=\"{kind}\"> holds no digits.")
-    return normalize.normalize_text(text, code)
