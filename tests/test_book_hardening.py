@@ -274,7 +274,7 @@ def test_every_file_of_the_readalong_is_xml_whatever_the_book_holds(tmp_path, mo
 
     from omnivoice_demo.book import overlay
     from omnivoice_demo.book.project import BookPlan, JoinedChapter, Sentence
-    from omnivoice_demo.book.reading import Book, Chapter
+    from omnivoice_demo.book.contents import Book, Chapter
     from omnivoice_demo.batch.subtitles import Cue
 
     monkeypatch.setattr("omnivoice_demo.book.containers.write_chapter_audio",

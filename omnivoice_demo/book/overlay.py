@@ -192,7 +192,7 @@ STYLE = f".{ACTIVE_CLASS} {{ background-color: #ffe08a; }}\n"
 def readalong_language(value: Optional[str]) -> str:
     """The ``lang`` of every page: ``value`` when it is a BCP 47 tag (``langcodes``: the IANA registry), as its
     standard form, else ``und`` (undetermined)."""
-    from .reading import language_tag
+    from .contents import language_tag
 
     return language_tag(value, []) or "und"
 

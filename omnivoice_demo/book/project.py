@@ -51,7 +51,7 @@ from ..settings.generation import GenerationConfig
 from ..text.lexicon import Lexicon
 from ..text.sentences import sentence_texts
 from ..errors import InvalidInput
-from .reading import Book
+from .contents import Book
 from .voices import Part, Voicing, parts_of
 
 #: how each sentence is kept (lossless)

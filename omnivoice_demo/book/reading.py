@@ -1,4 +1,5 @@
-"""Reading a book: EPUB 2/3, Markdown or plain text -> title, author, language, cover and chapters of paragraphs.
+"""Reading a book (``read_book``): EPUB 2/3 (``epub``), Markdown or plain text -> title, author, language, cover
+and chapters of paragraphs.
 
 Every bound is checked before the memory is spent (``BookLimits``, in ``limits``):
 
@@ -14,7 +15,7 @@ Every bound is checked before the memory is spent (``BookLimits``, in ``limits``
 * the cover: its bytes and its pixel size, read from the image's header (Pillow), never decoded;
 * chapters: at most ``max_chapters``, counted from the table of contents before any chapter is read.
 
-EPUB chapters come from the table of contents (the EPUB 3 nav, or the EPUB 2 NCX) in spine order, with their
+EPUB chapters (``epub``) come from the table of contents (the EPUB 3 nav, or the EPUB 2 NCX) in spine order, with their
 titles; several entries in one file split it at their anchors; spine documents the table does not name go
 on with the chapter before them, and those before the first chapter are front matter (skipped, and said).
 Footnote references, footnotes and images are left out and counted.  A chapter's heading is its first paragraph (it is read out).  Markdown chapters start at its
@@ -26,64 +27,19 @@ Text must be UTF-8 unless an ``encoding`` is named (``cp1252``, ``latin-1``, ``s
 from __future__ import annotations
 
 import dataclasses
-import io
 import pathlib
-import posixpath
 import re
 from typing import Optional
-from urllib.parse import unquote
 
-from ..errors import InvalidInput, ModelNotAvailable, excerpt
-from .epub_archive import checked_zip, known_encoding, redeclared
+from ..errors import InvalidInput, excerpt
+from .contents import Book, Chapter, bounded, check_chapter_count, finished
+from .epub import read_epub
 from .limits import BookLimits
 
-BOOK_INSTALL = ("pip install ebooklib==0.20 av==18.1.0 langcodes==3.5.1 (in a checkout: .venv/bin/pip install "
-                "ebooklib==0.20 av==18.1.0 langcodes==3.5.1; scripts/run_app.sh installs them)")
 #: the kinds of file a book may be
 SUFFIXES = (".epub", ".txt", ".md", ".markdown")
-#: the tags whose text is one paragraph (when they hold no other block)
-BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "blockquote", "pre", "td", "th",
-          "figcaption", "div", "section", "article", "aside", "header", "footer"}
-#: ``epub:type`` values of notes (left out) and of note references (left out)
-NOTE_TYPES = {"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes", "rearnotes"}
-NOTEREF_TYPES = {"noteref"}
 #: the default marker of a plain text chapter: a short line starting with one of these words
 DEFAULT_MARKER = r"(?i)^\s*(chapter|part|book|prologue|epilogue|preface|introduction)\b.{0,70}$"
-
-
-@dataclasses.dataclass(frozen=True)
-class Chapter:
-    title: str
-    paragraphs: tuple[str, ...]
-    source: str = ""        # the file (and anchor) it came from
-
-
-@dataclasses.dataclass(frozen=True)
-class Book:
-    title: str
-    author: Optional[str]
-    language: Optional[str]      # as the book states it ("en-GB"); None when it does not
-    chapters: tuple[Chapter, ...]
-    cover: Optional[bytes] = None
-    cover_type: Optional[str] = None   # "image/jpeg" or "image/png"
-    skipped: tuple[str, ...] = ()      # what was left out, in words ("front matter: cover.xhtml", "3 images")
-    notes: tuple[str, ...] = ()        # how it was read (a chapter read leniently, ...)
-    kind: str = "text"                 # "epub", "markdown" or "text"
-    #: chapters whose text is largely U+FFFD (bytes that were not UTF-8 and named no encoding), in words
-    garbled: tuple[str, ...] = ()
-    # each chapter's number in the whole book (empty: 1, 2, ...) and the whole book's count (0: these): a book
-    # made in parts (``book_of_chapters``) keeps its chapters' numbers, so their files and markers do too
-    numbers: tuple[int, ...] = ()
-    whole_chapters: int = 0
-
-    def numbered(self) -> list[tuple[int, "Chapter"]]:
-        """(the chapter's number in the whole book, the chapter), in book order."""
-        return list(zip(self.numbers or range(1, len(self.chapters) + 1), self.chapters))
-
-    @property
-    def chapter_count(self) -> int:
-        """How many chapters the whole book has (not only those chosen)."""
-        return self.whole_chapters or len(self.chapters)
 
 
 def read_book(path, limits: Optional[BookLimits] = None, encoding: Optional[str] = None,
@@ -168,7 +124,7 @@ def read_plain(text: str, title: str, limits: BookLimits, chapter_marker: Option
         if marker.search(line) and len(line.strip()) <= 120:
             sections.append((line.strip(), []))
             current = sections[-1][1]
-            _check_chapter_count(len(sections), limits)
+            check_chapter_count(len(sections), limits)
             continue
         if not sections:
             sections.append(("", []))
@@ -185,7 +141,7 @@ def read_plain(text: str, title: str, limits: BookLimits, chapter_marker: Option
         # the heading is read out, as an EPUB's chapter heading is (it is part of its text)
         chapters.append(Chapter(title=heading or title, paragraphs=tuple(([heading] if heading else []) + paragraphs),
                                 source=f"section {number}"))
-    return _finished(Book(title=title, author=None, language=None, chapters=tuple(chapters), skipped=tuple(skipped),
+    return finished(Book(title=title, author=None, language=None, chapters=tuple(chapters), skipped=tuple(skipped),
                           kind="text"))
 
 
@@ -195,7 +151,7 @@ def _paragraphs_of_lines(lines: list[str], limits: BookLimits) -> list[str]:
         if line.strip():
             current.append(line.strip())
         elif current:
-            paragraphs.append(_bounded(" ".join(current), limits))
+            paragraphs.append(bounded(" ".join(current), limits))
             current = []
     return paragraphs
 
@@ -218,7 +174,7 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
             words = _inline_text(tokens[index + 1], skipped)
             if int(token.tag[1]) == top:
                 sections.append([words, []])
-                _check_chapter_count(len(sections), limits)
+                check_chapter_count(len(sections), limits)
             else:
                 _section(sections).append(words)
             index += 3
@@ -226,7 +182,7 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
         if token.type == "inline":
             words = _inline_text(token, skipped)
             if words:
-                _section(sections).append(_bounded(words, limits))
+                _section(sections).append(bounded(words, limits))
         elif token.type in ("fence", "code_block"):
             skipped["code blocks"] += 1
         elif token.type == "html_block":
@@ -243,7 +199,7 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
     if levels and sections and sections[0][0] is not None and len(levels) == 1:
         book_title = sections[0][0]
     said = [f"{count} {what}" for what, count in skipped.items() if count] + notes
-    return _finished(Book(title=book_title or title, author=None, language=None, chapters=tuple(chapters),
+    return finished(Book(title=book_title or title, author=None, language=None, chapters=tuple(chapters),
                           skipped=tuple(said), kind="markdown"))
 
 
@@ -263,300 +219,3 @@ def _inline_text(token, skipped: dict) -> str:
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
     return re.sub(r"\s+", " ", "".join(parts)).strip()
-
-
-# --- EPUB -------------------------------------------------------------------------------------------------------
-
-def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = None) -> Book:
-    """``encoding``: how to read a chapter that is not UTF-8 and declares no encoding of its own."""
-    if encoding:
-        known_encoding(encoding)
-    checked = checked_zip(path, limits, encoding)
-    entries = checked.sizes
-    try:
-        import ebooklib
-        from ebooklib import epub
-    except ImportError:
-        raise ModelNotAvailable(f"Reading an EPUB needs ebooklib, which is not installed: {BOOK_INSTALL}.") from None
-
-    class NeededOnly(epub.EpubReader):
-        """ebooklib's reader, given only what the package and the spine need (the rest of the manifest reads as
-        empty: never unpacked), and each XML file as the UTF-8 the safety check parsed."""
-
-        def read_file(self, name):
-            name = posixpath.normpath(name)
-            if name in checked.xml:
-                return checked.xml[name]
-            if name not in checked.needed:
-                if name not in entries:
-                    raise KeyError(name)
-                return b""
-            return super().read_file(name)
-
-    try:
-        reader = NeededOnly(str(path), options={"ignore_ncx": False})
-        document = reader.load()
-        reader.process()
-    except InvalidInput:
-        raise
-    except Exception as exc:  # noqa: BLE001 - ebooklib raises many kinds for a broken package; say which file
-        raise InvalidInput(f"{path.name} is not a readable EPUB ({type(exc).__name__}: {str(exc)[:200]}); "
-                           "check it with epubcheck.", param="input") from None
-    toc = _toc_entries(document.toc)
-    _check_chapter_count(len(toc), limits)
-    titles: dict[str, list[tuple[Optional[str], str]]] = {}
-    for href, title in toc:
-        name, _, fragment = href.partition("#")
-        titles.setdefault(posixpath.normpath(unquote(name)), []).append((fragment or None, title))
-    chapters: list[list] = []
-    skipped: list[str] = []
-    notes: list[str] = []
-    counts = {"footnote references": 0, "footnotes": 0, "images": 0}
-    for idref, linear in document.spine:
-        item = document.get_item_with_id(idref)
-        if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT:
-            continue
-        name = posixpath.normpath(item.get_name())
-        if str(linear).lower() == "no":
-            skipped.append(f"not in the reading order: {name}")
-            continue
-        # the file's own bytes: ebooklib's get_content() of a document rebuilds it with a lenient HTML parser
-        blocks = _xhtml_blocks(checked.xml.get(name, item.content), name, entries.get(name, 0), limits, counts,
-                               notes)
-        starts = titles.get(name, [])
-        anchors = {fragment: title for fragment, title in starts if fragment}
-        whole = next((title for fragment, title in starts if not fragment), None)
-        if whole is not None:
-            chapters.append([whole, [], name])
-        for anchor_ids, text in blocks:
-            hit = next((anchors[a] for a in anchor_ids if a in anchors), None)
-            if hit is not None and not (chapters and chapters[-1][0] == hit and not chapters[-1][1]):
-                chapters.append([hit, [], name])
-            if not chapters:
-                if f"front matter: {name}" not in skipped:
-                    skipped.append(f"front matter: {name}")
-                continue
-            chapters[-1][1].append(text)
-        if not starts and not chapters and not blocks:
-            skipped.append(f"front matter: {name}")
-    said = [f"{count} {what}" for what, count in counts.items() if count]
-    found = []
-    for title, paragraphs, source in chapters:
-        if paragraphs:
-            found.append(Chapter(title=title, paragraphs=tuple(paragraphs), source=source))
-        else:
-            said.append(f"empty chapter: {title}")
-    cover, cover_type = _cover(document, ebooklib, limits)
-    return _finished(Book(title=_metadata(document, "title") or path.stem, author=_metadata(document, "creator"),
-                          language=language_tag(_metadata(document, "language"), notes), chapters=tuple(found),
-                          cover=cover,
-                          cover_type=cover_type, skipped=tuple(skipped + said), notes=tuple(notes + checked.notes),
-                          kind="epub"))
-
-
-def _toc_entries(toc) -> list[tuple[str, str]]:
-    """(href, title) of every entry of ebooklib's table of contents, a section before its children (reading
-    order)."""
-    found = []
-    for entry in toc:
-        if isinstance(entry, (tuple, list)):
-            found += _toc_entries([entry[0]]) + _toc_entries(entry[1])
-        elif getattr(entry, "href", None):
-            found.append((entry.href, (getattr(entry, "title", "") or "").strip() or entry.href))
-    return found
-
-
-def _xhtml_blocks(data: bytes, name: str, size: int, limits: BookLimits, counts: dict,
-                  notes: list[str]) -> list[tuple[tuple[str, ...], str]]:
-    """(ids met since the block before, the block's text) of every paragraph of an XHTML document."""
-    from lxml import etree, html
-
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
-                             recover=False)
-    try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        notes.append(f"{name} is not well-formed XHTML (line {exc.lineno}: {exc.msg}); it was read as HTML")
-        try:
-            # as UTF-8 (an EPUB's own encoding), never as lxml's guess (Latin-1 without a <meta>): a byte that is
-            # not UTF-8 becomes U+FFFD, which ``garbled_chapters`` counts, and ``--encoding`` reads it right
-            text = redeclared(data.decode("utf-8", errors="replace")) if not data.startswith(
-                (b"\xff\xfe", b"\xfe\xff")) else data.decode("utf-16", errors="replace")
-            root = html.fromstring(re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", text),
-                                   parser=html.HTMLParser(no_network=True, huge_tree=False))
-        except (etree.ParserError, ValueError):
-            raise InvalidInput(f"{name} of the book cannot be read, not even as HTML; repair the book "
-                               "(epubcheck names the problem).", param="input") from None
-    blocks: list[tuple[tuple[str, ...], str]] = []
-    pending_ids: list[str] = []
-
-    def local(tag) -> str:
-        return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else ""
-
-    def types(element) -> set[str]:
-        value = next((v for k, v in element.attrib.items() if k.startswith("{") and k.endswith("}type")), "") or ""
-        return set(value.split()) | ({"noteref"} if element.get("role") == "doc-noteref" else set()) | (
-            {"footnote"} if element.get("role") in ("doc-footnote", "doc-endnote") else set())
-
-    def text_of(element) -> str:
-        parts: list[str] = []
-
-        def walk(node):
-            for child in node:
-                tag = local(child.tag)
-                if tag in ("img", "svg", "image"):
-                    counts["images"] += 1
-                elif types(child) & NOTEREF_TYPES or (tag == "sup" and child.find(".//{*}a") is not None
-                                                      or tag == "a" and re.fullmatch(r"\W*\d{1,3}\W*",
-                                                                                    "".join(child.itertext()))):
-                    counts["footnote references"] += 1
-                elif tag in ("script", "style"):
-                    pass
-                else:
-                    if child.get("id"):
-                        pending_ids.append(child.get("id"))
-                    parts.append(child.text or "")
-                    walk(child)
-                parts.append(child.tail or "")
-        parts.append(node_text(element))
-        walk(element)
-        return re.sub(r"\s+", " ", "".join(parts)).strip()
-
-    def node_text(element) -> str:
-        return element.text or ""
-
-    def visit(element):
-        for child in element:
-            tag = local(child.tag)
-            if tag in ("head", "script", "style", "nav"):
-                continue
-            if types(child) & NOTE_TYPES:
-                counts["footnotes"] += 1
-                continue
-            if child.get("id"):
-                pending_ids.append(child.get("id"))
-            if tag in ("img", "svg", "image"):
-                counts["images"] += 1
-                continue
-            if tag in BLOCKS and not any(local(d.tag) in BLOCKS for d in child.iterdescendants()):
-                words = text_of(child)
-                if words:
-                    blocks.append((tuple(pending_ids), _bounded(words, limits)))
-                    pending_ids.clear()
-                continue
-            visit(child)
-
-    visit(root)
-    return blocks
-
-
-def language_tag(value: Optional[str], notes: list[str]) -> Optional[str]:
-    """``value`` as a BCP 47 language tag in its standard form (``langcodes``, the IANA registry: ``en_GB`` ->
-    ``en-GB``), or None, with a note, when it is none (``en" onload="..."``): a book's language lands in every
-    read-along page's ``lang``."""
-    if not value:
-        return None
-    try:
-        import langcodes
-    except ImportError:
-        raise ModelNotAvailable(f"Checking a book's language needs langcodes, which is not installed: "
-                                f"{BOOK_INSTALL}.") from None
-    try:
-        if len(value) <= 64 and langcodes.tag_is_valid(value):
-            return langcodes.standardize_tag(value)
-    except (ValueError, langcodes.LanguageTagError):
-        pass
-    notes.append(f"the book's language {excerpt(value)!r} is not a BCP 47 language tag; it was ignored (give "
-                 "--language to set one)")
-    return None
-
-
-def _metadata(document, field: str) -> Optional[str]:
-    values = document.get_metadata("DC", field)
-    if not values:
-        return None
-    value = values[0][0] if isinstance(values[0], tuple) else values[0]
-    return str(value).strip() or None
-
-
-def _cover(document, ebooklib, limits: BookLimits) -> tuple[Optional[bytes], Optional[str]]:
-    """The cover image's bytes and type, checked by its header (size in pixels) without decoding it."""
-    item = None
-    covers = list(document.get_items_of_type(ebooklib.ITEM_COVER))
-    if covers:
-        item = covers[0]
-    else:
-        for _value, attrs in document.get_metadata("OPF", "cover") or []:
-            item = document.get_item_with_id((attrs or {}).get("content"))
-            if item is not None:
-                break
-    if item is None:
-        return None, None
-    data = item.get_content()
-    if len(data) > limits.max_image_bytes:
-        raise InvalidInput(f"The book's cover is {len(data) / 2**20:.1f} MiB; at most "
-                           f"{limits.max_image_bytes / 2**20:.0f} MiB.", param="input")
-    import warnings
-
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)   # our own bound follows
-            with Image.open(io.BytesIO(data)) as image:   # reads the header only
-                width, height = image.size
-                kind = image.format
-    except Image.DecompressionBombError:
-        raise InvalidInput(f"The book's cover has more than {limits.max_image_pixels:,} pixels (a huge image is "
-                           "refused before it is decoded).", param="input") from None
-    except (UnidentifiedImageError, OSError):
-        return None, None
-    if width * height > limits.max_image_pixels:
-        raise InvalidInput(f"The book's cover is {width}x{height} pixels; at most {limits.max_image_pixels:,} "
-                           "pixels (a huge image is refused before it is decoded).", param="input")
-    if kind not in ("JPEG", "PNG"):
-        return None, None
-    return data, f"image/{kind.lower()}"
-
-
-# --- shared ------------------------------------------------------------------------------------------------------
-
-def _check_chapter_count(count: int, limits: BookLimits) -> None:
-    if count > limits.max_chapters:
-        raise InvalidInput(f"The book has more than {limits.max_chapters} chapters (at least {count}); that many "
-                           "is not a book this tool reads in one go: split it.", param="input")
-
-
-def _bounded(text: str, limits: BookLimits) -> str:
-    if len(text) > limits.max_paragraph_chars:
-        raise InvalidInput(f"A paragraph of the book has {len(text):,} characters; at most "
-                           f"{limits.max_paragraph_chars:,} (a text without paragraph breaks?).", param="input")
-    return text
-
-
-def _finished(book: Book) -> Book:
-    if not book.chapters:
-        raise InvalidInput("The book has no chapter with text to speak"
-                           + (f" (left out: {'; '.join(book.skipped[:5])})" if book.skipped else "") + ".",
-                           param="input")
-    return dataclasses.replace(book, garbled=garbled_chapters(book.chapters))
-
-
-#: a chapter is mis-decoded when at least this share of its characters is U+FFFD (a book written so has none;
-#: one stray from an old conversion stays under it in any chapter of more than a thousand characters)
-GARBLED_SHARE = 0.001
-
-
-def garbled_chapters(chapters) -> tuple[str, ...]:
-    """What to say of each chapter whose text is largely U+FFFD, the character a reader puts where bytes were not
-    UTF-8: a chapter in cp1252 or Shift_JIS that declares no encoding, which would be spoken as noise."""
-    said = []
-    for number, chapter in enumerate(chapters, 1):
-        text = "".join(chapter.paragraphs)
-        # U+FFFD, or C1 controls (U+0080-U+009F: cp1252's quotes and Shift_JIS's lead bytes read as Latin-1)
-        lost = sum(text.count(ch) for ch in set(text) if ch == "\ufffd" or "\x80" <= ch <= "\x9f")
-        if lost and lost / max(len(text), 1) >= GARBLED_SHARE:
-            said.append(f"chapter {number} ({chapter.source or chapter.title}): {lost} of {len(text)} characters "
-                        "could not be read (U+FFFD): it is not UTF-8 and declares no other encoding; give its encoding "
-                        "(--encoding cp1252, shift_jis, gb18030, ...) or it is spoken as noise")
-    return tuple(said)
