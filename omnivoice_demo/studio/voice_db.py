@@ -37,7 +37,6 @@ from ..errors import InvalidInput, ResourceLimitExceeded, StoreUnavailable, exce
 from ..settings.limits import Limits
 from ..storage.voice_file import Voice
 from ..text.voice_names import check_free, clean_name, find_name, look_alike_key
-from .variants import check_variants
 from .voices import MAX_VOICES_PER_OWNER, VoiceStore, data_dir, owner_key
 
 log = logging.getLogger(__name__)
@@ -279,14 +278,7 @@ class PostgresVoiceStore(VoiceStore):
         owner = self.owner(session)
         with self._transaction(owner) as cursor:
             cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
-            names = [row[0] for row in cursor.fetchall()]
-            same = find_name(name, names) if overwrite else None
-            check_free(name, names, itself=same)
-            if same is None and len(names) >= self.max_voices:
-                raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
-                                            "one owner; delete one before saving another.", param="max_voices")
-            check_variants(voice, self.max_variants)
-            voice.name = same or name
+            same = self.admit(voice, name, [row[0] for row in cursor.fetchall()], overwrite)
             data = _bytes_of_voice(voice)
             if same is not None:
                 cursor.execute("UPDATE omnivoice_voices SET data = %s, tags = %s, "

@@ -119,6 +119,19 @@ class VoiceStore:
     def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
         raise NotImplementedError
 
+    def admit(self, voice: Voice, name: str, names: list[str], overwrite: bool) -> Optional[str]:
+        """Check that ``voice`` may be saved as ``name`` beside the owner's ``names`` (taken, the owner's
+        ``max_voices``, its variants) and give it its name.  Returns the saved voice it replaces (``overwrite``
+        of the same name, ``find_name``), else None.  Every store calls it inside its one step of saving."""
+        same = find_name(name, names) if overwrite else None
+        check_free(name, names, itself=same)
+        if same is None and len(names) >= self.max_voices:
+            raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
+                                        "one owner; delete one before saving another.", param="max_voices")
+        check_variants(voice, self.max_variants)
+        voice.name = same or name
+        return same
+
     def export(self, name: str, folder: os.PathLike | str, session: Optional[str] = None) -> list[pathlib.Path]:
         """Copy the voice ``name`` to ``folder`` (created when missing): ``NAME.npz`` (the voice) and ``NAME.json``
         (what it is)."""
@@ -233,14 +246,7 @@ class VoiceLibrary(VoiceStore):
         ``overwrite`` and it is the same name (``name_key``): then that voice is replaced, under its own name."""
         name = clean_name(name)
         with self._writing():
-            names = self.names(session)
-            same = find_name(name, names) if overwrite else None
-            check_free(name, names, itself=same)
-            if same is None and len(names) >= self.max_voices:
-                raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
-                                            "one owner; delete one before saving another.", param="max_voices")
-            check_variants(voice, self.max_variants)
-            voice.name = same or name
+            self.admit(voice, name, self.names(session), overwrite)
             return write_voice(voice, self.folder(session) / f"{voice.name}.npz")
 
     def change(self, name: str, update: Callable[[Voice], Voice], session: Optional[str] = None) -> Voice:
