@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from benchmarks.wyoming_first_audio import wait_serving
 from tests.support.app_server import ROOT, free_port, stop_process
 
 #: three sentences with numbers, each request its own numbers: the normaliser's readings and the language
@@ -52,23 +53,6 @@ async def _first_audio(port: int, text: str) -> float:
                 return first
 
 
-async def _wait_serving(port: int, server: subprocess.Popen, seconds: float = 600) -> None:
-    from wyoming.client import AsyncTcpClient
-    from wyoming.info import Describe
-
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            async with AsyncTcpClient("127.0.0.1", port) as client:
-                await client.write_event(Describe().event())
-                if await client.read_event() is not None:
-                    return
-        except OSError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
-        await asyncio.sleep(0.5)
-
-
 @pytest.mark.slow  # a server process of its own, four requests
 def test_a_fresh_servers_first_request_streams_its_first_audio_about_as_soon_as_a_warm_one(tiny_fp32_folder,
                                                                                             tmp_path):
@@ -80,7 +64,7 @@ def test_a_fresh_servers_first_request_streams_its_first_audio_about_as_soon_as_
         server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                   env=dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_CACHE=str(tmp_path / "cache")))
     try:
-        asyncio.run(_wait_serving(port, server))
+        asyncio.run(wait_serving(port, server, seconds=600))
         firsts = [asyncio.run(_first_audio(port, text)) for text in TEXTS]
     finally:
         stop_process(server)
