@@ -105,6 +105,16 @@ def chunked(pieces):
     yield b"0\r\n\r\n"
 
 
+def framed(pieces: list[bytes], form: str, headers: dict):
+    """``pieces`` as a body sent in ``form`` ("chunked", or "Content-Length" declared up front), its framing header
+    added to ``headers``."""
+    if form == "chunked":
+        headers["Transfer-Encoding"] = "chunked"
+        return chunked(pieces)
+    headers["Content-Length"] = str(sum(len(piece) for piece in pieces))
+    return iter(pieces)
+
+
 def gradio_client(server: Server, session_hash: Optional[str] = None):
     from gradio_client import Client
 

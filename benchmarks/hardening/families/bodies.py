@@ -9,7 +9,7 @@ import httpx
 
 from ..probe import Probe
 from ..server import MB, PeakRSS, Server
-from ..visitor import chunked, raw_post
+from ..visitor import framed, raw_post
 
 FAMILY = 37
 WHAT = "bodies on Gradio's own routes: caps as they arrive, NaN, /call/v2 fields, 422 without the body"
@@ -44,12 +44,7 @@ def run(probe: Probe, server: Server) -> None:
             pieces = [b'{"data": ["'] + [b"a" * MB] * (total // MB) + [b'"], "fn_index": 0, "session_hash": "x"}']
             size = sum(len(p) for p in pieces)
             headers = {"Content-Type": "application/json"}
-            if form == "chunked":
-                headers["Transfer-Encoding"] = "chunked"
-                body = chunked(pieces)
-            else:
-                headers["Content-Length"] = str(size)
-                body = iter(pieces)
+            body = framed(pieces, form, headers)
             with PeakRSS(server) as rss:
                 answer = raw_post(server, path, headers, body)
             held = answer["status"] == 413 and rss.grew_mb < 40 and answer["sent"] < size and \

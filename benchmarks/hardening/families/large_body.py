@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..probe import Probe
 from ..server import KEY, MB, PeakRSS, Server
-from ..visitor import chunked, raw_post
+from ..visitor import framed, raw_post
 
 FAMILY = 5
 WHAT = "a large body to /v1/audio/speech"
@@ -21,12 +21,7 @@ def run(probe: Probe, server: Server) -> None:
     for form in ("Content-Length", "chunked"):
         def check(form=form) -> tuple[str, str]:
             headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
-            if form == "chunked":
-                headers["Transfer-Encoding"] = "chunked"
-                body = chunked(pieces)
-            else:
-                headers["Content-Length"] = str(size)
-                body = iter(pieces)
+            body = framed(pieces, form, headers)
             with PeakRSS(server) as rss:
                 answer = raw_post(server, "v1/audio/speech", headers, body)
             held = answer["status"] == 413 and rss.grew_mb < 40 and answer["sent"] < size
