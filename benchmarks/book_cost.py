@@ -61,7 +61,7 @@ def main() -> int:
         plan = plan_book(book, settings)
         planned, planned_cpu = time.perf_counter() - tick, time.process_time() - cpu
         done = run_book(plan, settings, scratch / "out",
-                        lambda: InlineBackend(spec, args.threads), progress=False)
+                        backend=lambda: InlineBackend(spec, args.threads), progress=False)
         audio = sum(c["samples"] / c["sample_rate"]
                     for c in json.loads((scratch / "out/report.json").read_text())["chapters"])
     wall = {"read": read, "plan": planned, **{k: v for k, v in done.timings.items() if not k.endswith("_cpu")}}

@@ -243,6 +243,7 @@ def test_subtitles_follow_the_chunks_in_the_final_audio(tiny_fp32_folder, tmp_pa
     """Chunks are joined with 0.1 s of silence: those silences, found in the written audio, are where the
     chunk times in the sidecar and the cues in the SRT/VTT must be (within one frame, 40 ms)."""
     from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.plan import BatchPlan
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.worker import Job, ModelSpec
 
@@ -254,8 +255,8 @@ def test_subtitles_follow_the_chunks_in_the_final_audio(tiny_fp32_folder, tmp_pa
                               for i, text in enumerate(texts)))
     items = read_items(source, base=GenerationConfig(num_step=4, chunk_threshold=1.0, chunk_duration=1.5))
     job = Job(output=str(tmp_path / "out"), subtitles=("srt", "vtt"))
-    summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), book=True,
-                        progress=False)
+    summary = run_batch(BatchPlan(items=tuple(items), job=job, book=True),
+                        backend=lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False).summary
     assert summary.done == 3 and summary.book == "book.wav"
 
     out = tmp_path / "out"

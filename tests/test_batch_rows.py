@@ -12,13 +12,13 @@ from omnivoice_demo.settings.limits import Limits
 
 def test_batch_honours_the_limit_flags():
     from omnivoice_demo.cli.main import build_parser
-    from omnivoice_demo.batch.cli import limits_from_arguments
+    from omnivoice_demo.batch.worker import ModelSpec
 
     parse = build_parser().parse_args
-    plain = limits_from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out"]))
+    plain = ModelSpec.from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out"])).limits
     assert plain == Limits.local()      # a batch's default: one's own machines
-    flagged = limits_from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out",
-                                           "--max-text-chars", "300"]))
+    flagged = ModelSpec.from_arguments(parse(["batch", "--input", "x.jsonl", "--output", "out",
+                                              "--max-text-chars", "300"])).limits
     assert flagged.max_text_chars == 300
 
 

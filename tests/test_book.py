@@ -250,7 +250,7 @@ def test_the_report_lists_the_sentences_that_failed_every_take(tiny_fp32_folder,
                             readalong=False, audio_format="flac")
     plan = plan_book(book, settings)
     done = run_book(plan, settings, tmp_path / "out",
-                    lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
+                    backend=lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
     report = json.loads((tmp_path / "out/report.json").read_text())
     assert done.summary.unpassed_chunks == 1 and done.summary.checked_chunks == 3
     [failed] = report["failed_checks"]

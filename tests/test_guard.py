@@ -216,6 +216,7 @@ def test_the_batch_records_each_items_checks_and_counts_retries(tiny_fp32_folder
 
     from omnivoice_demo.batch.items import read_items
     from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.plan import BatchPlan
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.worker import Job, ModelSpec
 
@@ -229,8 +230,8 @@ def test_the_batch_records_each_items_checks_and_counts_retries(tiny_fp32_folder
     source.write_text("".join(json.dumps({"id": f"item{i}", "text": t, "seed": i}) + "\n" for i, t in enumerate(texts)))
     items = read_items(source, base=GenerationConfig(num_step=2, guard=True, guard_tries=2))
     planted.script = ["a hot mist", texts[0], "nothing", "at all"]
-    summary = run_batch(items, Job(output=str(tmp_path / "out")),
-                        lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False)
+    summary = run_batch(BatchPlan(items=tuple(items), job=Job(output=str(tmp_path / "out"))),
+                        backend=lambda: InlineBackend(PlantedSpec(folder=str(tiny_fp32_folder))), progress=False).summary
     assert summary.done == 2 and planted.script == []
     assert (summary.checked_chunks, summary.retried_chunks, summary.unpassed_chunks) == (2, 2, 1)
     assert any("2 retried, 1 never passed" in line for line in summary.lines())

@@ -168,6 +168,7 @@ def test_openai_route_english_on_mixed_off(api):
 def test_batch_sidecar_says_what_was_done(tiny_fp32_folder, tmp_path):
     from omnivoice_demo.batch.items import read_items
     from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.plan import BatchPlan
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.worker import Job, ModelSpec
 
@@ -177,8 +178,8 @@ def test_batch_sidecar_says_what_was_done(tiny_fp32_folder, tmp_path):
             {"id": "en", "text": ENGLISH, "normalize_text": "auto"}]
     source.write_text("".join(json.dumps(dict(row, seed=1)) + "\n" for row in rows))
     items = read_items(source, base=GenerationConfig(num_step=2))
-    summary = run_batch(items, Job(output=str(tmp_path / "out")),
-                        lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
+    summary = run_batch(BatchPlan(items=tuple(items), job=Job(output=str(tmp_path / "out"))),
+                        backend=lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False).summary
     assert summary.done == 3
     sidecars = {row["id"]: json.loads((tmp_path / "out" / f"{row['id']}.json").read_text()) for row in rows}
     assert [sidecars[i]["settings"]["normalized"] for i in ("de", "mixed", "en")] == ["de", "off", "en"]

@@ -348,6 +348,7 @@ def test_bad_ssml_is_a_4xx_with_a_clear_message(api, markup, status, words):
 def test_an_ssml_batch_row_has_subtitles_on_its_segments(tiny_fp32_folder, tmp_path):
     from omnivoice_demo.batch.items import read_batch
     from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.plan import BatchPlan
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.subtitles import parse_timestamps
     from omnivoice_demo.batch.worker import Job, ModelSpec
@@ -364,7 +365,8 @@ def test_an_ssml_batch_row_has_subtitles_on_its_segments(tiny_fp32_folder, tmp_p
     assert [line for line, _ in problems] == [2, 3]
     assert "called 'Nobody'" in problems[0][1] and "line 2, column" in problems[1][1]
     job = Job(output=str(tmp_path / "out"), subtitles=("srt",))
-    summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
+    summary = run_batch(BatchPlan(items=tuple(items), job=job),
+                        backend=lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False).summary
     assert summary.done == 1
     sidecar = json.loads((tmp_path / "out" / "show.json").read_text())
     audio, _ = sf.read(tmp_path / "out" / sidecar["audio"], dtype="int16")

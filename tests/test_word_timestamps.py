@@ -539,6 +539,7 @@ def test_batch_item_with_word_timestamps_writes_word_subtitles(tiny_fp32_folder,
                                                                 monkeypatch):
     from omnivoice_demo.batch.items import read_items
     from omnivoice_demo.batch.local import InlineBackend
+    from omnivoice_demo.batch.plan import BatchPlan
     from omnivoice_demo.batch.runner import run_batch
     from omnivoice_demo.batch.subtitles import parse_timestamps
     from omnivoice_demo.batch.worker import Job, ModelSpec
@@ -550,7 +551,8 @@ def test_batch_item_with_word_timestamps_writes_word_subtitles(tiny_fp32_folder,
                       + "\n" + json.dumps({"id": "b", "text": "No words here.", "seed": 2}) + "\n")
     items = read_items(source, base=GenerationConfig(num_step=2))
     job = Job(output=str(tmp_path / "out"), subtitles=("srt", "vtt"))
-    summary = run_batch(items, job, lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False)
+    summary = run_batch(BatchPlan(items=tuple(items), job=job),
+                        backend=lambda: InlineBackend(ModelSpec(model=str(tiny_fp32_folder))), progress=False).summary
     assert summary.done == 2
     out = tmp_path / "out"
     sidecar = json.loads((out / "a.json").read_text())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from ..settings.generation import add_config_arguments, config_from_arguments
-from ..settings.limits import limits_from_arguments
 from ..text.lexicon import lexicon_argument
 from ..errors import InvalidInput
 
@@ -42,7 +41,7 @@ def add_batch_command(commands, add_model_arguments) -> None:
 
 
 def add_backend_arguments(parser) -> None:
-    """Where the items run (``open_backend``): --workers, --ray, --actor-cpus, --actor-gpus (batch and book)."""
+    """Where the items run (``plan.Workers``): --workers, --ray, --actor-cpus, --actor-gpus (batch and book)."""
     parser.add_argument("--workers", type=int, default=1,
                         help="local worker processes, each with its own engine and its share of the cores")
     parser.add_argument("--ray", nargs="?", const="auto", default=None, metavar="auto|local|ADDRESS",
@@ -64,38 +63,18 @@ def parse_subtitles(text: str) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from .items import read_batch
+    from .plan import BatchPlan, Workers
     from .runner import run_batch
     from .worker import Job, ModelSpec
-    from ..backbones.choice import backbone_settings
 
-    if args.workers < 1:
-        raise InvalidInput("--workers must be at least 1.", param="workers")
-    spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
-                     provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
+    workers = Workers.from_arguments(args)
     job = Job(output=str(args.output), audio_format=args.audio_format, subtitles=parse_subtitles(args.subtitles))
     # a bad row fails alone: listed as failed (exit status 3), the others run
     items, rejected = read_batch(args.input, base=config_from_arguments(args), voices_dir=args.voices,
                                  lexicon=args.lexicon)
-    summary = run_batch(items, job, lambda: open_backend(args, spec), retry_failed=args.retry_failed,
-                        book=args.book, progress=not args.no_progress, rejected=rejected)
+    plan = BatchPlan(items=tuple(items), job=job, model=ModelSpec.from_arguments(args), workers=workers,
+                     retry_failed=args.retry_failed, book=args.book, rejected=tuple(rejected))
+    summary = run_batch(plan, progress=not args.no_progress).summary
     for line in summary.lines():
         print(line)
     return 0 if summary.failed == 0 else 3
-
-
-def open_backend(args, spec):
-    if args.ray:
-        from .ray_backend import RayBackend
-
-        return RayBackend(spec, address=args.ray, cpus_per_actor=args.actor_cpus, gpus_per_actor=args.actor_gpus)
-    from ..hub import console_progress
-
-    spec = spec.resolved(progress=console_progress())  # once here; the workers open the same folder
-    if args.workers == 1:
-        from .local import InlineBackend
-
-        return InlineBackend(spec, args.threads)
-    from .local import ProcessBackend
-
-    return ProcessBackend(spec, args.workers, args.threads)
-

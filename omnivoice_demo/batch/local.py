@@ -1,8 +1,10 @@
-"""Running the item function on this machine: in this process, or in N worker processes.
+"""Running the item function on this machine: in this process, in N worker processes, or on an engine already open.
 
 Each worker process opens its own engine with its share of the cores
 (``threads``); items go to whichever worker is free.  A worker process exits
 when the batch process dies (even by SIGKILL), so no orphan keeps writing.
+``SharedEngineBackend`` runs on an engine others use too (the app's, for its
+book jobs): one item at a time under the engine's lock, stopping between items.
 """
 
 from __future__ import annotations
@@ -38,6 +40,32 @@ class InlineBackend:
     def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
         for item in items:
             yield self.worker.run(item, job)
+
+    def close(self) -> None:
+        pass
+
+
+class SharedEngineBackend:
+    """One item at a time on ``engine``, each holding ``lock`` (other requests take turns with the run); stops
+    between items once ``stop`` is set (the items not reached are not run)."""
+
+    workers = 1
+
+    def __init__(self, engine, lock, stop: threading.Event):
+        self.lock, self.stop = lock, stop
+        self.worker = ItemWorker.on_engine(engine)
+
+    def check(self, items: list[BatchItem], audio_format: str):
+        with self.lock:
+            return self.worker.check(items, audio_format)
+
+    def run(self, items: list[BatchItem], job: Job) -> Iterator[dict]:
+        for item in items:
+            if self.stop.is_set():
+                return
+            with self.lock:
+                record = self.worker.run(item, job)
+            yield record
 
     def close(self) -> None:
         pass

@@ -1,7 +1,8 @@
 """A batch run: decide what is left to do, hand it to a backend, follow progress, sum up.
 
-``run_batch`` works the same with every backend (this process, worker
-processes, Ray actors).  The backend's engine first checks and plans every item
+``run_batch`` takes a ``plan.BatchPlan`` (everything the run needs, built once
+by its caller) and works the same with every backend (this process, worker
+processes, Ray actors, an engine already open).  The backend's engine first checks and plans every item
 (no compute) and gives its render key (``engine.render_key``: the text as the
 model reads it, the voice's content, the settings and seed, the model's content,
 the backbone compute that runs, the normaliser, the engine's output version and
@@ -10,7 +11,8 @@ reused, and nothing else decides it.  An item made before with another key is
 made again, and the summary says which part changed (or that it was made before
 render keys).  Items that failed before under the same key are left alone unless
 ``retry_failed``; the records the backend returns drive two progress bars
-(items, and seconds of audio) and the closing ``Summary``.  A bad row fails
+(items, and seconds of audio), the closing ``Summary`` and each item's
+``ItemResult`` (``results.BatchResult``).  A bad row fails
 alone: one the reader refused (``rejected``) or the engine's checks refuse is
 counted and listed as failed (the latter in its sidecar too) and the others
 run.
@@ -18,19 +20,21 @@ run.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
-from typing import Callable, Iterator, Optional, Protocol, Sequence
+from typing import Callable, Iterator, Optional, Protocol
 
 from ..engine.render_key import changed_parts, key_of as render_key_of
 from .items import BatchItem
+from .plan import BatchPlan
+from .results import FAILED, MADE, NOT_RUN, REUSED, BatchResult, ItemResult, Summary
 from .store import OutputFolder
 from .worker import Job, write_subtitles
 
 
 class Backend(Protocol):
-    """What ``run_batch`` hands the items to: ``local.InlineBackend`` and ``ProcessBackend``, ``ray_backend.RayBackend``."""
+    """What ``run_batch`` hands the items to: ``local.InlineBackend``, ``ProcessBackend`` and ``SharedEngineBackend``,
+    ``ray_backend.RayBackend``."""
 
     workers: int
 
@@ -46,84 +50,43 @@ class Backend(Protocol):
         """Stop the workers."""
 
 
-@dataclasses.dataclass
-class Summary:
-    total: int = 0
-    done: int = 0                 # synthesised in this run
-    skipped: int = 0              # done before, reused
-    #: made again although made before, by why (the parts of the render key that changed): count
-    failed: int = 0               # failed in this run, or before and not retried
-    audio_seconds: float = 0.0    # made in this run
-    startup_seconds: float = 0.0  # starting the workers and loading their engines
-    wall_seconds: float = 0.0     # synthesis, after the start-up
-    workers: int = 0
-    errors: dict[str, str] = dataclasses.field(default_factory=dict)
-    remade: dict[str, int] = dataclasses.field(default_factory=dict)
-    book: Optional[str] = None
-    checked_chunks: int = 0       # the sentence check (--guard): chunks checked in this run,
-    retried_chunks: int = 0       # those generated more than once,
-    unpassed_chunks: int = 0      # and those whose best take still failed the threshold
-
-    @property
-    def items_per_hour(self) -> float:
-        return self.done * 3600 / self.wall_seconds if self.wall_seconds else 0.0
-
-    @property
-    def audio_hours_per_hour(self) -> float:
-        return self.audio_seconds / self.wall_seconds if self.wall_seconds else 0.0
-
-    def lines(self) -> list[str]:
-        lines = [f"{self.total} items: {self.done} done, {self.skipped} skipped (done before), {self.failed} failed"]
-        if self.workers:
-            lines.append(f"{self.audio_seconds / 3600:.4f} h of audio in {self.wall_seconds:.1f} s "
-                         f"(+{self.startup_seconds:.1f} s start-up) with {self.workers} worker(s): "
-                         f"{self.items_per_hour:.0f} items/h, {self.audio_hours_per_hour:.3f} h of audio per hour")
-        else:
-            lines.append("nothing to synthesise (--retry-failed runs the failed items again)"
-                         if self.failed else "nothing to synthesise: every item was made before with the same "
-                                             "render key")
-        lines += [f"made again: {count} item(s) made before, changed: {why}" for why, count in self.remade.items()]
-        if self.checked_chunks:
-            lines.append(f"sentence check: {self.checked_chunks} chunks checked, {self.retried_chunks} retried, "
-                         f"{self.unpassed_chunks} never passed (their best take was kept)")
-        lines += [f"failed {item_id}: {error}" for item_id, error in list(self.errors.items())[:20]]
-        if self.book:
-            lines.append(f"book: {self.book}")
-        return lines
-
-
-def run_batch(items: list[BatchItem], job: Job, open_backend: Callable[[], Backend], *, retry_failed: bool = False,
-              book: bool = False, progress: bool = True, rejected: Sequence[tuple[int, str]] = ()) -> Summary:
-    """Run ``items``; ``rejected``: ``(line, message)`` of the input's rows that could not be read (failed)."""
+def run_batch(plan: BatchPlan, *, backend: Optional[Callable[[], Backend]] = None,
+              progress: bool = True) -> BatchResult:
+    """Run ``plan`` on the backend its model and workers name, or on ``backend`` (one on an engine already open:
+    the app's book jobs); what came of each item comes back with the summary."""
+    job, items = plan.job, list(plan.items)
     folder = OutputFolder(job.output).create()
-    summary = Summary(total=len(items) + len(rejected), failed=len(rejected),
-                      errors={f"line {line}": message for line, message in rejected})
+    summary = Summary(total=len(items) + len(plan.rejected), failed=len(plan.rejected),
+                      errors={f"line {line}": message for line, message in plan.rejected})
+    outcomes: dict[str, ItemResult] = {}
     with folder.lock():
         folder.remove_stale_parts()
-        backend = open_backend() if items else None
+        running = (backend or plan.open_backend)() if items else None
         try:
             started = time.perf_counter()
-            problems, planned, parts = backend.check(items, job.audio_format) if backend else ([], {}, {})
-            pending = _without_refused(items, dict(problems), folder, summary)
-            pending = _not_done(pending, parts, folder, job, summary, retry_failed)
+            problems, planned, parts = running.check(items, job.audio_format) if running else ([], {}, {})
+            pending = _without_refused(items, dict(problems), folder, summary, outcomes)
+            pending = _not_done(pending, parts, folder, job, summary, plan.retry_failed, outcomes)
             if pending:
-                summary.workers = backend.workers
+                assert running is not None
+                summary.workers = running.workers
                 ready = time.perf_counter()
                 summary.startup_seconds = ready - started
-                _follow(backend.run(pending, job), summary, planned, len(pending), progress)
+                _follow(running.run(pending, job), summary, planned, len(pending), progress, folder, job, outcomes)
                 summary.wall_seconds = time.perf_counter() - ready
         finally:
-            if backend is not None:
-                backend.close()
-        if book and summary.done + summary.skipped == summary.total:
+            if running is not None:
+                running.close()
+        if plan.book and summary.complete:
             from .book import write_book
 
             summary.book = write_book(folder, items, job)
-    return summary
+    return BatchResult(summary=summary, folder=folder,
+                       items={item.id: outcomes.get(item.id, ItemResult(item.id, NOT_RUN)) for item in items})
 
 
 def _not_done(items: list[BatchItem], parts: dict[str, dict], folder: OutputFolder, job: Job, summary: Summary,
-              retry_failed: bool) -> list[BatchItem]:
+              retry_failed: bool, outcomes: dict[str, ItemResult]) -> list[BatchItem]:
     """``items`` less those made before under their render key now (their audio checked; reused, subtitles
     asked for now written from the sidecar) and those that failed under it (unless ``retry_failed``).  Those
     made before under another key are counted in ``summary.remade`` by what changed."""
@@ -134,12 +97,14 @@ def _not_done(items: list[BatchItem], parts: dict[str, dict], folder: OutputFold
         sidecar = folder.finished(item.id, key, job.audio_format)
         if sidecar is not None:
             summary.skipped += 1
+            outcomes[item.id] = ItemResult(item.id, REUSED, folder.audio_path(item.id, job.audio_format), key)
             _restore_subtitles(folder, sidecar, job, item.language)
             continue
         failed = folder.failed(item.id, key)
         if failed is not None and not retry_failed:
             summary.failed += 1
             summary.errors[item.id] = failed.get("error", "")
+            outcomes[item.id] = ItemResult(item.id, FAILED, key=key, error=summary.errors[item.id])
             continue
         before = folder.read_sidecar(item.id)
         if before is not None and before.get("status") == "done" and before.get("key") != key:
@@ -150,7 +115,7 @@ def _not_done(items: list[BatchItem], parts: dict[str, dict], folder: OutputFold
 
 
 def _without_refused(pending: list[BatchItem], refused: dict[int, str], folder: OutputFolder,
-                     summary: Summary) -> list[BatchItem]:
+                     summary: Summary, outcomes: dict[str, ItemResult]) -> list[BatchItem]:
     """``pending`` less the items the engine's checks refused (by line), each recorded as failed in its sidecar
     (so a rerun leaves it alone unless failures are retried) and in ``summary``."""
     for item in pending:
@@ -161,10 +126,12 @@ def _without_refused(pending: list[BatchItem], refused: dict[int, str], folder: 
                 "text": item.text, "status": "failed", "error": error})
             summary.failed += 1
             summary.errors[item.id] = error
+            outcomes[item.id] = ItemResult(item.id, FAILED, error=error)
     return [item for item in pending if item.line not in refused]
 
 
-def _follow(records, summary: Summary, planned: dict[str, float], count: int, progress: bool) -> None:
+def _follow(records, summary: Summary, planned: dict[str, float], count: int, progress: bool, folder: OutputFolder,
+            job: Job, outcomes: dict[str, ItemResult]) -> None:
     from tqdm import tqdm
 
     bars = dict(disable=not progress, file=sys.stderr, dynamic_ncols=True)
@@ -181,9 +148,13 @@ def _follow(records, summary: Summary, planned: dict[str, float], count: int, pr
                 summary.checked_chunks += len(checks)
                 summary.retried_chunks += sum(len(c["takes"]) > 1 for c in checks)
                 summary.unpassed_chunks += sum(not c["passed"] for c in checks)
+                outcomes[record["id"]] = ItemResult(record["id"], MADE, folder.audio_path(record["id"], job.audio_format),
+                                                    record.get("key"))
             else:
                 summary.failed += 1
                 summary.errors[record["id"]] = record.get("error", "")
+                outcomes[record["id"]] = ItemResult(record["id"], FAILED, key=record.get("key"),
+                                                    error=summary.errors[record["id"]])
             items_bar.set_postfix(done=summary.done, failed=summary.failed,
                                   audio=f"{summary.audio_seconds:.0f}s")
 

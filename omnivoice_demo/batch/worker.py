@@ -54,6 +54,16 @@ class ModelSpec:
     backbone_weights: Optional[str] = None                             # --backbone-weights
     weights_file: Optional[str] = None  # the original weights the resolver brought (--precision int8)
 
+    @classmethod
+    def from_arguments(cls, args) -> "ModelSpec":
+        """From the model's flags (``--model``, ``--precision``, ``--model-cache``, ``--offline``, ``--provider``,
+        ``--limits``/``--max-...``, ``--backbone``, ``--backbone-weights``)."""
+        from ..backbones.choice import backbone_settings
+        from ..settings.limits import limits_from_arguments
+
+        return cls(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
+                   provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
+
     def resolved(self, progress=None) -> "ModelSpec":
         """This spec with ``folder`` set: the model resolved (fetched, checked) on this machine."""
         from ..hub import resolve_model

@@ -7,7 +7,6 @@ import sys
 
 from ..batch.cli import add_backend_arguments
 from ..settings.generation import add_config_arguments, config_from_arguments
-from ..settings.limits import limits_from_arguments
 from ..text.lexicon import Lexicon, lexicon_argument
 from ..errors import InvalidInput
 from .project import OUTPUT_FORMATS
@@ -64,6 +63,9 @@ def settings_from_arguments(args, book):
     from .project import BookSettings, Loudness
     from .voices import Voicing, chapter_voices, read_cast, resolve_voicing
 
+    from ..batch.plan import Workers
+    from ..batch.worker import ModelSpec
+
     voices = open_voice_store(args.voices)
     config = config_from_arguments(args)
     if args.preset and "guard" not in getattr(args, "_config_flags_given", set()):
@@ -81,25 +83,27 @@ def settings_from_arguments(args, book):
                         cast=cast, chapter_voices=numbered, language=args.language, lexicon=args.lexicon or Lexicon(),
                         paragraph_pause=args.paragraph_pause, chapter_pause=args.chapter_pause,
                         loudness=None if args.no_leveling else Loudness(rms_db=args.rms),
-                        audio_format=args.audio_format, readalong=not args.no_readalong)
+                        audio_format=args.audio_format, readalong=not args.no_readalong,
+                        model=ModelSpec.from_arguments(args), workers=Workers.from_arguments(args))
 
 
-def check_recognizer(config, args: argparse.Namespace) -> None:
+def check_recognizer(settings) -> None:
     """The speech recogniser the run's checks need (the sentence check, on for books; word timings), looked for
     before any work, so a book without one is told once, with the flags ``book`` has, instead of every sentence
     failing with the same line.  A Ray run is left to its actors (the cluster may have what this machine has not)."""
     from ..asr.source import DEFAULT_RECOGNIZER_REPO, RECOGNIZER_ENV, resolve_recognizer
     from ..errors import ModelNotAvailable, one_line
 
+    config, model = settings.config, settings.model
     needs = [(what, off) for what, off, on in (
         ("The sentence check (on for books)", "with --no-guard", config.guard),
         ("Word timings (--word-timestamps)", "without --word-timestamps", config.word_timestamps)) if on]
-    if not needs or args.ray:
+    if not needs or settings.workers.ray:
         return
     how_to = (f"give a recogniser folder (built with 'python -m convert.whisper') as {RECOGNIZER_ENV}=DIR, or run "
               f"once online to download {DEFAULT_RECOGNIZER_REPO} into the cache")
     try:
-        resolve_recognizer(offline=True if args.offline else None, how_to=how_to)
+        resolve_recognizer(offline=True if model is not None and model.offline else None, how_to=how_to)
     except ModelNotAvailable as exc:
         raise ModelNotAvailable(f"{' and '.join(what for what, _ in needs)} need{'s' if len(needs) == 1 else ''} a "
                                 f"speech recogniser. {one_line(exc).rstrip('.')}. Or run "
@@ -107,19 +111,12 @@ def check_recognizer(config, args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..batch.cli import open_backend
-    from ..batch.worker import ModelSpec
-    from ..backbones.choice import backbone_settings
     from .project import chapter_summary, estimated_seconds, plan_book, run_book
     from .reading import book_of_chapters, read_book
 
-    if args.workers < 1:
-        raise InvalidInput("--workers must be at least 1.", param="workers")
     book = book_of_chapters(read_book(args.input, encoding=args.encoding, chapter_marker=args.chapter_marker),
                             args.chapters)
-    settings = settings_from_arguments(args, book)   # every voice and the cast looked up before any work
-    spec = ModelSpec(model=args.model, precision=args.precision, cache_dir=args.model_cache, offline=args.offline,
-                     provider=args.provider, limits=limits_from_arguments(args), **backbone_settings(args))
+    settings = settings_from_arguments(args, book)   # every voice, the cast, the model and the workers, before any work
     plan = plan_book(book, settings)
     if args.list:
         for row in chapter_summary(plan):
@@ -133,9 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for line in book.garbled:   # said before any work, and again in report.json's notes
         print(f"warning: {line}", file=sys.stderr)
-    check_recognizer(settings.config, args)
-    done = run_book(plan, settings, args.output, lambda: open_backend(args, spec),
-                    progress=not args.no_progress)
+    check_recognizer(settings)
+    done = run_book(plan, settings, args.output, progress=not args.no_progress)
     failures: dict[str, list[str]] = {}   # the same reason for many sentences is said once
     for item_id, message in done.summary.errors.items():
         failures.setdefault(message, []).append(item_id)

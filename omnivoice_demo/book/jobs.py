@@ -19,43 +19,17 @@ import threading
 import time
 from typing import Optional
 
+from ..batch.local import SharedEngineBackend
 from ..errors import InvalidInput, ResourceLimitExceeded
 from .limits import BookLimits
-from .project import BookPlan, BookRun, BookSettings, chapter_summary, estimated_seconds, plan_book, run_book
+from .project import (BookPlan, BookRun, BookSettings, chapter_summary, estimated_seconds, plan_book, run_book,
+                      sentence_batch)
 from .reading import book_of_chapters, read_book
 from .voices import check_chapter_voices
 
 MAX_SHARED_SENTENCES = 3000
 MAX_SHARED_HOURS = 2.0
 MAX_SHARED_JOBS = 2
-
-
-class EngineBackend:
-    """The batch backend of a book job: the studio's engine, one sentence at a time under its lock, stopping
-    between sentences when ``stop`` is set."""
-
-    workers = 1
-
-    def __init__(self, loaded, stop: threading.Event):
-        from ..batch.worker import ItemWorker
-
-        self.loaded, self.stop = loaded, stop
-        self.worker = ItemWorker.on_engine(loaded.engine)
-
-    def check(self, items, audio_format):
-        with self.loaded.lock:
-            return self.worker.check(items, audio_format)
-
-    def run(self, items, job):
-        for item in items:
-            if self.stop.is_set():
-                return
-            with self.loaded.lock:
-                record = self.worker.run(item, job)
-            yield record
-
-    def close(self) -> None:
-        pass
 
 
 @dataclasses.dataclass
@@ -73,9 +47,7 @@ class BookJob:
 
     def chapters(self) -> list[dict]:
         """Each chapter: number, title, sentences, sentences made so far, estimated minutes."""
-        sentences = self.folder / "sentences"
-        made = {item.id for item in self.plan.items if (sentences / f"{item.id}.json").is_file()
-                and (sentences / f"{item.id}.flac").is_file()}
+        made = sentence_batch(self.plan, self.settings, self.folder).written()
         rows = chapter_summary(self.plan)
         for row in rows:
             mine = [s for s in self.plan.sentences if s.chapter == row["number"]]
@@ -144,8 +116,8 @@ class BookJobs:
 
         def work():
             try:
-                job.result = run_book(job.plan, job.settings, job.folder,
-                                      lambda: EngineBackend(loaded, job.stop), progress=False)
+                job.result = run_book(job.plan, job.settings, job.folder, progress=False,
+                                      backend=lambda: SharedEngineBackend(loaded.engine, loaded.lock, job.stop))
                 if job.result.failed:
                     job.state = "failed"
                     job.message = "; ".join(f"{k}: {v}" for k, v in list(job.result.summary.errors.items())[:3])

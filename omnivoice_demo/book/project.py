@@ -17,10 +17,12 @@ made once.  Whether a sentence made before is reused is decided by its render ke
 model's content, the backbone compute that runs, the normaliser, the engine's output version), so a lexicon
 entry changes exactly the sentences that hold its word, a new voice for one character exactly that
 character's sentences, and other weights or another compute every sentence, while the same compute under
-another name (``auto`` resolving to it) or a copy of the model folder elsewhere remakes none.  The batch
-machinery (``batch.runner.run_batch``) does the rest: what is done is reused (its audio's sha256 checked),
-every file is written atomically, sidecar last, so ``kill -9`` loses at most the sentences in flight; the same
-items run in this process, in worker processes or on Ray actors.
+another name (``auto`` resolving to it) or a copy of the model folder elsewhere remakes none.  The book hands
+the batch machinery one plan (``sentence_batch``: the distinct sentences, their folder and format, the model and
+the workers of the settings) in one call (``batch.runner.run_batch``), which does the rest: what is done is
+reused (its audio's sha256 checked), every file is written atomically, sidecar last, so ``kill -9`` loses at most
+the sentences in flight; the same items run in this process, in worker processes or on Ray actors.  The chapters
+are joined from what it hands back (``batch.results.BatchResult``: each sentence's audio and record).
 
 A book made in parts (``--chapters 1-3`` one evening, ``--chapters 5-6`` the next) is one book that grows: each
 chapter keeps its number in the book (its files ``chapters/NN.*``), each joined chapter leaves a record
@@ -42,11 +44,13 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 
 from ..batch.items import BatchItem, default_seed
-from ..batch.runner import Summary, run_batch
+from ..batch.plan import BatchPlan, Workers
+from ..batch.results import BatchResult, Summary
+from ..batch.runner import Backend, run_batch
 from ..batch.store import OutputFolder
 from ..asr.alignment import WordTiming
 from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, word_subtitles
-from ..batch.worker import Job
+from ..batch.worker import NO_AUDIO_TAKES, Job, ModelSpec
 from ..settings.generation import GenerationConfig
 from ..text.lexicon import Lexicon
 from ..text.sentences import sentence_texts
@@ -88,6 +92,9 @@ class BookSettings:
     audio_format: str = "m4b"
     subtitles: tuple[str, ...] = SUBTITLE_FORMATS
     readalong: bool = True
+    #: how the workers find the model (None: the caller runs the book on an engine already open, the app's)
+    model: Optional[ModelSpec] = None
+    workers: Workers = Workers()           # where the sentences run: this process, N processes, Ray actors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,30 +180,41 @@ class BookRun:
                            "reused": self.reused, "output": self.output}, ensure_ascii=False)
 
 
-def run_book(plan: BookPlan, settings: BookSettings, output,
-             open_backend: Callable[[], object], progress: bool = True,
-             on_chapter: Optional[Callable[[int, str], None]] = None) -> BookRun:
-    """Make what is missing, then join the chapters and write the outputs (only when every sentence is made)."""
+def sentence_batch(plan: BookPlan, settings: BookSettings, output) -> BatchPlan:
+    """What the batch runner is handed: the book's distinct sentences, kept lossless in ``<output>/sentences``,
+    those that failed before tried again, one whose every take had no audio kept as ``SILENT_SENTENCE`` of
+    silence, made by the model and on the workers ``settings`` name."""
+    job = Job(output=str(pathlib.Path(output) / "sentences"), audio_format=SENTENCE_FORMAT,
+              silence_for_no_audio=SILENT_SENTENCE)
+    return BatchPlan(items=tuple(plan.items), job=job, model=settings.model, workers=settings.workers,
+                     retry_failed=True)
+
+
+def run_book(plan: BookPlan, settings: BookSettings, output, progress: bool = True,
+             on_chapter: Optional[Callable[[int, str], None]] = None,
+             backend: Optional[Callable[[], Backend]] = None) -> BookRun:
+    """Make what is missing, then join the chapters and write the outputs (only when every sentence is made).
+    ``backend``: run the sentences on it (an engine already open: the app's) rather than on ``settings.model``."""
     folder = OutputFolder(output).create()
-    job = Job(output=str(folder.path / "sentences"), audio_format=SENTENCE_FORMAT, silence_for_no_audio=SILENT_SENTENCE)
     tick, cpu = time.perf_counter(), time.process_time()
-    summary = run_batch(plan.items, job, open_backend, progress=progress, retry_failed=True)
+    done = run_batch(sentence_batch(plan, settings, folder.path), backend=backend, progress=progress)
+    summary = done.summary
     timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
     report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
                     "remade": [{"sentences": count, "changed": why} for why, count in summary.remade.items()],
                     "skipped": list(plan.book.skipped), "notes": list(plan.book.garbled) + list(plan.book.notes) + plan.notes}
     output_path = None
-    if summary.failed == 0 and summary.done + summary.skipped == summary.total:   # not paused or stopped
+    if done.complete:   # not paused or stopped
         with folder.lock():
             tick, cpu = time.perf_counter(), time.process_time()
-            joined = join_chapters(plan, settings, folder, on_chapter)
+            joined = join_chapters(plan, settings, folder, done, on_chapter)
             timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
             whole, chapters = book_so_far(plan, folder, joined)
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("cues", "words")}
                                   for c in chapters]
-            report["failed_checks"] = failed_checks(plan, folder.path / "sentences")
-            report["silent"] = silent_sentences(plan, folder.path / "sentences")
+            report["failed_checks"] = failed_checks(plan, done)
+            report["silent"] = silent_sentences(plan, done)
             tick, cpu = time.perf_counter(), time.process_time()
             output_path = write_outputs(whole, settings, folder, chapters, made_now={c.number for c in joined})
             remove_stale_chapter_files(folder, chapters, settings)
@@ -303,25 +321,24 @@ def remove_stale_chapter_files(folder: OutputFolder, chapters: list[JoinedChapte
             path.unlink()
 
 
-def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
+def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder, done: BatchResult,
                   on_chapter: Optional[Callable[[int, str], None]] = None) -> list[JoinedChapter]:
-    """Each chapter's sentences end to end (a pause between paragraphs and after the chapter), at the loudness
-    target, as ``chapters/NN.flac`` with its subtitles; one chapter in memory at a time."""
-    sentences_folder = folder.path / "sentences"
-    sidecars = OutputFolder(sentences_folder)
+    """Each chapter's sentences (as ``done``, the batch run, made or reused them) end to end (a pause between
+    paragraphs and after the chapter), at the loudness target, as ``chapters/NN.flac`` with its subtitles; one
+    chapter in memory at a time."""
     joined = []
     for number, chapter in plan.book.numbered():
         mine = [s for s in plan.sentences if s.chapter == number]
         pieces, cues, offset, rate, paragraph = [], [], 0, None, None
         words: list[list[dict]] = []
         for sentence in mine:
-            audio, rate = _sentence_audio(sentences_folder, sentence)
+            audio, rate = _sentence_audio(done, sentence)
             if paragraph is not None and sentence.paragraph != paragraph:
                 pieces.append(np.zeros(int(settings.paragraph_pause * rate), np.float32))
                 offset += len(pieces[-1])
             paragraph = sentence.paragraph
             cues.append(Cue(offset / rate, (offset + len(audio)) / rate, sentence.text, sentence.speaker))
-            words.append((sidecars.read_sidecar(sentence.item_id) or {}).get("words") or [])
+            words.append(done.record(sentence.item_id).get("words") or [])
             pieces.append(audio)
             offset += len(audio)
         pieces.append(np.zeros(int(settings.chapter_pause * rate), np.float32))
@@ -352,17 +369,15 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder,
     return joined
 
 
-def _sentence_audio(sentences_folder: pathlib.Path, sentence: Sentence) -> tuple[np.ndarray, int]:
+def _sentence_audio(done: BatchResult, sentence: Sentence) -> tuple[np.ndarray, int]:
     """A made sentence's audio; a file that is not audio (a 0-byte FLAC an older version wrote for a take with no
     audio) is removed with its sidecar, so the next run makes the sentence again, and the error says so."""
     import soundfile
 
-    path = sentences_folder / f"{sentence.item_id}.{SENTENCE_FORMAT}"
     try:
-        audio, rate = soundfile.read(str(path), dtype="float32")
+        audio, rate = soundfile.read(str(done.items[sentence.item_id].audio), dtype="float32")
     except (soundfile.LibsndfileError, RuntimeError, ValueError):
-        for stale in (path, OutputFolder(sentences_folder).sidecar_path(sentence.item_id)):
-            stale.unlink(missing_ok=True)
+        done.discard(sentence.item_id)
         raise InvalidInput(f"The audio of the sentence {sentence.text[:80]!r} (chapter {sentence.chapter}) was not "
                            "audio; it was removed: run the book again to make that sentence again.") from None
     if not len(audio):
@@ -370,17 +385,14 @@ def _sentence_audio(sentences_folder: pathlib.Path, sentence: Sentence) -> tuple
     return audio, rate
 
 
-def silent_sentences(plan: BookPlan, sentences_folder: pathlib.Path) -> list[dict]:
+def silent_sentences(plan: BookPlan, done: BatchResult) -> list[dict]:
     """The sentences whose every take had no audio, kept as ``SILENT_SENTENCE`` seconds of silence."""
-    from ..batch.worker import NO_AUDIO_TAKES
-
-    folder = OutputFolder(sentences_folder)
     where: dict[str, list[int]] = {}
     for sentence in plan.sentences:
         where.setdefault(sentence.item_id, []).append(sentence.chapter)
     return [{"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
              "audio": f"sentences/{item.id}.{SENTENCE_FORMAT}"} for item in plan.items
-            if (folder.read_sidecar(item.id) or {}).get("no_audio_takes", 0) >= NO_AUDIO_TAKES]
+            if done.record(item.id).get("no_audio_takes", 0) >= NO_AUDIO_TAKES]
 
 
 def level(audio: np.ndarray, target: Optional[Loudness]) -> tuple[np.ndarray, float, float, float]:
@@ -401,16 +413,14 @@ def level(audio: np.ndarray, target: Optional[Loudness]) -> tuple[np.ndarray, fl
     return audio, float(gain), rms, peak
 
 
-def failed_checks(plan: BookPlan, sentences_folder: pathlib.Path) -> list[dict]:
+def failed_checks(plan: BookPlan, done: BatchResult) -> list[dict]:
     """The sentences whose every take failed the sentence check (guard), where they are, to listen to."""
-    folder = OutputFolder(sentences_folder)
     where: dict[str, list[int]] = {}
     for sentence in plan.sentences:
         where.setdefault(sentence.item_id, []).append(sentence.chapter)
     found = []
     for item in plan.items:
-        sidecar = folder.read_sidecar(item.id) or {}
-        for check in sidecar.get("checks", []):
+        for check in done.record(item.id).get("checks", []):
             if not check.get("passed", True):
                 takes = check.get("takes", [])
                 found.append({"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
