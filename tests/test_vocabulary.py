@@ -190,7 +190,7 @@ def test_every_setting_has_a_label_a_person_reads():
 
 
 def test_a_fully_skipped_batch_says_so_instead_of_zero_workers():
-    from omnivoice_demo.batch.runner import Summary
+    from omnivoice_demo.batch.results import Summary
 
     lines = Summary(total=3, skipped=3).lines()
     assert lines[1] == "nothing to synthesise: every item was made before with the same render key"

@@ -8,6 +8,8 @@
 * ``book``        all items as one audio file with one subtitle file
 * ``local``       this process, or N worker processes
 * ``ray_backend`` Ray actors (optional extra ``[batch]``)
+* ``plan``        a run, whole: the items, their job, the model and the workers (``BatchPlan``, ``Workers``)
+* ``results``     what a run hands back: the summary and each item's outcome (``BatchResult``)
 * ``runner``      a run: skip, check, dispatch, progress, summary
 * ``cli``         ``omnivoice batch``
 """
