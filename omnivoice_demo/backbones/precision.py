@@ -3,8 +3,10 @@
 The backbone's time is almost all in its weight products (``MatMul`` in an
 fp32 folder, 4-bit ``MatMulNBits`` in an int4 one: ~87%, ``benchmarks/profile_backbone.py``).
 Each choice below rewrites exactly those nodes and keeps everything else of
-the graph, GroupQueryAttention's ``causal=0`` included (the engine's
-bidirectional check runs on the result as on any backbone):
+the graph but its attention, which every rebuilt graph computes in ONNX's own
+``Attention`` and ``RotaryEmbedding`` instead of genai's ``GroupQueryAttention``:
+the same numbers to the bit, faster (``attention.py``), ``causal=0`` kept (the
+engine's bidirectional check runs on the result as on any backbone):
 
 ``fp32``        ``MatMul`` on the weights; from an int4 folder, its 4-bit weights dequantized.
 ``int8-block``  8-bit ``MatMulNBits``, block 32, accuracy level 4 (int8 activations with one
@@ -41,6 +43,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .attention import rewrite_attention
 from .dequantize import dequantize_weight
 from ..errors import InvalidInput, ModelFolderError
 
@@ -75,9 +78,15 @@ class WeightProduct:
         return self.node.output[0]
 
 
-#: bump when the 8-bit graphs change, so cached builds of an older form are not reused (our cache's keys, the
-#: remembered ``auto`` choice and the render key carry it)
-BUILD_VERSION = 5
+#: bump when the rebuilt graphs change, so cached builds of an older form are not reused and ``auto`` measures its
+#: choices again (our cache's keys and the remembered ``auto`` choice carry it).  6: attention in ONNX's own
+#: operators (``attention.rewrite_attention``)
+BUILD_VERSION = 6
+
+#: bump when what a rebuilt 8-bit graph computes changes, not only how (the render key carries it: audio made
+#: by an older arithmetic is made again).  Build 6 computes what build 5 did, to the bit
+#: (``tests/test_backbone_attention.py``), so it stays 5.
+ARITHMETIC_VERSION = 5
 
 
 def weight_products(graph, source: Optional[dict] = None) -> list[WeightProduct]:
@@ -288,7 +297,8 @@ def emit(rewrite: Rewrite, product: WeightProduct, precision: str, outliers: Seq
 
 
 def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = None,
-            source: Optional[dict] = None, store: Optional[Callable] = None) -> dict[str, np.ndarray]:
+            source: Optional[dict] = None, store: Optional[Callable] = None,
+            standard_attention: bool = True) -> dict[str, np.ndarray]:
     """Rewrite ``model`` (an onnx ModelProto, changed in place) to compute its weight products in ``precision``.
 
     Returns the new constants (name -> array), which are not in the graph:
@@ -301,11 +311,16 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     of the result writes them (the graph's kept initializers, then the new ones as they were made), each
     handed to ``store`` (a TensorProto) as soon as it is final, so the caller can write its data out then
     (``choice.write_rebuilt``): one product's weights are in memory at a time, not all of them.  Returns {}.
+
+    The graph's attention is rewritten in ONNX's own operators (``attention.rewrite_attention``: the same numbers,
+    faster) unless ``standard_attention`` is False (``benchmarks/attention_forms.py`` times both).
     """
     import onnx
     from onnx import numpy_helper
 
     graph = model.graph
+    if standard_attention:  # first: its few small constants are then among the graph's kept initializers
+        rewrite_attention(model)
     products = {id(p.node): p for p in weight_products(graph, source)}
     if not products:
         raise ModelFolderError("The backbone has no weight products to rebuild (no fp32 MatMul or 4-bit MatMulNBits "

@@ -22,19 +22,24 @@ from ..storage.manifest import BACKBONE_GRAPHS, FORMAT_NAME, MANIFEST_NAME, writ
 from ..errors import InvalidInput
 
 GQA_OP = "GroupQueryAttention"
+#: ONNX's own attention (opset 23), which rebuilt backbones run instead of genai's node (``attention.py``)
+STANDARD_OP = "Attention"
 
 
 def attention_nodes(model) -> list:
-    return [node for node in model.graph.node if node.op_type == GQA_OP]
+    """The backbone's attention nodes: genai's ``GroupQueryAttention``, or ONNX's ``Attention`` where rewritten."""
+    return [node for node in model.graph.node
+            if node.op_type == GQA_OP or (node.op_type == STANDARD_OP and node.domain in ("", "ai.onnx"))]
 
 
 def is_causal_graph(model) -> bool:
-    """True when any GQA node of ``model`` (an onnx.ModelProto) attends causally."""
+    """True when any attention node of ``model`` (an onnx.ModelProto) attends causally (genai's ``causal``
+    defaults to 1, ONNX's ``is_causal`` to 0)."""
     import onnx
 
     for node in attention_nodes(model):
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        if attrs.get("causal", 1) != 0:
+        if (attrs.get("causal", 1) if node.op_type == GQA_OP else attrs.get("is_causal", 0)) != 0:
             return True
     return False
 
@@ -43,7 +48,7 @@ def set_bidirectional(model) -> int:
     """Set ``causal=0`` and ``local_window_size=-1`` on every GQA node; return how many."""
     import onnx
 
-    nodes = attention_nodes(model)
+    nodes = [node for node in attention_nodes(model) if node.op_type == GQA_OP]
     for node in nodes:
         keep = [a for a in node.attribute if a.name not in ("causal", "local_window_size")]
         del node.attribute[:]

@@ -241,4 +241,6 @@ def attention_ratio(folder: pathlib.Path) -> Optional[float]:
             weights += int(np.prod(shapes[node.input[1]]))
         elif node.op_type == "GroupQueryAttention":
             attention += 2 * int(attrs["num_heads"]) * head_size
+        elif node.op_type == "Attention" and node.domain in ("", "ai.onnx"):   # rewritten (backbones/attention.py)
+            attention += 2 * int(attrs["q_num_heads"]) * head_size
     return attention / weights if weights and attention else None

@@ -63,16 +63,17 @@ def voice_digest(voice) -> Optional[str]:
 
 def compute_identity(choice: dict, provider: str, weights_digest: Optional[str] = None) -> str:
     """The backbone compute that runs, from the engine's ``backbone_choice``: the precision that runs (``as built``
-    resolved to the folder's), the build version of an 8-bit rebuild, the original weights' digest where they
-    built it, and the execution provider.  ``auto`` never appears: the same compute asked for by another name
+    resolved to the folder's), the arithmetic version of an 8-bit rebuild (``ARITHMETIC_VERSION``), the original
+    weights' digest where they built it, and the execution provider.  ``auto`` never appears: the same compute asked for by another name
     (``auto`` resolving to ``int4``, or ``int4`` by name) is the same identity."""
-    from ..backbones.choice import BUILD_VERSION, EIGHT_BIT
+    from ..backbones.choice import EIGHT_BIT
+    from ..backbones.precision import ARITHMETIC_VERSION
 
     name, source = choice.get("choice"), choice.get("source")
     ran = source if name in (None, "as built") else name
     parts = [str(ran)]
     if name in EIGHT_BIT:
-        parts.append(f"build v{BUILD_VERSION}")
+        parts.append(f"build v{ARITHMETIC_VERSION}")
     if weights_digest and name not in (None, "as built"):
         parts.append(f"weights {weights_digest[:16]}")
     return " ".join(parts) + f" on {provider}"
