@@ -20,8 +20,9 @@ What a forward costs when nothing but the model's products and attention runs, o
   runs.  Each product's output ends in a one-element ``Slice`` so that the graph's one output needs them all
   and ONNX Runtime prunes none.  The same products one node at a time (a one-node graph per shape, times
   how many the graph has) are printed beside it;
-* **attention**: the graph's own ``GroupQueryAttention`` node (its attributes, rotary caches, ``causal=0``)
-  alone, at each row's length and past (a kept prompt), times the layers.
+* **attention**: the folder's own ``GroupQueryAttention`` node (its attributes, rotary caches, ``causal=0``)
+  alone, and the same node in ONNX's own operators (``backbones/attention.py``, what a rebuilt backbone runs),
+  at each row's length and past (a kept prompt), times the layers: the faster of the two.
 
 A forward's floor is its products plus its attention; a guided step's floor takes the cheaper of its two rows'
 products apart or packed in one product (what packing the rows would give).  A preset's backbone floor is the
@@ -158,11 +159,15 @@ def single_product_model(k: int, n: int):
          numpy_helper.from_array(np.uint8(128), "a_zero")])  # as the graph's per-row codes: uint8, zero point 128
 
 
-def attention_node(graph) -> tuple:
-    """The graph's first attention node: ``(node, attributes, rotary caches, head size)``."""
+def attention_node(graph, attention_graph) -> tuple:
+    """The first attention node of ``attention_graph`` (a folder's own backbone: genai's ``GroupQueryAttention``),
+    with its rotary caches from ``graph`` (the build measured, whose rewritten attention keeps them):
+    ``(node, attributes, rotary caches, head size)``."""
     from onnx import helper
 
-    node = next(node for node in graph.node if node.op_type == ATTENTION)
+    node = next((node for node in attention_graph.node if node.op_type == ATTENTION), None)
+    if node is None:
+        raise SystemExit(f"the folder's backbone has no {ATTENTION} node")
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     initializers = {init.name: init for init in graph.initializer}
     caches = [initializers[name] for name in node.input[7:9] if name in initializers]
@@ -171,11 +176,17 @@ def attention_node(graph) -> tuple:
     return node, attrs, caches, int(caches[0].dims[1]) * 2  # the caches hold half a head's angles
 
 
-def attention_model(graph):
-    """The graph's first attention node alone, rows and past symbolic: ``(model, heads, kv heads, head size)``."""
+def attention_models(graph, attention_graph) -> tuple:
+    """The folder's first attention node alone, rows and past symbolic, in both forms: genai's node as exported and
+    rewritten in ONNX's own operators (``backbones/attention.py``, what a rebuilt backbone runs):
+    ``({form: model}, heads, kv heads, head size)``."""
+    import copy
+
     from onnx import TensorProto, helper
 
-    node, attrs, caches, head_dim = attention_node(graph)
+    from omnivoice_demo.backbones.attention import rewrite_attention
+
+    node, attrs, caches, head_dim = attention_node(graph, attention_graph)
     heads, kv_heads = int(attrs["num_heads"]), int(attrs["kv_num_heads"])
     names = ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total", *[c.name for c in caches]]
     inputs = [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, "rows", heads * head_dim]),
@@ -188,22 +199,25 @@ def attention_model(graph):
     gqa = helper.make_node(ATTENTION, names, ["out", "present_k", "present_v"], domain="com.microsoft", **attrs)
     model = make_model([gqa], "attention", inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
                        caches)
-    return model, heads, kv_heads, head_dim
+    standard = copy.deepcopy(model)
+    rewrite_attention(standard)
+    return {"genai": model, "standard": standard}, heads, kv_heads, head_dim
 
 
 class Floor:
     """The floor's parts on this machine, each measured once per row count (and past) and kept."""
 
-    def __init__(self, graph, threads: int, repeats: int):
+    def __init__(self, graph, threads: int, repeats: int, attention_graph=None):
         self.threads, self.repeats = threads, repeats
         self.products = products_of(graph)
         self.widths = sorted({k for _, k, _ in self.products})
         self.shapes = collections.Counter((k, n) for _, k, n in self.products)
-        self.layers = sum(1 for node in graph.node if node.op_type == ATTENTION)
+        attention_graph = attention_graph if attention_graph is not None else graph
+        self.layers = sum(1 for node in attention_graph.node if node.op_type == ATTENTION)
         self.chain = session(chained_products_model(graph), threads)
         self.singles = {shape: session(single_product_model(*shape), threads) for shape in self.shapes}
-        model, self.heads, self.kv_heads, self.head_dim = attention_model(graph)
-        self.attention_session = session(model, threads)
+        models, self.heads, self.kv_heads, self.head_dim = attention_models(graph, attention_graph)
+        self.attention_sessions = {form: session(model, threads) for form, model in models.items()}
         self.chained_s: dict[int, float] = {}
         self.single_s: dict[int, float] = {}
         self.attention_s: dict[tuple[int, int], float] = {}
@@ -239,11 +253,14 @@ class Floor:
                     "past_k": rng.standard_normal((1, self.kv_heads, past, self.head_dim), dtype=np.float32),
                     "past_v": rng.standard_normal((1, self.kv_heads, past, self.head_dim), dtype=np.float32),
                     "seqlens_k": np.array([past + rows - 1], np.int32), "total": np.array(past + rows, np.int32)}
-            wall, cpu = timed(lambda: self.attention_session.run(["out"], feed), self.repeats)
-            self.attention_s[(rows, past)] = self.layers * wall
-            self.cpu_s[("attention", rows, past)] = self.layers * cpu
+            forms = {form: timed(lambda s=s: s.run(["out"], feed), self.repeats)
+                     for form, s in self.attention_sessions.items()}
+            self.attention_s[(rows, past)] = self.layers * min(wall for wall, _ in forms.values())
+            self.cpu_s[("attention", rows, past)] = self.layers * min(cpu for _, cpu in forms.values())
             print(json.dumps({"attention_layers": self.layers, "rows": rows, "past": past,
-                              "ms": round(self.attention_s[(rows, past)] * 1e3, 2)}), flush=True)
+                              "ms": round(self.attention_s[(rows, past)] * 1e3, 2),
+                              **{f"{form}_ms": round(self.layers * wall * 1e3, 2)
+                                 for form, (wall, _) in forms.items()}}), flush=True)
         return self.attention_s[(rows, past)]
 
     def forward(self, rows: int, past: int = 0) -> float:
@@ -374,7 +391,8 @@ def main(argv=None) -> int:
     if engine.backbone_choice.get("choice") != args.backbone or not engine.backbone_choice.get("cache"):
         raise SystemExit(f"the engine did not run a {args.backbone} build: {engine.backbone_choice.get('compute')}")
     path = pathlib.Path(engine.backbone_choice["cache"]) / BACKBONE_GRAPHS["backbone"]
-    floor = Floor(onnx.load(str(path)).graph, args.threads, args.repeats)
+    folder_graph = onnx.load(str(pathlib.Path(args.model) / BACKBONE_GRAPHS["backbone"]), load_external_data=False)
+    floor = Floor(onnx.load(str(path)).graph, args.threads, args.repeats, folder_graph.graph)
 
     configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
     configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
