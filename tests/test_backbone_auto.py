@@ -103,7 +103,7 @@ def test_the_probe_picks_the_really_faster_backbone_with_the_cores_loaded(tiny_f
     # the load was seen: neither probe may be remembered
     for probe in (slow_int4, slow_fp32):
         assert probe.contention("fp32") is not None and probe.as_record("fp32")["contention"]
-        assert probe.rounds == backbone_probe.PROBE_ROUNDS and probe.positions == (275, 125)
+        assert probe.rounds == backbone_probe.PROBE_ROUNDS and probe.positions == (168, 125)
 
 
 def test_contention_needs_both_too_little_cpu_and_others_taking_it():

@@ -1,7 +1,7 @@
 """Timing the backbone choices as a generation runs them, and telling a measurement spoilt by load.
 
 What ``backbone="auto"`` times (``step_probe``) is a step, not a single forward: the conditional row
-(``PROBE_COND`` positions: a 5 s auto-voice step's prompt and target) and the unconditional row
+(``PROBE_COND`` positions: a 5 s voice design's prompt and target) and the unconditional row
 (``PROBE_UNCOND``: the target frames alone) through ``OmniVoiceOnnx.hidden_states_pair``, side by
 side as the loop runs them: a single forward can rank the choices otherwise than a generation's steps do
 (issue 42).
@@ -28,8 +28,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-#: a typical step: 5 s of speech (125 frames) after a short instruct and text, and the target alone
-PROBE_COND, PROBE_UNCOND = 275, 125
+#: a voice design's guided step of 5 s of speech, as the engine plans it for the speed targets' text: its 43
+#: prompt positions and 125 target frames, and the target alone (``benchmarks/step_floor.py`` prints the plan; a
+#: clone's row is longer: 281 with a 4 s reference, 450 with 10 s).  Issue 42's 275 was no request's length.
+PROBE_COND, PROBE_UNCOND = 168, 125
 #: measured rounds of a probe (one more, first, pays the one-off costs and is not counted)
 PROBE_ROUNDS = 7
 #: contended: this process used under this share of ``wall x threads`` CPU seconds ...
