@@ -206,7 +206,7 @@ def test_steps_consistent_with_the_probe_do_not_probe_again():
         watch.auto = types.SimpleNamespace(info=dict(info), threads=2)
         watch.reprobe = reasons.append
         for _ in range(backbone_watch.RECHECK_STEPS):
-            watch.observe_step(275, 125, pace, paired=True, whole=True)
+            watch.observe_step(backbone_probe.PROBE_COND, 125, pace, paired=True, whole=True)
             watch.observe_step(125, 125, 50.0, paired=True, whole=False)    # steps on a kept prompt: not counted
         assert bool(reasons) == probed, pace
         reasons.clear()
