@@ -10,7 +10,8 @@ backbone runs).  For each row count (a whole forward; the defaults are a design'
 positions, the target alone, and a 4 s and a 10 s clone's rows) and each ``past:new`` (a kept prompt), it checks
 that the two give the same hidden states to the bit, then times them taking turns (``--repeats`` rounds) and
 prints the ratios, standard over genai: of the best wall seconds, and of the median CPU seconds of the process
-(the steadier on a loaded machine).  Say which CPU (``lscpu`` flags) and
+(the steadier on a loaded machine).  ``--profile-rows N`` adds ONNX Runtime's profile of a forward of N rows in
+each form, by operator.  Say which CPU (``lscpu`` flags) and
 the load (``uptime``): the ratio is from one run, the seconds are the machine's.
 """
 
@@ -44,6 +45,29 @@ def taking_turns(runs: dict, repeats: int) -> tuple[dict, dict]:
     return walls, cpus
 
 
+def operator_ms(sessions: dict, feed: dict, options, runs: int = 5) -> dict:
+    """ONNX Runtime's profiles (sessions made with ``enable_profiling``) of ``runs`` forwards each, the sessions
+    taking turns after two forwards each that are not counted: ``{label: {operator type: mean ms per forward}}``."""
+    import collections
+
+    for round_ in range(2 + runs):
+        for session in (list(sessions.values()) if round_ % 2 else list(sessions.values())[::-1]):
+            session.run(["hidden_states"], feed, options)
+    found = {}
+    for label, session in sessions.items():
+        path = pathlib.Path(session.end_profiling())
+        events = json.loads(path.read_text())
+        path.unlink()
+        starts = sorted(e["ts"] for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+        counted_from = starts[2] if len(starts) > 2 else 0
+        totals: collections.Counter = collections.Counter()
+        for event in events:
+            if event.get("cat") == "Node" and event["name"].endswith("_kernel_time") and event["ts"] >= counted_from:
+                totals[event["args"]["op_name"]] += event["dur"]
+        found[label] = {op: us / runs / 1000 for op, us in totals.items()}
+    return found
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a model folder")
@@ -52,6 +76,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", default="168,125,281,450", help="whole forwards' positions")
     parser.add_argument("--past", default="325:125", help="past:new forwards on a kept prompt, comma-separated")
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--profile-rows", type=int, default=0,
+                        help="also profile a whole forward of this many rows in each form: the operators' time")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
 
@@ -67,7 +93,7 @@ def main(argv=None) -> int:
     folder = pathlib.Path(args.model)
     decoder = read_genai_decoder_config(folder)
     kv_heads, head, hidden = (int(decoder[k]) for k in ("num_key_value_heads", "head_size", "hidden_size"))
-    sessions = {}
+    sessions, profiled = {}, {}
     for form, standard in (("genai", False), ("standard", True)):
         model = onnx.load(str(folder / BACKBONE_GRAPHS["backbone"]))
         constants = rebuild(model, args.precision, standard_attention=standard)
@@ -76,6 +102,10 @@ def main(argv=None) -> int:
         model.graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in small.items())
         large = {name: value for name, value in constants.items() if name not in small}
         sessions[form] = in_memory_session(model, large, providers_for("cpu"), session_options(args.threads))
+        if args.profile_rows:
+            options = session_options(args.threads)
+            options.enable_profiling = True
+            profiled[form] = in_memory_session(model, large, providers_for("cpu"), options)
         del model, constants
     past_names = [i.name for i in sessions["genai"].get_inputs() if i.name.startswith("past_key_values.")]
     options = run_options()
@@ -110,6 +140,14 @@ def main(argv=None) -> int:
                      "cpu_ratio": round(cpu_ratio, 3), "same_to_the_bit": same})
         print(f"| {past} + {new} | {best['genai']:.4f} | {best['standard']:.4f} | {ratio:.3f} | {cpu['genai']:.4f} | "
               f"{cpu['standard']:.4f} | {cpu_ratio:.3f} | {'yes' if same else 'NO'} |", flush=True)
+    operators = operator_ms(profiled, feeds(args.profile_rows, 0), options) if profiled else {}
+    if operators:
+        print(f"\n| operator, a forward of {args.profile_rows} rows (ms, mean of 5, the forms taking turns) | genai "
+              "| standard |")
+        print("|---|---|---|")
+        for op in sorted(set(operators["genai"]) | set(operators["standard"]),
+                         key=lambda op: -max(operators["genai"].get(op, 0), operators["standard"].get(op, 0))):
+            print(f"| {op} | {operators['genai'].get(op, 0):.2f} | {operators['standard'].get(op, 0):.2f} |")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"cpu": cpu_name(), "threads": args.threads,
                                                        "precision": args.precision, "cases": rows}, indent=1))
