@@ -222,3 +222,14 @@ def test_targets_are_not_judged_when_other_processes_took_the_cores():
     assert targets.contended(quiet) == ""
     busy = quiet + [{"pytorch": {"others_cores": 1.4}, "reference": {"others_cores": 0.0}, "fast": {}}]
     assert "1.40 cores" in targets.contended(busy)
+
+
+def test_attention_forms_finds_both_forms_the_same_to_the_bit_and_profiles_them(tiny_fp32_folder, capsys):
+    from benchmarks import attention_forms
+
+    assert attention_forms.main(["--model", str(tiny_fp32_folder), "--precision", "fp32", "--threads", "1",
+                                 "--rows", "12", "--past", "4:6", "--repeats", "1", "--profile-rows", "12"]) == 0
+    printed = capsys.readouterr().out
+    assert "| 0 + 12 |" in printed and "| 4 + 6 |" in printed and "NO |" not in printed
+    profile = printed.split("| operator, a forward of 12 rows")[1]
+    assert "| GroupQueryAttention |" in profile and "| Attention |" in profile and "| RotaryEmbedding |" in profile

@@ -63,9 +63,10 @@ def voice_digest(voice) -> Optional[str]:
 
 def compute_identity(choice: dict, provider: str, weights_digest: Optional[str] = None) -> str:
     """The backbone compute that runs, from the engine's ``backbone_choice``: the precision that runs (``as built``
-    resolved to the folder's), the arithmetic version of an 8-bit rebuild (``ARITHMETIC_VERSION``), the original
-    weights' digest where they built it, and the execution provider.  ``auto`` never appears: the same compute asked for by another name
-    (``auto`` resolving to ``int4``, or ``int4`` by name) is the same identity."""
+    resolved to the folder's), the arithmetic version of an 8-bit rebuild (``ARITHMETIC_VERSION``, written "build
+    v5" as the keys made before it named it), the original weights' digest where they built it, and the execution
+    provider.  ``auto`` never appears: the same compute asked for by another name (``auto`` resolving to
+    ``int4``, or ``int4`` by name) is the same identity."""
     from ..backbones.choice import EIGHT_BIT
     from ..backbones.precision import ARITHMETIC_VERSION
 
