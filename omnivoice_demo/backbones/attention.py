@@ -36,28 +36,21 @@ def rewrite_attention(model) -> int:
     import onnx
     from onnx import helper, numpy_helper
 
+    from .precision import Rewrite   # here: precision's rebuild calls this module
+
     graph = model.graph
-    nodes, rewritten, made = [], 0, set()
+    # the nodes as ``precision.rebuild`` makes them; each constant an initializer of the graph, once
+    rewrite = Rewrite(keep=lambda name, value: graph.initializer.append(numpy_helper.from_array(value, name)))
+    constant, once = rewrite.constant, rewrite.once
+    rewritten = 0
     first_query: dict[str, str] = {}
-
-    def constant(name: str, value: np.ndarray) -> str:
-        if name not in made:
-            graph.initializer.append(numpy_helper.from_array(value, name))
-            made.add(name)
-        return name
-
-    def once(op: str, inputs: list, name: str, **attrs) -> str:
-        if name not in made:
-            nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-            made.add(name)
-        return name
 
     for node in graph.node:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         inputs = list(node.input) + [""] * (12 - len(node.input))
         if (node.op_type != "GroupQueryAttention" or node.domain != "com.microsoft" or not _rewritable(attrs)
                 or any(inputs[9:]) or not all(inputs[:9])):
-            nodes.append(node)
+            rewrite.nodes.append(node)
             continue
         query, key, value, past_key, past_value, seqlens_k, total, cos, sin = inputs[:9]
         base = f"{seqlens_k}_{total}"  # what the mask and the positions depend on: made once for every layer
@@ -88,19 +81,18 @@ def rewrite_attention(model) -> int:
         mask = once("Expand", [per_row, spread], f"{base}_mask")
         heads, kv_heads = int(attrs["num_heads"]), int(attrs["kv_num_heads"])
         name = node.name or node.output[0]
-        nodes.append(helper.make_node("RotaryEmbedding", [query, cos, sin, positions], [f"{name}_q_rotated"],
-                                      name=f"{name}_q_rotary", interleaved=0, num_heads=heads))
-        nodes.append(helper.make_node("RotaryEmbedding", [key, cos, sin, positions], [f"{name}_k_rotated"],
-                                      name=f"{name}_k_rotary", interleaved=0, num_heads=kv_heads))
+        q_rotated = rewrite.node("RotaryEmbedding", [query, cos, sin, positions], [f"{name}_q_rotated"],
+                                 f"{name}_q_rotary", interleaved=0, num_heads=heads)
+        k_rotated = rewrite.node("RotaryEmbedding", [key, cos, sin, positions], [f"{name}_k_rotated"],
+                                 f"{name}_k_rotary", interleaved=0, num_heads=kv_heads)
         outputs = list(node.output) + [""] * (3 - len(node.output))
         extra = {"scale": float(attrs["scale"])} if "scale" in attrs else {}
-        nodes.append(helper.make_node("Attention", [f"{name}_q_rotated", f"{name}_k_rotated", value, mask, past_key,
-                                                    past_value], outputs[:3], name=f"{name}_attention",
-                                      q_num_heads=heads, kv_num_heads=kv_heads, is_causal=0, **extra))
+        rewrite.node("Attention", [q_rotated, k_rotated, value, mask, past_key, past_value], outputs[:3],
+                     f"{name}_attention", q_num_heads=heads, kv_num_heads=kv_heads, is_causal=0, **extra)
         rewritten += 1
     if rewritten:
         del graph.node[:]
-        graph.node.extend(nodes)
+        graph.node.extend(rewrite.nodes)
         for opset in model.opset_import:
             if opset.domain in ("", "ai.onnx") and opset.version < OPSET:
                 opset.version = OPSET

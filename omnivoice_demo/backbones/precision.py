@@ -43,7 +43,6 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .attention import rewrite_attention
 from .dequantize import dequantize_weight
 from ..errors import InvalidInput, ModelFolderError
 
@@ -317,6 +316,8 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     """
     import onnx
     from onnx import numpy_helper
+
+    from .attention import rewrite_attention   # here: it builds its nodes with this module's Rewrite
 
     graph = model.graph
     if standard_attention:  # first: its few small constants are then among the graph's kept initializers
