@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .graph_builder import GraphBuilder
+
 #: the opset whose ``Attention`` and ``RotaryEmbedding`` the rewrite uses
 OPSET = 23
 
@@ -36,11 +38,9 @@ def rewrite_attention(model) -> int:
     import onnx
     from onnx import helper, numpy_helper
 
-    from .precision import Rewrite   # here: precision's rebuild calls this module
-
     graph = model.graph
-    # the nodes as ``precision.rebuild`` makes them; each constant an initializer of the graph, once
-    rewrite = Rewrite(keep=lambda name, value: graph.initializer.append(numpy_helper.from_array(value, name)))
+    # each constant an initializer of the graph, once
+    rewrite = GraphBuilder(keep=lambda name, value: graph.initializer.append(numpy_helper.from_array(value, name)))
     constant, once = rewrite.constant, rewrite.once
     rewritten = 0
     first_query: dict[str, str] = {}

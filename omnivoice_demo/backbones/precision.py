@@ -43,7 +43,9 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .attention import rewrite_attention
 from .dequantize import dequantize_weight
+from .graph_builder import GraphBuilder
 from ..errors import InvalidInput, ModelFolderError
 
 #: the precisions this module builds (``as built`` is the folder's own graph)
@@ -143,40 +145,12 @@ def graph_precision(path: pathlib.Path) -> str:
 
 # --- the rewrite ---------------------------------------------------------------------------
 
-class Rewrite:
-    """New nodes and constants for one graph; ``constants`` maps name -> array, or with ``keep`` each
-    constant goes there once, as it is made (``rebuild``'s ``store``), and ``constants`` stays empty."""
+class Rewrite(GraphBuilder):
+    """``GraphBuilder`` with the activation's steps the 8-bit products share: inliers, rows, one scale per row."""
 
     def __init__(self, keep: Optional[Callable[[str, np.ndarray], None]] = None):
-        self.nodes: list = []
-        self.constants: dict[str, np.ndarray] = {}
-        self._keep = keep
-        self._kept: set[str] = set()
+        super().__init__(keep)
         self._row_quantized: dict[str, tuple[str, str]] = {}
-        self._made: set[str] = set()
-
-    def constant(self, name: str, value: np.ndarray) -> str:
-        if self._keep is None:
-            self.constants[name] = value
-        elif name not in self._kept:  # asked for again (an activation's mask or shape): the same value
-            self._kept.add(name)
-            self._keep(name, value)
-        return name
-
-    def node(self, op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, domain: str = "", **attrs):
-        import onnx
-
-        self.nodes.append(onnx.helper.make_node(op, list(inputs), list(outputs), name=name, domain=domain or None,
-                                                **attrs))
-        return outputs[0]
-
-    def once(self, op: str, inputs: Sequence[str], name: str, **attrs) -> str:
-        """The node ``name`` (its one output named alike), made the first time it is asked for: an
-        activation read by several products is reshaped, masked or measured once."""
-        if name not in self._made:
-            self.node(op, inputs, [name], name, **attrs)
-            self._made.add(name)
-        return name
 
     def inliers(self, x: str, keep_apart: Sequence[int], k: int) -> str:
         """``x`` with the channels ``keep_apart`` zeroed (made once per activation)."""
@@ -316,8 +290,6 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     """
     import onnx
     from onnx import numpy_helper
-
-    from .attention import rewrite_attention   # here: it builds its nodes with this module's Rewrite
 
     graph = model.graph
     if standard_attention:  # first: its few small constants are then among the graph's kept initializers
