@@ -26,10 +26,14 @@ GQA_OP = "GroupQueryAttention"
 STANDARD_OP = "Attention"
 
 
+def is_standard_attention(node) -> bool:
+    """Whether ``node`` is ONNX's own ``Attention`` (not com.microsoft's node of the same name)."""
+    return node.op_type == STANDARD_OP and node.domain in ("", "ai.onnx")
+
+
 def attention_nodes(model) -> list:
     """The backbone's attention nodes: genai's ``GroupQueryAttention``, or ONNX's ``Attention`` where rewritten."""
-    return [node for node in model.graph.node
-            if node.op_type == GQA_OP or (node.op_type == STANDARD_OP and node.domain in ("", "ai.onnx"))]
+    return [node for node in model.graph.node if node.op_type == GQA_OP or is_standard_attention(node)]
 
 
 def is_causal_graph(model) -> bool:

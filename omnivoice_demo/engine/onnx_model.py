@@ -226,6 +226,8 @@ def attention_ratio(folder: pathlib.Path) -> Optional[float]:
     """
     import onnx
 
+    from ..backbones.repair import is_standard_attention
+
     try:
         graph = onnx.load(str(folder / BACKBONE_GRAPHS["backbone"]), load_external_data=False).graph
         head_size = int(read_genai_decoder_config(folder)["head_size"])
@@ -241,6 +243,6 @@ def attention_ratio(folder: pathlib.Path) -> Optional[float]:
             weights += int(np.prod(shapes[node.input[1]]))
         elif node.op_type == "GroupQueryAttention":
             attention += 2 * int(attrs["num_heads"]) * head_size
-        elif node.op_type == "Attention" and node.domain in ("", "ai.onnx"):   # rewritten (backbones/attention.py)
+        elif is_standard_attention(node):   # rewritten (backbones/attention.py)
             attention += 2 * int(attrs["q_num_heads"]) * head_size
     return attention / weights if weights and attention else None
