@@ -385,12 +385,18 @@ def _sentence_audio(done: BatchResult, sentence: Sentence) -> tuple[np.ndarray, 
     return audio, rate
 
 
+def chapters_of_items(plan: BookPlan) -> dict[str, list[int]]:
+    """Each distinct sentence's item id: the chapters it is read in (a sentence said twice is made once)."""
+    where: dict[str, set[int]] = {}
+    for sentence in plan.sentences:
+        where.setdefault(sentence.item_id, set()).add(sentence.chapter)
+    return {item_id: sorted(chapters) for item_id, chapters in where.items()}
+
+
 def silent_sentences(plan: BookPlan, done: BatchResult) -> list[dict]:
     """The sentences whose every take had no audio, kept as ``SILENT_SENTENCE`` seconds of silence."""
-    where: dict[str, list[int]] = {}
-    for sentence in plan.sentences:
-        where.setdefault(sentence.item_id, []).append(sentence.chapter)
-    return [{"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
+    where = chapters_of_items(plan)
+    return [{"chapters": where.get(item.id, []), "text": item.text,
              "audio": f"sentences/{item.id}.{SENTENCE_FORMAT}"} for item in plan.items
             if done.record(item.id).get("no_audio_takes", 0) >= NO_AUDIO_TAKES]
 
@@ -415,15 +421,13 @@ def level(audio: np.ndarray, target: Optional[Loudness]) -> tuple[np.ndarray, fl
 
 def failed_checks(plan: BookPlan, done: BatchResult) -> list[dict]:
     """The sentences whose every take failed the sentence check (guard), where they are, to listen to."""
-    where: dict[str, list[int]] = {}
-    for sentence in plan.sentences:
-        where.setdefault(sentence.item_id, []).append(sentence.chapter)
+    where = chapters_of_items(plan)
     found = []
     for item in plan.items:
         for check in done.record(item.id).get("checks", []):
             if not check.get("passed", True):
                 takes = check.get("takes", [])
-                found.append({"chapters": sorted(set(where.get(item.id, []))), "text": item.text,
+                found.append({"chapters": where.get(item.id, []), "text": item.text,
                               "audio": f"sentences/{item.id}.{SENTENCE_FORMAT}",
                               "takes": len(takes), "transcripts": [t.get("transcript") for t in takes]})
     return found
