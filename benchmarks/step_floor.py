@@ -22,7 +22,13 @@ What a forward costs when nothing but the model's products and attention runs, o
   how many the graph has) are printed beside it;
 * **attention**: the folder's own ``GroupQueryAttention`` node (its attributes, rotary caches, ``causal=0``)
   alone, and the same node in ONNX's own operators (``backbones/attention.py``, what a rebuilt backbone runs),
-  at each row's length and past (a kept prompt), times the layers: the faster of the two.
+  at each row's length and past (a kept prompt), times the layers: the faster of the two;
+* **the products as built**: the same products from their activations in fp32, with what the build's arithmetic
+  adds around each (``built_products_model``: one activation scale per row, the row scale, the outlier channels'
+  fp32 product), copied from the graph: what the products cost in this runtime's operators (its CPU kernels have
+  no per-row dynamically quantised product: ``MatMulIntegerToFloat`` takes one activation scale per tensor).
+  A forward's "products as built" floor is these plus attention; the engine's distance to it is what the rest
+  of a forward (norms, rotary, the gate, residuals, shapes) and running the two rows side by side cost.
 
 A forward's floor is its products plus its attention; a guided step's floor takes the cheaper of its two rows'
 products apart or packed in one product (what packing the rows would give).  A preset's backbone floor is the
@@ -77,11 +83,11 @@ def session(model, threads: int):
     return ort.InferenceSession(source, session_options(threads), providers=["CPUExecutionProvider"])
 
 
-def make_model(nodes, name, inputs, outputs, initializers):
+def make_model(nodes, name, inputs, outputs, initializers, opsets=OPSETS):
     from onnx import helper
 
     graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version) for domain, version in OPSETS])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, version) for domain, version in opsets])
 
 
 def timed(run, repeats: int) -> tuple[float, float]:
@@ -142,6 +148,70 @@ def chained_products_model(graph):
     return make_model(nodes, "chained_products", inputs,
                       [helper.make_tensor_value_info("out", TensorProto.FLOAT, [len(slices), 1])],
                       [*used.values(), starts, ends, axes])
+
+
+def built_products_model(model):
+    """Every weight product of ``graph`` as the build computes it, from its activation in fp32 to its output, in
+    one graph: the product and what the arithmetic adds around it (``precision.emit``: the rows' reshape, the
+    outlier channels zeroed, one activation scale per row, the row scale, the outlier channels' fp32 product, the
+    reshape back), copied from the graph itself, in its order.
+
+    Everything else a forward runs (norms, rotary, attention, the gate's SiLU, the residual adds, the ``Split``)
+    is left out.  Each activation the products read (the input of a rows ``Reshape``: ``Rewrite.flat``) becomes
+    the graph input ``x<K>`` of its width (``[1, rows, K]`` fp32), shared by every activation of that width, and
+    each product's output ends in a one-element ``Slice`` as in ``chained_products_model``.  Its time beside the
+    chained products' says what the per-row arithmetic costs in this runtime's operators; the rest of a forward's
+    distance to its floor is outside the products."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    producer = {output: node for node in graph.node for output in node.output}
+    consumers: dict[str, list] = collections.defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            consumers[name].append(node)
+    # the activations: what each rows reshape reads, and the width its shape constant gives
+    width = {}
+    for node in graph.node:
+        if node.op_type == "Reshape" and node.output[0] == f"{node.input[0]}_rows" and node.input[1] in initializers:
+            width[node.input[0]] = int(numpy_helper.to_array(initializers[node.input[1]])[-1])
+    ends = []
+    for node, _k, _n in products_of(graph):
+        end = node
+        while end.op_type != "Reshape":  # the row scale's Mul, the outlier channels' Gemm, then the reshape back
+            (end,) = consumers[end.output[0]]
+        ends.append(end.output[0])
+    needed, pending = {}, list(ends)
+    while pending:  # the nodes between the activations and the products' outputs
+        name = pending.pop()
+        node = producer.get(name)
+        if name in width or node is None or id(node) in needed:
+            continue
+        needed[id(node)] = node
+        pending.extend(x for x in node.input if x)
+    nodes = []
+    for node in graph.node:
+        if id(node) in needed:
+            copied = helper.make_node(node.op_type, [f"x{width[x]}" if x in width else x for x in node.input],
+                                      list(node.output), name=node.name, domain=node.domain or None)
+            copied.attribute.extend(node.attribute)
+            nodes.append(copied)
+    used = {x for node in nodes for x in node.input if x in initializers}
+    starts, ends_1, axes = (numpy_helper.from_array(np.array(v, np.int64), n)
+                            for v, n in (([0, 0, 0], "slice_starts"), ([1, 1, 1], "slice_ends"),
+                                         ([0, 1, 2], "slice_axes")))
+    slices = []
+    for index, end in enumerate(ends):
+        nodes.append(helper.make_node("Slice", [end, "slice_starts", "slice_ends", "slice_axes"], [f"s{index}"]))
+        slices.append(f"s{index}")
+    nodes.append(helper.make_node("Concat", slices, ["out"], axis=0))
+    inputs = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [1, "rows", k])
+              for k in sorted(set(width.values()))]
+    return make_model(nodes, "built_products", inputs,
+                      [helper.make_tensor_value_info("out", TensorProto.FLOAT, [len(slices), 1, 1])],
+                      [*(initializers[name] for name in sorted(used)), starts, ends_1, axes],
+                      [(entry.domain, entry.version) for entry in model.opset_import])
 
 
 def single_product_model(k: int, n: int):
@@ -207,7 +277,8 @@ def attention_models(graph, attention_graph) -> tuple:
 class Floor:
     """The floor's parts on this machine, each measured once per row count (and past) and kept."""
 
-    def __init__(self, graph, threads: int, repeats: int, attention_graph=None):
+    def __init__(self, model, threads: int, repeats: int, attention_graph=None):
+        graph = model.graph
         self.threads, self.repeats = threads, repeats
         self.products = products_of(graph)
         self.widths = sorted({k for _, k, _ in self.products})
@@ -215,10 +286,12 @@ class Floor:
         attention_graph = attention_graph if attention_graph is not None else graph
         self.layers = sum(1 for node in attention_graph.node if node.op_type == ATTENTION)
         self.chain = session(chained_products_model(graph), threads)
+        self.built_chain = session(built_products_model(model), threads)
         self.singles = {shape: session(single_product_model(*shape), threads) for shape in self.shapes}
         models, self.heads, self.kv_heads, self.head_dim = attention_models(graph, attention_graph)
         self.attention_sessions = {form: session(model, threads) for form, model in models.items()}
         self.chained_s: dict[int, float] = {}
+        self.built_s: dict[int, float] = {}
         self.single_s: dict[int, float] = {}
         self.attention_s: dict[tuple[int, int], float] = {}
         self.cpu_s: dict[tuple, float] = {}   # ("chained", rows) or ("attention", rows, past): CPU seconds
@@ -237,6 +310,19 @@ class Floor:
                               "one_node_at_a_time_ms": round(self.single_s[rows] * 1e3, 2),
                               "chained_gops": round(work / self.chained_s[rows] / 1e9)}), flush=True)
         return self.chained_s[rows]
+
+    def built(self, rows: int) -> float:
+        """Every product of a forward of ``rows`` positions as the build computes it (``built_products_model``)."""
+        if rows not in self.built_s:
+            rng = np.random.default_rng(rows)
+            feed = {item.name: rng.standard_normal((1, rows, int(item.name[1:])), dtype=np.float32)
+                    for item in self.built_chain.get_inputs()}
+            self.built_s[rows], self.cpu_s[("built", rows)] = timed(lambda: self.built_chain.run(None, feed),
+                                                                    self.repeats)
+            print(json.dumps({"products_as_built": len(self.products), "rows": rows,
+                              "built_ms": round(self.built_s[rows] * 1e3, 2),
+                              "built_over_chained": round(self.built_s[rows] / self.chained(rows), 3)}), flush=True)
+        return self.built_s[rows]
 
     def single(self, k: int, n: int, rows: int) -> float:
         feed = {"a": np.random.default_rng(rows).integers(0, 256, (rows, k), dtype=np.uint8)}
@@ -272,6 +358,13 @@ class Floor:
         if not uncond:
             return self.forward(cond, past)
         products = min(self.chained(cond) + self.chained(uncond), self.chained(cond + uncond))
+        return products + self.attention(cond, past) + self.attention(uncond)
+
+    def built_step(self, cond: int, past: int, uncond: int) -> float:
+        """``step`` with the products as the build computes them (``built``) instead of alone."""
+        if not uncond:
+            return self.built(cond) + self.attention(cond, past)
+        products = min(self.built(cond) + self.built(uncond), self.built(cond + uncond))
         return products + self.attention(cond, past) + self.attention(uncond)
 
     def step_cpu(self, cond: int, past: int, uncond: int) -> float:
@@ -332,21 +425,27 @@ def print_table(summary: dict) -> None:
 
     print(f"\n{summary['cpu']}, {summary['threads']} threads, {summary['graph']}, load before/after "
           f"{summary['load_before']} / {summary['load_after']}; PyTorch's 32-step generate: {summary['pytorch_s']} s")
-    print("| request | positions (prompt + target) | a guided whole step: floor s | engine's pair s | pair / floor |")
-    print("|---|---|---|---|---|")
+    print("| request | positions (prompt + target) | a guided whole step: floor s | products as built: floor s | "
+          "engine's pair s | pair / floor |")
+    print("|---|---|---|---|---|---|")
     for name, request in summary["requests"].items():
         step = request["guided_whole_step"]
         print(f"| {name} | {request['prefix']} + {request['frames']} | {step['floor_s']:.3f} | "
+              f"{step['built_floor_s']:.3f} ({step['built_floor_over_floor']:.2f}x) | "
               f"{step['measured_s']:.3f} | {step['measured_over_floor']:.2f}x |")
-    print("\n| request | preset | forwards | backbone floor s | engine's backbone s | engine / floor | "
-          "engine's generation s | best x PyTorch the floor allows | x PyTorch at the engine's backbone | "
+    print("\n| request | preset | forwards | backbone floor s | products as built: floor s | engine's backbone s | "
+          "engine / floor | engine / products-as-built floor | engine's generation s | best x PyTorch the floor allows | "
+          "x PyTorch at the products-as-built floor | x PyTorch at the engine's backbone | "
           "x PyTorch, whole generation | target |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, request in summary["requests"].items():
         for preset, row in request["presets"].items():
             print(f"| {name} | {preset} | {row['forwards']} | {row['backbone_floor_s']:.2f} | "
-                  f"{row['backbone_measured_s']:.2f} | {row['backbone_over_floor']:.2f}x | {row['generation_s']:.2f} | "
-                  f"{row.get('best_ratio_to_pytorch', '-')} | {row.get('ratio_at_measured_backbone', '-')} | "
+                  f"{row['built_floor_s']:.2f} ({row['built_floor_over_floor']:.2f}x) | "
+                  f"{row['backbone_measured_s']:.2f} | {row['backbone_over_floor']:.2f}x | "
+                  f"{row['backbone_over_built_floor']:.2f}x | {row['generation_s']:.2f} | "
+                  f"{row.get('best_ratio_to_pytorch', '-')} | {row.get('ratio_at_built_floor', '-')} | "
+                  f"{row.get('ratio_at_measured_backbone', '-')} | "
                   f"{row.get('ratio_of_generation', '-')} | "
                   f"{f'{TARGETS[preset]}x' if name == 'design' and preset in TARGETS else '-'} |")
     print("\n| request | preset | backbone floor, CPU s | engine's whole generation, CPU s | generation / floor (CPU) |")
@@ -392,7 +491,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"the engine did not run a {args.backbone} build: {engine.backbone_choice.get('compute')}")
     path = pathlib.Path(engine.backbone_choice["cache"]) / BACKBONE_GRAPHS["backbone"]
     folder_graph = onnx.load(str(pathlib.Path(args.model) / BACKBONE_GRAPHS["backbone"]), load_external_data=False)
-    floor = Floor(onnx.load(str(path)).graph, args.threads, args.repeats, folder_graph.graph)
+    floor = Floor(onnx.load(str(path)), args.threads, args.repeats, folder_graph.graph)
 
     configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
     configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
@@ -408,11 +507,14 @@ def main(argv=None) -> int:
             plans[(name, preset)] = (plan, steps_of(engine._work(plan)))
         (chunk,) = engine._work(plans[(name, "reference")][0]).chunks
         step_floor = floor.step(chunk.length, 0, chunk.frames)
+        built_floor = floor.built_step(chunk.length, 0, chunk.frames)
         measured = pair_seconds(engine, chunk.length, chunk.frames, args.repeats)
         summary["requests"][name] = {
             "reference_s": REQUESTS[name], "prefix": chunk.prefix, "frames": chunk.frames,
-            "guided_whole_step": {"floor_s": round(step_floor, 6), "measured_s": round(measured, 6),
-                                  "measured_over_floor": round(measured / step_floor, 3)},
+            "guided_whole_step": {"floor_s": round(step_floor, 6), "built_floor_s": round(built_floor, 6),
+                                  "measured_s": round(measured, 6),
+                                  "measured_over_floor": round(measured / step_floor, 3),
+                                  "built_floor_over_floor": round(built_floor / step_floor, 3)},
             "presets": {}}
     best: dict = {}
     for round_ in range(args.rounds):
@@ -430,20 +532,25 @@ def main(argv=None) -> int:
     summary["pytorch_s"] = pytorch_s
     for (name, preset), (_plan, steps) in plans.items():
         backbone_floor = sum(floor.step(*step) for step in steps)
+        built_floor = sum(floor.built_step(*step) for step in steps)
         floor_cpu = sum(floor.step_cpu(*step) for step in steps)
         measured = best[(name, preset)]
         row = {"forwards": sum(2 if uncond else 1 for _, _, uncond in steps),
                "steps": [list(step) for step in steps], "backbone_floor_s": round(backbone_floor, 6),
                "backbone_measured_s": measured["backbone_s"], "generation_s": measured["total_s"],
                "backbone_over_floor": round(measured["backbone_s"] / backbone_floor, 3),
+               "built_floor_s": round(built_floor, 6), "built_floor_over_floor": round(built_floor / backbone_floor, 3),
+               "backbone_over_built_floor": round(measured["backbone_s"] / built_floor, 3),
                "floor_cpu_s": round(floor_cpu, 6), "generation_cpu_s": measured["cpu_s"],
                "generation_cpu_over_floor_cpu": round(measured["cpu_s"] / floor_cpu, 3)}
         if pytorch_s and name == "design":
             row["best_ratio_to_pytorch"] = round(pytorch_s / backbone_floor, 2)
+            row["ratio_at_built_floor"] = round(pytorch_s / built_floor, 2)
             row["ratio_at_measured_backbone"] = round(pytorch_s / measured["backbone_s"], 2)
             row["ratio_of_generation"] = round(pytorch_s / measured["total_s"], 2)
         summary["requests"][name]["presets"][preset] = row
     summary["products_s"] = {"chained": {str(k): round(v, 6) for k, v in sorted(floor.chained_s.items())},
+                             "built": {str(k): round(v, 6) for k, v in sorted(floor.built_s.items())},
                              "one_node_at_a_time": {str(k): round(v, 6) for k, v in sorted(floor.single_s.items())}}
     summary["attention_s"] = {f"{rows}+{past}": round(v, 6) for (rows, past), v in sorted(floor.attention_s.items())}
     summary["floor_cpu_s"] = {"+".join(map(str, key)): round(v, 6) for key, v in sorted(floor.cpu_s.items())}

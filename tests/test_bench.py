@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 
 import pytest
@@ -159,6 +160,20 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
     assert summary["products_per_forward"] == products
     assert [row["products"] for row in printed if "products" in row] == [products] * len(summary["products_s"]["chained"])
     assert summary["layers"] == sum(node.op_type == "Attention" for node in graph.node) > 0
+    # the products as built: every product with its quantisation, row scale and outlier channels, nothing else
+    assert [row["products_as_built"] for row in printed if "products_as_built" in row] == \
+        [products] * len(summary["products_s"]["built"])
+    assert summary["products_s"]["built"].keys() == summary["products_s"]["chained"].keys()
+    built = step_floor.built_products_model(onnx.load(str(next((tmp_path / "cache" / "backbones").glob(
+        "*-int8-row/llm_decoder.onnx")))))
+    ops = collections.Counter(node.op_type for node in built.graph.node)
+    for op in ("MatMulIntegerToFloat", "QuantizeLinear", "Abs", "ReduceMax"):
+        assert ops[op] == sum(node.op_type == op for node in graph.node) > 0, op
+    for op, suffix in (("Gemm", "_outlier_gemm"), ("Gather", "_outlier_x")):  # the outlier channels, where any
+        assert ops[op] == sum(node.op_type == op and node.name.endswith(suffix) for node in graph.node), op
+    assert not {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "Attention", "RotaryEmbedding",
+                "Sigmoid", "Split"} & set(ops)
+    assert ops["Mul"] == products + sum(node.op_type == "Mul" and node.name.endswith("_inliers") for node in graph.node)
     # the attention floor is the faster of genai's node and the standard operators the build runs
     for row in (row for row in printed if "attention_layers" in row):
         assert row["ms"] == min(row["genai_ms"], row["standard_ms"])
@@ -173,6 +188,14 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
         if not uncond:
             return chained[str(cond)] + attention[f"{cond}+{past}"]
         return (min(chained[str(cond)] + chained[str(uncond)], chained[str(cond + uncond)])
+                + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
+
+    built_s = summary["products_s"]["built"]
+
+    def built_floor_s(cond, past, uncond):
+        if not uncond:
+            return built_s[str(cond)] + attention[f"{cond}+{past}"]
+        return (min(built_s[str(cond)] + built_s[str(uncond)], built_s[str(cond + uncond)])
                 + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
 
     cpu = summary["floor_cpu_s"]
@@ -198,11 +221,16 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
                                                             rel=1e-3, abs=5e-5)
             assert row["backbone_over_floor"] == pytest.approx(row["backbone_measured_s"] / row["backbone_floor_s"],
                                                                rel=2e-3)
+            assert row["built_floor_s"] == pytest.approx(sum(built_floor_s(*step) for step in row["steps"]),
+                                                         rel=1e-3, abs=5e-5)
+            assert row["backbone_over_built_floor"] == pytest.approx(row["backbone_measured_s"] / row["built_floor_s"],
+                                                                     rel=2e-3)
             assert row["backbone_measured_s"] > 0 and row["generation_s"] >= row["backbone_measured_s"]
             assert row["floor_cpu_s"] == pytest.approx(sum(step_cpu_s(*step) for step in row["steps"]),
                                                        rel=1e-3, abs=5e-5)
             assert row["generation_cpu_s"] > 0
     assert reference["best_ratio_to_pytorch"] == pytest.approx(10 / reference["backbone_floor_s"], rel=0.02)
+    assert reference["ratio_at_built_floor"] == pytest.approx(10 / reference["built_floor_s"], rel=0.02)
     assert "best_ratio_to_pytorch" not in clone["presets"]["reference"]   # PyTorch's baseline is the design
 
 
