@@ -45,14 +45,14 @@ def taking_turns(runs: dict, repeats: int) -> tuple[dict, dict]:
     return walls, cpus
 
 
-def operator_ms(sessions: dict, feed: dict, options, runs: int = 5) -> dict:
+def operator_ms(sessions: dict, feed: dict, options, runs: int = 5, outputs=("hidden_states",)) -> dict:
     """ONNX Runtime's profiles (sessions made with ``enable_profiling``) of ``runs`` forwards each, the sessions
     taking turns after two forwards each that are not counted: ``{label: {operator type: mean ms per forward}}``."""
     import collections
 
     for round_ in range(2 + runs):
         for session in (list(sessions.values()) if round_ % 2 else list(sessions.values())[::-1]):
-            session.run(["hidden_states"], feed, options)
+            session.run(list(outputs), feed, options)
     found = {}
     for label, session in sessions.items():
         path = pathlib.Path(session.end_profiling())

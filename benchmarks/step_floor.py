@@ -410,6 +410,30 @@ def pytorch_seconds(checkpoint: str, threads: int) -> float:
     return round(time.perf_counter() - started, 2)
 
 
+def built_operator_ms(model, rows: int, threads: int) -> dict:
+    """The products as built (``built_products_model``) at ``rows`` positions, profiled by ONNX Runtime on one
+    thread and on ``threads``, taking turns: ``{operator type: {"1": ms, str(threads): ms}}`` per forward.
+    An operator that takes as long on both runs on one thread."""
+    import onnxruntime as ort
+
+    from benchmarks.attention_forms import operator_ms
+    from omnivoice_demo.runtime.sessions import run_options, session_options
+
+    built = built_products_model(model).SerializeToString()
+    sessions = {}
+    for count in sorted({1, threads}):
+        options = session_options(count)
+        options.enable_profiling = True
+        sessions[str(count)] = ort.InferenceSession(built, options, providers=["CPUExecutionProvider"])
+    first = next(iter(sessions.values()))
+    rng = np.random.default_rng(rows)
+    feed = {item.name: rng.standard_normal((1, rows, int(item.name[1:])), dtype=np.float32)
+            for item in first.get_inputs()}
+    found = operator_ms(sessions, feed, run_options(), outputs=("out",))
+    operators = sorted({op for ms in found.values() for op in ms}, key=lambda op: -found[str(threads)].get(op, 0.0))
+    return {op: {label: round(found[label].get(op, 0.0), 3) for label in sessions} for op in operators}
+
+
 def pair_seconds(engine, cond: int, uncond: int, repeats: int) -> float:
     """The engine's two forwards of a guided whole step side by side (``hidden_states_pair``), best of ``repeats``."""
     model = engine.model
@@ -448,6 +472,15 @@ def print_table(summary: dict) -> None:
                   f"{row.get('ratio_at_measured_backbone', '-')} | "
                   f"{row.get('ratio_of_generation', '-')} | "
                   f"{f'{TARGETS[preset]}x' if name == 'design' and preset in TARGETS else '-'} |")
+    if "built_operators_ms" in summary:
+        profiled = summary["built_operators_ms"]
+        threads = str(summary["threads"])
+        print(f"\n| operator, the products as built at {profiled['rows']} rows | ms per forward, 1 thread | "
+              f"ms, {threads} threads | 1 thread / {threads} |")
+        print("|---|---|---|---|")
+        for op, ms in profiled["operators"].items():
+            ratio = f"{ms['1'] / ms[threads]:.2f}" if ms.get(threads) else "-"
+            print(f"| {op} | {ms['1']:.2f} | {ms.get(threads, 0.0):.2f} | {ratio} |")
     print("\n| request | preset | backbone floor, CPU s | engine's whole generation, CPU s | generation / floor (CPU) |")
     print("|---|---|---|---|---|")
     for name, request in summary["requests"].items():
@@ -469,6 +502,9 @@ def main(argv=None) -> int:
     parser.add_argument("--candidate", action="append", default=[], metavar="SPEC",
                         help="also a configuration as omnivoice eval takes it (e.g. preset=fast,num_step=4): its "
                              "forwards' floor, to see what a target would take; its quality is eval's to measure")
+    parser.add_argument("--profile-rows", type=int, default=0,
+                        help="also profile the products as built at this many rows, on one thread and on --threads: "
+                             "what each operator of the per-row arithmetic costs, and which run on one thread")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     unknown = [name for name in args.requests.split(",") if name not in REQUESTS]
@@ -491,7 +527,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"the engine did not run a {args.backbone} build: {engine.backbone_choice.get('compute')}")
     path = pathlib.Path(engine.backbone_choice["cache"]) / BACKBONE_GRAPHS["backbone"]
     folder_graph = onnx.load(str(pathlib.Path(args.model) / BACKBONE_GRAPHS["backbone"]), load_external_data=False)
-    floor = Floor(onnx.load(str(path)), args.threads, args.repeats, folder_graph.graph)
+    built_model = onnx.load(str(path))
+    floor = Floor(built_model, args.threads, args.repeats, folder_graph.graph)
 
     configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
     configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
@@ -554,6 +591,9 @@ def main(argv=None) -> int:
                              "one_node_at_a_time": {str(k): round(v, 6) for k, v in sorted(floor.single_s.items())}}
     summary["attention_s"] = {f"{rows}+{past}": round(v, 6) for (rows, past), v in sorted(floor.attention_s.items())}
     summary["floor_cpu_s"] = {"+".join(map(str, key)): round(v, 6) for key, v in sorted(floor.cpu_s.items())}
+    if args.profile_rows:
+        summary["built_operators_ms"] = {"rows": args.profile_rows,
+                                         "operators": built_operator_ms(built_model, args.profile_rows, args.threads)}
     summary["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(summary), flush=True)
     print_table(summary)

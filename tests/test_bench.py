@@ -150,7 +150,7 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
     assert step_floor.main(["--model", str(tiny_fp32_folder), "--backbone", "int8-row", "--threads", "1",
                             "--requests", "design,clone 10 s", "--repeats", "1", "--rounds", "1",
                             "--pytorch-seconds", "10", "--candidate", "name=four,preset=fast,num_step=4",
-                            "--json", str(out)]) == 0
+                            "--profile-rows", "16", "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     graph = onnx.load(str(next((tmp_path / "cache" / "backbones").glob("*-int8-row/llm_decoder.onnx"))),
                       load_external_data=False).graph
@@ -174,6 +174,11 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
     assert not {"SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "Attention", "RotaryEmbedding",
                 "Sigmoid", "Split"} & set(ops)
     assert ops["Mul"] == products + sum(node.op_type == "Mul" and node.name.endswith("_inliers") for node in graph.node)
+    # --profile-rows: the products as built, profiled by operator (their types, every one timed)
+    profiled = summary["built_operators_ms"]
+    assert profiled["rows"] == 16 and set(profiled["operators"]) == set(ops)
+    assert all(ms["1"] >= 0 for ms in profiled["operators"].values())
+    assert profiled["operators"]["MatMulIntegerToFloat"]["1"] > 0
     # the attention floor is the faster of genai's node and the standard operators the build runs
     for row in (row for row in printed if "attention_layers" in row):
         assert row["ms"] == min(row["genai_ms"], row["standard_ms"])
