@@ -26,7 +26,8 @@ What a forward costs when nothing but the model's products and attention runs, o
 * **the products as built**: the same products from their activations in fp32, with what the build's arithmetic
   adds around each (``built_products_model``: one activation scale per row, the row scale, the outlier channels'
   fp32 product), copied from the graph: what the products cost in this runtime's operators (its CPU kernels have
-  no per-row dynamically quantised product: ``MatMulIntegerToFloat`` takes one activation scale per tensor).
+  no product that quantises its activation per row: the row's scale and codes are passes of their own, and a
+  per-row ``a_scale`` given to ``MatMulIntegerToFloat`` gives the same bits as the separate ``Mul``, no faster).
   A forward's "products as built" floor is these plus attention; the engine's distance to it is what the rest
   of a forward (norms, rotary, the gate, residuals, shapes) and running the two rows side by side cost.
 
