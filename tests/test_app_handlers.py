@@ -411,6 +411,9 @@ def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, t
     from omnivoice_demo.engine.loop import OmniVoiceEngine
 
     manager = ModelManager(cache_dir=tmp_path / "cache", offline=True)
+    made_active: list[str] = []   # a front end's subscription (the Wyoming server's warm-up)
+    manager.on_active(lambda loaded: made_active.append(loaded.label))
+    manager.on_active(lambda loaded: 1 / 0)   # a failing subscriber is logged, never fails a load
     assert manager.start_load(str(tiny_fp32_folder))  # precision: the folder's own
     assert not manager.start_load(str(tiny_fp32_folder)) or not manager.loading  # one load at a time
     manager.wait(60)
@@ -423,8 +426,10 @@ def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, t
     assert [r["model"] for r in result["rows"]] == [first.label, "second copy"]
     assert "second copy" in model_tab.model_details(two)
     manager.set_active(first.label)
+    manager.set_active(first.label)   # already the active one: not made active again
     manager.unload(first.label)
     assert manager.active == "second copy"
+    assert made_active == [first.label, "second copy", first.label, "second copy"]
 
 
 # --- settings from GenerationConfig, errors, codes file, assets -----------------------------

@@ -484,6 +484,10 @@ def test_the_app_serves_wyoming_on_its_own_queue(tiny_fp32_folder, tmp_path):
         while not httpx.get(app.url + "health", timeout=10).json().get("model_loaded"):
             assert time.monotonic() < deadline, app.log_text()
             time.sleep(0.3)
+        # the server listened before the model was loaded and warms up once it is (its one job in the queue)
+        while "Wyoming server warmed up" not in app.log_text():
+            assert time.monotonic() < deadline, app.log_text()
+            time.sleep(0.3)
         before = httpx.get(app.url + "health", timeout=10).json()["queue"]["finished"]
         info = Info.from_event(talk(port, [Describe()], until=("info",))[-1][1])
         assert "alloy" in [voice.name for voice in info.tts[0].voices]

@@ -4,6 +4,8 @@ The app starts serving before any model is loaded; ``ModelManager.start_load``
 runs ``hub.resolve_model`` and ``OmniVoiceEngine`` in a thread while the model
 bar shows its progress (``status()``).  Several models can stay loaded (the
 Benchmark tab compares them); one is *active* for Speak, Clone and Codec.
+A front end that wants to know when a model becomes the active one (the Wyoming server's warm-up
+request) subscribes with ``ModelManager.on_active``; the manager owns the state and calls it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from typing import Optional
+from typing import Callable, Optional
 
 from ..settings.limits import Limits
 from ..engine.loop import OmniVoiceEngine
@@ -154,6 +156,35 @@ class ModelManager:
         self.status = LoadStatus()
         self._lock = threading.RLock()
         self._thread: Optional[threading.Thread] = None
+        self._on_active: list[Callable[[LoadedModel], None]] = []
+
+    # --- subscribers --------------------------------------------------------------------
+
+    def on_active(self, callback: Callable[[LoadedModel], None]) -> Callable[[], None]:
+        """Call ``callback(loaded)`` each time a model becomes the active one: a load finished (``load``,
+        ``start_load``), ``add``, ``set_active`` to another model, or an ``unload`` that made another one active.
+        It is called on the thread that made the change, after the manager's lock is released, so it must
+        return at once (hand its work to a thread or event loop of its own); what it raises is logged, never
+        raised to the loader.  Returns the function that ends the subscription."""
+        with self._lock:
+            self._on_active.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._on_active:
+                    self._on_active.remove(callback)
+        return unsubscribe
+
+    def _announce_active(self, loaded: Optional[LoadedModel]) -> None:
+        if loaded is None:
+            return
+        with self._lock:
+            callbacks = list(self._on_active)
+        for callback in callbacks:
+            try:
+                callback(loaded)
+            except Exception:  # noqa: BLE001 - a subscriber's failure never fails a load
+                log.warning("a subscriber to the active model (%r) failed", callback, exc_info=True)
 
     # --- loading ----------------------------------------------------------------------
 
@@ -265,6 +296,7 @@ class ModelManager:
             self.active = loaded.label
             self._set_status(state="ready", message=f"ready in {loaded.load_seconds:.1f} s", stage="ready",
                              fraction=1.0, notices=notices)
+        self._announce_active(loaded)
         return loaded
 
     def add(self, engine: OmniVoiceEngine, label: Optional[str] = None, precision: str = "") -> LoadedModel:
@@ -277,6 +309,7 @@ class ModelManager:
             self.models[loaded.label] = loaded
             self.active = loaded.label
             self._set_status(state="ready", message="ready", stage="ready", fraction=1.0)
+        self._announce_active(loaded)
         return loaded
 
     def _label(self, precision: str, provider: str, folder) -> str:
@@ -339,8 +372,11 @@ class ModelManager:
         with self._lock:
             if label not in self.models:
                 raise ModelNotReady(f"The model {label!r} is not loaded.")
-            self.active = label
-            return self.models[label]
+            changed, self.active = self.active != label, label
+            loaded = self.models[label]
+        if changed:
+            self._announce_active(loaded)
+        return loaded
 
     def unload(self, label: str) -> None:
         refuse_model_changes(self.locked)
@@ -349,10 +385,14 @@ class ModelManager:
             watch = getattr(getattr(gone, "engine", None), "backbone_watch", None)
             if watch is not None:  # a probe waiting to be made again is not made for a model that is gone
                 watch.close()
+            now_active = None
             if self.active == label:
                 self.active = next(reversed(self.models), None) if self.models else None
                 if self.active is None:
                     self.status = LoadStatus(message="no model loaded")
+                else:
+                    now_active = self.models[self.active]
+        self._announce_active(now_active)
 
     def labels(self) -> list[str]:
         with self._lock:

@@ -15,22 +15,32 @@ unless voices are put there), never a visitor's or the HTTP API's.
 discovers it; it needs the ``zeroconf`` package (``pip install 'omnivoice-onnx-studio[zeroconf]'``).
 
 A server started from the command line (``omnivoice wyoming``, ``--wyoming-uri``) makes one request of its own
-before it listens (``WyomingServer.warm_up``): whatever a process pays once (the ONNX Runtime sessions' first
-runs at a request's shapes, the imports made on first use, the normaliser's grammars, the speech recogniser
-where ``--guard`` is on) is paid then, not by the first client (issue 48, item 4: a fresh server's first request
-gave its first audio after 27.9 s where the next took 2.5 s, on the tiny model at load 10).
+(``WyomingServer.warm_up``): whatever a process pays once (the ONNX Runtime sessions' first runs at a request's
+shapes, the imports made on first use, the normaliser's grammars, the speech recogniser where ``--guard`` is on)
+is paid then, not by the first client (issue 48, item 4: a fresh server's first request gave its first audio
+after 27.9 s where the next took 2.5 s, on the tiny model at load 10).  ``omnivoice wyoming`` loads its model
+first and warms up before it listens.  Beside the app and ``omnivoice serve`` the model loads in the background
+and the server listens at once (it never holds up their start): it subscribes to the ``ModelManager``
+(``on_active``) and warms up as soon as a model becomes the active one, the first load's and every later one's
+(the Model tab, or its Gradio API, loading or choosing another model; an engine it has warmed up already is
+not warmed again).  A client's request that comes while the warm-up runs is served as any other: it goes into the same
+queue, behind the warm-up's one job where the queue runs one generation at a time (the default), so it is not
+refused and not held apart, and it gets its audio no later than it would by waiting for the warm-up.  Stopping
+the server cancels a warm-up in flight (its job leaves the queue).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
 import socket
 import threading
 import time
+import weakref
 from typing import Callable, Optional
 from urllib.parse import urlparse
 
@@ -97,13 +107,23 @@ def check_uri(uri: str) -> str:
 
 class WyomingServer:
     """The Wyoming server of a context at ``uri``; ``zeroconf``: the name to announce (None: none); ``warm_up``:
-    make one request of its own before listening (``warm_up``)."""
+    make one request of its own for each model that becomes active (``warm_up``); ``warm_up_first``: for the
+    model loaded at start, before listening (``omnivoice wyoming``), else after (beside another front end: its
+    start is never held up)."""
 
-    def __init__(self, uri: str, context: WyomingContext, zeroconf: Optional[str] = None, warm_up: bool = False):
+    def __init__(self, uri: str, context: WyomingContext, zeroconf: Optional[str] = None, warm_up: bool = False,
+                 warm_up_first: bool = True):
         self.uri, self.context, self.zeroconf = check_uri(uri), context, zeroconf
-        self.warms_up = warm_up
-        #: the warm-up's seconds (None: none ran, or it failed)
+        self.warms_up, self.warms_up_first = warm_up, warm_up_first
+        #: the last finished warm-up's seconds (None: none has finished)
         self.warm_up_seconds: Optional[float] = None
+        #: the warm-up requests that finished (one per model made active, each engine once)
+        self.warm_ups = 0
+        self._warmed: "weakref.WeakSet" = weakref.WeakSet()   # the engines warmed up (gone with their model)
+        self._warming: Optional[asyncio.Lock] = None            # one warm-up at a time
+        self._pending: set[asyncio.Task] = set()                 # warm-ups scheduled by a model made active
+        self._unsubscribe: Optional[Callable[[], None]] = None
+        self._stopping = False
         self._server: Optional[AsyncServer] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
@@ -111,16 +131,22 @@ class WyomingServer:
 
     async def warm_up(self) -> Optional[float]:
         """One ``synthesize`` of ``WARM_UP_TEXT`` through a connection of our own (a socket pair to a
-        ``SpeechHandler``, the path of every client's request) at ``WARM_UP_PRESET``, read to its ``audio-stop``;
-        its seconds, or None when it failed or no model is loaded yet (the app loads its model in the
-        background: then none runs) (logged: the server serves all the same, its first request then pays what
-        the warm-up did not).  Bounded by ``WARM_UP_SECONDS``."""
-        try:
-            self.context.models.get()
-        except Exception:  # noqa: BLE001 - ModelNotReady and its kin: the app loads its model in the background
-            log.info("Wyoming server: no model loaded yet, so no warm-up request; the first request pays the "
-                     "one-off costs")
-            return None
+        ``SpeechHandler``, the path of every client's request, so one job in the same queue) at
+        ``WARM_UP_PRESET``, read to its ``audio-stop``; its seconds, or None when it failed or no model is loaded
+        yet (then ``start`` has subscribed to the model's readiness) (logged: the server serves all the same, its
+        first request then pays what the warm-up did not).  Bounded by ``WARM_UP_SECONDS``; cancelling it cancels
+        its job."""
+        if self._warming is None:
+            self._warming = asyncio.Lock()
+        async with self._warming:
+            try:
+                engine = self.context.models.get().engine
+            except Exception:  # noqa: BLE001 - ModelNotReady and its kin: the app loads its model in the background
+                log.info("Wyoming server: no model loaded yet; it warms up once the model is ready")
+                return None
+            return await self._warm_up_request(engine)
+
+    async def _warm_up_request(self, engine) -> Optional[float]:
         started = time.perf_counter()
         context = dataclasses.replace(self.context, preset=WARM_UP_PRESET)
         ours, theirs = socket.socketpair()
@@ -129,10 +155,14 @@ class WyomingServer:
             serving = asyncio.create_task(SpeechHandler(context, reader, writer).run())
             client_reader, client_writer = await asyncio.open_connection(sock=theirs)
             try:
-                await asyncio.wait_for(self._warm_up_request(client_reader, client_writer), WARM_UP_SECONDS)
+                await asyncio.wait_for(self._read_warm_up(client_reader, client_writer), WARM_UP_SECONDS)
+            except asyncio.CancelledError:   # the server stops: the handler's end cancels the job
+                serving.cancel()
+                raise
             finally:
                 client_writer.close()
-                await asyncio.wait_for(serving, WARM_UP_SECONDS)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(serving, WARM_UP_SECONDS)
         except Exception as exc:  # noqa: BLE001 - a warm-up never stops a server from serving
             log.warning("Wyoming warm-up request failed (%s: %s); the first request pays its one-off costs",
                         type(exc).__name__, self.context.redact(str(exc))[:300])
@@ -140,12 +170,14 @@ class WyomingServer:
         finally:
             ours.close()
             theirs.close()
+        self._warmed.add(engine)
+        self.warm_ups += 1
         self.warm_up_seconds = time.perf_counter() - started
-        log.info("Wyoming server warmed up in %.1f s (one request of its own before listening)", self.warm_up_seconds)
+        log.info("Wyoming server warmed up in %.1f s (one request of its own)", self.warm_up_seconds)
         return self.warm_up_seconds
 
     @staticmethod
-    async def _warm_up_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _read_warm_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await async_write_event(Synthesize(text=WARM_UP_TEXT).event(), writer)
         while True:
             event = await async_read_event(reader)
@@ -156,17 +188,73 @@ class WyomingServer:
             if AudioStop.is_type(event.type):
                 return
 
+    def _model_made_active(self, loaded) -> None:
+        """``ModelManager.on_active``'s callback, on the loader's thread: hand the warm-up to our event loop."""
+        loop = self._loop
+        if loop is None or self._stopping:
+            return
+        with contextlib.suppress(RuntimeError):   # the loop closed meanwhile: the server has stopped
+            loop.call_soon_threadsafe(self._schedule_warm_up, loaded.engine)
+
+    def _schedule_warm_up(self, engine) -> None:
+        if self._stopping or engine in self._warmed:
+            return
+        task = asyncio.get_running_loop().create_task(self._warm_up_if_new(engine), name="omnivoice wyoming warm-up")
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _warm_up_if_new(self, engine) -> None:
+        if self._warming is None:
+            self._warming = asyncio.Lock()
+        async with self._warming:   # after a warm-up in flight, which may have warmed this engine
+            try:
+                active = self.context.models.get().engine
+            except Exception:  # noqa: BLE001 - unloaded meanwhile: nothing to warm up
+                return
+            if active is engine and engine not in self._warmed and not self._stopping:
+                await self._warm_up_request(engine)
+
     async def start(self) -> None:
-        """Warm up when asked, then listen (the port is open when this returns) and announce when asked."""
+        """Warm up when asked (before listening with ``warm_up_first``, else after), then listen (the port is open
+        when this returns) and announce when asked.  With ``warm_up`` each model made active later (the first
+        one's background load, another model loaded or chosen) is warmed up as soon as it is."""
+        self._loop = asyncio.get_running_loop()
+        self._stopping = False
+        try:
+            await self._warm_up_and_listen()
+        except BaseException:   # no subscription, warm-up or socket is left behind by a start that failed
+            with contextlib.suppress(Exception):
+                await self.stop()
+            raise
+        log.info("Wyoming server (Home Assistant) listening on %s", self.uri)
+
+    async def _warm_up_and_listen(self) -> None:
         if self.warms_up:
-            await self.warm_up()
+            self._unsubscribe = self.context.models.on_active(self._model_made_active)
+            try:
+                engine = self.context.models.get().engine
+            except Exception:  # noqa: BLE001 - no model yet: the subscription warms up once one is ready
+                log.info("Wyoming server: no model loaded yet; it warms up once the model is ready")
+            else:
+                if self.warms_up_first:
+                    await self.warm_up()
+                else:
+                    self._schedule_warm_up(engine)
         self._server = AsyncServer.from_uri(self.uri)
         await self._server.start(functools.partial(SpeechHandler, self.context))
         if self.zeroconf is not None:
             await self._announce()
-        log.info("Wyoming server (Home Assistant) listening on %s", self.uri)
 
     async def stop(self) -> None:
+        """Stop listening and warming up: the model's subscription ends, a warm-up in flight is cancelled."""
+        self._stopping = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for task in list(self._pending):   # a warm-up in flight: its job leaves the queue
+            task.cancel()
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
         if self._announcer is not None:
             await self._announcer._aiozc.async_close()   # the library's announcer keeps its AsyncZeroconf there
             self._announcer = None
@@ -206,7 +294,7 @@ class WyomingServer:
 
         self._thread = threading.Thread(target=run, name="omnivoice-wyoming", daemon=True)
         self._thread.start()
-        if not started.wait(timeout + (WARM_UP_SECONDS if self.warms_up else 0.0)):
+        if not started.wait(timeout + (WARM_UP_SECONDS if self.warms_up and self.warms_up_first else 0.0)):
             raise RuntimeError(f"the Wyoming server did not start within {timeout:.0f} s")
         if failure:
             raise failure[0]
@@ -256,7 +344,8 @@ def wyoming_arguments(parser: argparse.ArgumentParser) -> None:
 
 def start_beside(args: argparse.Namespace, models, voices, service, redact: Callable[[str], str] = str
                  ) -> Optional[WyomingServer]:
-    """The Wyoming server of ``--wyoming-uri`` on its own thread (None without the flag)."""
+    """The Wyoming server of ``--wyoming-uri`` on its own thread (None without the flag), listening when this
+    returns; it warms up after, whenever a model becomes active (the app's own start is not held up)."""
     if not getattr(args, "wyoming_uri", None):
         if getattr(args, "zeroconf", None) is not None:
             raise SystemExit("error: --zeroconf announces the Wyoming server: give --wyoming-uri too")
@@ -265,7 +354,7 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
                                                           getattr(args, "wyoming_guard", False),
                                                           getattr(args, "lexicon", None),
                                                           getattr(args, "wyoming_preset", DEFAULT_PRESET)),
-                           args.zeroconf, warm_up=True)
+                           args.zeroconf, warm_up=True, warm_up_first=False)
     return server.start_in_thread()
 
 
