@@ -152,7 +152,7 @@ def chained_products_model(graph):
 
 
 def built_products_model(model):
-    """Every weight product of ``graph`` as the build computes it, from its activation in fp32 to its output, in
+    """Every weight product of ``model``'s graph as the build computes it, from its activation in fp32 to its output, in
     one graph: the product and what the arithmetic adds around it (``precision.emit``: the rows' reshape, the
     outlier channels zeroed, one activation scale per row, the row scale, the outlier channels' fp32 product, the
     reshape back), copied from the graph itself, in its order.
@@ -414,7 +414,7 @@ def pytorch_seconds(checkpoint: str, threads: int) -> float:
 def built_operator_ms(model, rows: int, threads: int) -> dict:
     """The products as built (``built_products_model``) at ``rows`` positions, profiled by ONNX Runtime on one
     thread and on ``threads``, taking turns: ``{operator type: {"1": ms, str(threads): ms}}`` per forward.
-    An operator that takes as long on both runs on one thread."""
+    An operator that takes as long on both does not use the second thread."""
     import onnxruntime as ort
 
     from benchmarks.attention_forms import operator_ms
