@@ -79,3 +79,23 @@ def test_a_setting_of_the_book_changes_the_plan_field_its_render_key_reads(hande
     assert all(a != b for a, b in zip(first, reseeded)) and len(reseeded) == len(first) == 2
     slower = keys(dataclasses.replace(settings, config=settings.config.replace(num_step=3)))
     assert all(a != b for a, b in zip(first, slower))
+
+
+def test_a_result_reads_each_record_once_until_it_is_discarded(tmp_path, monkeypatch):
+    """A book's end asks each sentence's record for its words, its checks and its silent takes: ``record`` reads
+    the sidecar once and keeps it; ``discard`` removes the files and forgets what was kept."""
+    folder = OutputFolder(str(tmp_path / "sentences")).create()
+    audio = folder.audio_path("s1", "flac")
+    audio.write_bytes(b"audio")
+    folder.sidecar_path("s1").write_text(json.dumps({"status": "done", "words": [["Calm", 0.0, 0.4]]}))
+    reads: list[str] = []
+    read_sidecar = OutputFolder.read_sidecar
+    monkeypatch.setattr(OutputFolder, "read_sidecar", lambda self, item_id: reads.append(item_id) or read_sidecar(
+        self, item_id))
+    result = BatchResult(Summary(total=2), folder, {"s1": ItemResult("s1", "made", audio), "s2": ItemResult("s2", NOT_RUN)})
+    assert result.record("s1")["words"] == [["Calm", 0.0, 0.4]]
+    assert result.record("s1").get("checks", []) == [] and result.record("s2") == {} and result.record("s2") == {}
+    assert reads == ["s1", "s2"]
+    result.discard("s1")
+    assert not audio.exists() and not folder.sidecar_path("s1").exists()
+    assert result.record("s1") == {} and reads == ["s1", "s2", "s1"]   # read again: gone now

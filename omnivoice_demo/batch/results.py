@@ -85,6 +85,8 @@ class BatchResult:
     summary: Summary
     folder: OutputFolder
     items: dict[str, ItemResult]
+    #: the records read so far, by item: a book's end reads each one for its words, its checks and its takes
+    _records: dict[str, dict] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def complete(self) -> bool:
@@ -92,11 +94,15 @@ class BatchResult:
 
     def record(self, item_id: str) -> dict:
         """The item's record (its sidecar: chunk times, ``words``, ``checks``, ``no_audio_takes``, ...); {} when
-        it has none."""
-        return self.folder.read_sidecar(item_id) or {}
+        it has none.  Read once and kept (the run has ended, so nothing writes it again but ``discard``): the
+        same dict each time, which callers read and do not change."""
+        if item_id not in self._records:
+            self._records[item_id] = self.folder.read_sidecar(item_id) or {}
+        return self._records[item_id]
 
     def discard(self, item_id: str) -> None:
         """Remove the item's audio and record, so the next run makes it again."""
+        self._records.pop(item_id, None)
         audio = self.items[item_id].audio
         for path in ((audio,) if audio else ()) + (self.folder.sidecar_path(item_id),):
             path.unlink(missing_ok=True)

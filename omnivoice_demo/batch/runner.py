@@ -67,8 +67,7 @@ def run_batch(plan: BatchPlan, *, backend: Optional[Callable[[], Backend]] = Non
             problems, planned, parts = running.check(items, job.audio_format) if running else ([], {}, {})
             pending = _without_refused(items, dict(problems), folder, summary, outcomes)
             pending = _not_done(pending, parts, folder, job, summary, plan.retry_failed, outcomes)
-            if pending:
-                assert running is not None
+            if running is not None and pending:  # pending items are some of ``items``, for which it was opened
                 summary.workers = running.workers
                 ready = time.perf_counter()
                 summary.startup_seconds = ready - started
