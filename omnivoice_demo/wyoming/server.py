@@ -120,7 +120,7 @@ class WyomingServer:
         #: the warm-up requests that finished (one per model made active, each engine once)
         self.warm_ups = 0
         self._warmed: "weakref.WeakSet" = weakref.WeakSet()   # the engines warmed up (gone with their model)
-        self._warming: Optional[asyncio.Lock] = None            # one warm-up at a time
+        self._warming = asyncio.Lock()                          # one warm-up at a time (bound to a loop on use)
         self._pending: set[asyncio.Task] = set()                 # warm-ups scheduled by a model made active
         self._unsubscribe: Optional[Callable[[], None]] = None
         self._stopping = False
@@ -129,20 +129,19 @@ class WyomingServer:
         self._thread: Optional[threading.Thread] = None
         self._announcer = None
 
-    async def warm_up(self) -> Optional[float]:
+    async def warm_up(self, engine) -> Optional[float]:
         """One ``synthesize`` of ``WARM_UP_TEXT`` through a connection of our own (a socket pair to a
         ``SpeechHandler``, the path of every client's request, so one job in the same queue) at
-        ``WARM_UP_PRESET``, read to its ``audio-stop``; its seconds, or None when it failed or no model is loaded
-        yet (then ``start`` has subscribed to the model's readiness) (logged: the server serves all the same, its
-        first request then pays what the warm-up did not).  Bounded by ``WARM_UP_SECONDS``; cancelling it cancels
-        its job."""
-        if self._warming is None:
-            self._warming = asyncio.Lock()
+        ``WARM_UP_PRESET``, read to its ``audio-stop``, for ``engine`` while it is the active model and was not
+        warmed up before (one warm-up at a time: one in flight may have warmed it); its seconds, or None when
+        none ran or it failed (logged: the server serves all the same, its first request then pays what the
+        warm-up did not).  Bounded by ``WARM_UP_SECONDS``; cancelling it cancels its job."""
         async with self._warming:
             try:
-                engine = self.context.models.get().engine
-            except Exception:  # noqa: BLE001 - ModelNotReady and its kin: the app loads its model in the background
-                log.info("Wyoming server: no model loaded yet; it warms up once the model is ready")
+                active = self.context.models.get().engine
+            except Exception:  # noqa: BLE001 - unloaded meanwhile: nothing to warm up
+                return None
+            if active is not engine or engine in self._warmed or self._stopping:
                 return None
             return await self._warm_up_request(engine)
 
@@ -199,20 +198,9 @@ class WyomingServer:
     def _schedule_warm_up(self, engine) -> None:
         if self._stopping or engine in self._warmed:
             return
-        task = asyncio.get_running_loop().create_task(self._warm_up_if_new(engine), name="omnivoice wyoming warm-up")
+        task = asyncio.get_running_loop().create_task(self.warm_up(engine), name="omnivoice wyoming warm-up")
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
-
-    async def _warm_up_if_new(self, engine) -> None:
-        if self._warming is None:
-            self._warming = asyncio.Lock()
-        async with self._warming:   # after a warm-up in flight, which may have warmed this engine
-            try:
-                active = self.context.models.get().engine
-            except Exception:  # noqa: BLE001 - unloaded meanwhile: nothing to warm up
-                return
-            if active is engine and engine not in self._warmed and not self._stopping:
-                await self._warm_up_request(engine)
 
     async def start(self) -> None:
         """Warm up when asked (before listening with ``warm_up_first``, else after), then listen (the port is open
@@ -237,7 +225,7 @@ class WyomingServer:
                 log.info("Wyoming server: no model loaded yet; it warms up once the model is ready")
             else:
                 if self.warms_up_first:
-                    await self.warm_up()
+                    await self.warm_up(engine)
                 else:
                     self._schedule_warm_up(engine)
         self._server = AsyncServer.from_uri(self.uri)
