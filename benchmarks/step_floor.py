@@ -74,14 +74,34 @@ REQUESTS = {"design": 0.0, "clone 4 s": 4.0, "clone 10 s": 10.0}
 OPSETS = [("", 17), ("com.microsoft", 1)]
 
 
-def session(model, threads: int):
-    """A CPU session of ``model`` (a ``ModelProto`` or a graph file) with the engine's options (``session_options``)."""
+def session(model, threads: int, profiling: bool = False):
+    """A CPU session of ``model`` (a ``ModelProto``, its serialized bytes or a graph file) with the engine's options
+    (``session_options``), and ONNX Runtime's profiler on with ``profiling``."""
     import onnxruntime as ort
 
     from omnivoice_demo.runtime.sessions import session_options
 
-    source = str(model) if isinstance(model, pathlib.Path) else model.SerializeToString()
-    return ort.InferenceSession(source, session_options(threads), providers=["CPUExecutionProvider"])
+    options = session_options(threads)
+    options.enable_profiling = profiling
+    source = (model if isinstance(model, bytes) else str(model) if isinstance(model, pathlib.Path)
+              else model.SerializeToString())
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def step_of(products, attention, cond: int, past: int, uncond: int) -> float:
+    """A step from its parts, ``products(rows)`` and ``attention(rows, past)``: the conditional row (``cond``
+    positions on ``past`` kept ones) and, where guided, the unconditional row of ``uncond`` positions, their products
+    apart or packed, whichever is cheaper."""
+    if not uncond:
+        return products(cond) + attention(cond, past)
+    return min(products(cond) + products(uncond), products(cond + uncond)) + attention(cond, past) + attention(uncond, 0)
+
+
+def built_feed(built_session, rows: int) -> dict:
+    """Activations of ``rows`` positions for each input ``x<K>`` of the products as built (``built_products_model``)."""
+    rng = np.random.default_rng(rows)
+    return {item.name: rng.standard_normal((1, rows, int(item.name[1:])), dtype=np.float32)
+            for item in built_session.get_inputs()}
 
 
 def make_model(nodes, name, inputs, outputs, initializers, opsets=OPSETS):
@@ -287,7 +307,9 @@ class Floor:
         attention_graph = attention_graph if attention_graph is not None else graph
         self.layers = sum(1 for node in attention_graph.node if node.op_type == ATTENTION)
         self.chain = session(chained_products_model(graph), threads)
-        self.built_chain = session(built_products_model(model), threads)
+        #: the products as built, serialized (``built_operator_ms`` profiles the same graph)
+        self.built_graph = built_products_model(model).SerializeToString()
+        self.built_chain = session(self.built_graph, threads)
         self.singles = {shape: session(single_product_model(*shape), threads) for shape in self.shapes}
         models, self.heads, self.kv_heads, self.head_dim = attention_models(graph, attention_graph)
         self.attention_sessions = {form: session(model, threads) for form, model in models.items()}
@@ -315,9 +337,7 @@ class Floor:
     def built(self, rows: int) -> float:
         """Every product of a forward of ``rows`` positions as the build computes it (``built_products_model``)."""
         if rows not in self.built_s:
-            rng = np.random.default_rng(rows)
-            feed = {item.name: rng.standard_normal((1, rows, int(item.name[1:])), dtype=np.float32)
-                    for item in self.built_chain.get_inputs()}
+            feed = built_feed(self.built_chain, rows)
             self.built_s[rows], self.cpu_s[("built", rows)] = timed(lambda: self.built_chain.run(None, feed),
                                                                     self.repeats)
             print(json.dumps({"products_as_built": len(self.products), "rows": rows,
@@ -350,32 +370,20 @@ class Floor:
                                  for form, (wall, _) in forms.items()}}), flush=True)
         return self.attention_s[(rows, past)]
 
-    def forward(self, rows: int, past: int = 0) -> float:
-        return self.chained(rows) + self.attention(rows, past)
-
     def step(self, cond: int, past: int, uncond: int) -> float:
-        """A step: the conditional row (``cond`` positions on ``past`` kept ones) and, where guided, the
-        unconditional row of ``uncond`` positions, their products apart or packed, whichever is cheaper."""
-        if not uncond:
-            return self.forward(cond, past)
-        products = min(self.chained(cond) + self.chained(uncond), self.chained(cond + uncond))
-        return products + self.attention(cond, past) + self.attention(uncond)
+        """A step's floor (``step_of``): the products alone and attention."""
+        return step_of(self.chained, self.attention, cond, past, uncond)
 
     def built_step(self, cond: int, past: int, uncond: int) -> float:
         """``step`` with the products as the build computes them (``built``) instead of alone."""
-        if not uncond:
-            return self.built(cond) + self.attention(cond, past)
-        products = min(self.built(cond) + self.built(uncond), self.built(cond + uncond))
-        return products + self.attention(cond, past) + self.attention(uncond)
+        return step_of(self.built, self.attention, cond, past, uncond)
 
     def step_cpu(self, cond: int, past: int, uncond: int) -> float:
         """``step`` in CPU seconds (its parts measured by ``step`` first)."""
         self.step(cond, past, uncond)
         cpu = self.cpu_s
-        if not uncond:
-            return cpu[("chained", cond)] + cpu[("attention", cond, past)]
-        products = min(cpu[("chained", cond)] + cpu[("chained", uncond)], cpu[("chained", cond + uncond)])
-        return products + cpu[("attention", cond, past)] + cpu[("attention", uncond, 0)]
+        return step_of(lambda rows: cpu[("chained", rows)], lambda rows, kept: cpu[("attention", rows, kept)],
+                       cond, past, uncond)
 
 
 def steps_of(work) -> list[tuple[int, int, int]]:
@@ -411,25 +419,15 @@ def pytorch_seconds(checkpoint: str, threads: int) -> float:
     return round(time.perf_counter() - started, 2)
 
 
-def built_operator_ms(model, rows: int, threads: int) -> dict:
-    """The products as built (``built_products_model``) at ``rows`` positions, profiled by ONNX Runtime on one
+def built_operator_ms(built_graph: bytes, rows: int, threads: int) -> dict:
+    """The products as built (``Floor.built_graph``) at ``rows`` positions, profiled by ONNX Runtime on one
     thread and on ``threads``, taking turns: ``{operator type: {"1": ms, str(threads): ms}}`` per forward.
     An operator that takes as long on both does not use the second thread."""
-    import onnxruntime as ort
-
     from benchmarks.attention_forms import operator_ms
-    from omnivoice_demo.runtime.sessions import run_options, session_options
+    from omnivoice_demo.runtime.sessions import run_options
 
-    built = built_products_model(model).SerializeToString()
-    sessions = {}
-    for count in sorted({1, threads}):
-        options = session_options(count)
-        options.enable_profiling = True
-        sessions[str(count)] = ort.InferenceSession(built, options, providers=["CPUExecutionProvider"])
-    first = next(iter(sessions.values()))
-    rng = np.random.default_rng(rows)
-    feed = {item.name: rng.standard_normal((1, rows, int(item.name[1:])), dtype=np.float32)
-            for item in first.get_inputs()}
+    sessions = {str(count): session(built_graph, count, profiling=True) for count in sorted({1, threads})}
+    feed = built_feed(next(iter(sessions.values())), rows)
     found = operator_ms(sessions, feed, run_options(), outputs=("out",))
     operators = sorted({op for ms in found.values() for op in ms}, key=lambda op: -found[str(threads)].get(op, 0.0))
     return {op: {label: round(found[label].get(op, 0.0), 3) for label in sessions} for op in operators}
@@ -528,8 +526,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"the engine did not run a {args.backbone} build: {engine.backbone_choice.get('compute')}")
     path = pathlib.Path(engine.backbone_choice["cache"]) / BACKBONE_GRAPHS["backbone"]
     folder_graph = onnx.load(str(pathlib.Path(args.model) / BACKBONE_GRAPHS["backbone"]), load_external_data=False)
-    built_model = onnx.load(str(path))
-    floor = Floor(built_model, args.threads, args.repeats, folder_graph.graph)
+    floor = Floor(onnx.load(str(path)), args.threads, args.repeats, folder_graph.graph)
 
     configs = {name: GenerationConfig.preset(name) for name in ("reference", "fast")}
     configs.update({candidate.name: candidate.config for candidate in map(parse_candidate, args.candidate)})
@@ -594,7 +591,7 @@ def main(argv=None) -> int:
     summary["floor_cpu_s"] = {"+".join(map(str, key)): round(v, 6) for key, v in sorted(floor.cpu_s.items())}
     if args.profile_rows:
         summary["built_operators_ms"] = {"rows": args.profile_rows,
-                                         "operators": built_operator_ms(built_model, args.profile_rows, args.threads)}
+                                         "operators": built_operator_ms(floor.built_graph, args.profile_rows, args.threads)}
     summary["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(summary), flush=True)
     print_table(summary)

@@ -189,27 +189,20 @@ def test_step_floor_takes_its_rows_from_the_engines_requests_and_chains_every_pr
     assert clone["prefix"] > design["prefix"] + 250 and clone["frames"] == 125   # 10 s of reference frames
     chained, attention = summary["products_s"]["chained"], summary["attention_s"]
 
-    def step_floor_s(cond, past, uncond):
-        if not uncond:
-            return chained[str(cond)] + attention[f"{cond}+{past}"]
-        return (min(chained[str(cond)] + chained[str(uncond)], chained[str(cond + uncond)])
-                + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
+    built_s, cpu = summary["products_s"]["built"], summary["floor_cpu_s"]
 
-    built_s = summary["products_s"]["built"]
+    def summed(products, attention):
+        """A step from the recorded parts: the rows' products apart or packed, the cheaper, and both attentions."""
+        def step(cond, past, uncond):
+            if not uncond:
+                return products(cond) + attention(cond, past)
+            return (min(products(cond) + products(uncond), products(cond + uncond))
+                    + attention(cond, past) + attention(uncond, 0))
+        return step
 
-    def built_floor_s(cond, past, uncond):
-        if not uncond:
-            return built_s[str(cond)] + attention[f"{cond}+{past}"]
-        return (min(built_s[str(cond)] + built_s[str(uncond)], built_s[str(cond + uncond)])
-                + attention[f"{cond}+{past}"] + attention[f"{uncond}+0"])
-
-    cpu = summary["floor_cpu_s"]
-
-    def step_cpu_s(cond, past, uncond):
-        if not uncond:
-            return cpu[f"chained+{cond}"] + cpu[f"attention+{cond}+{past}"]
-        return (min(cpu[f"chained+{cond}"] + cpu[f"chained+{uncond}"], cpu[f"chained+{cond + uncond}"])
-                + cpu[f"attention+{cond}+{past}"] + cpu[f"attention+{uncond}+0"])
+    step_floor_s = summed(lambda rows: chained[str(rows)], lambda rows, past: attention[f"{rows}+{past}"])
+    built_floor_s = summed(lambda rows: built_s[str(rows)], lambda rows, past: attention[f"{rows}+{past}"])
+    step_cpu_s = summed(lambda rows: cpu[f"chained+{rows}"], lambda rows, past: cpu[f"attention+{rows}+{past}"])
 
     length = design["prefix"] + 125
     reference, fast = design["presets"]["reference"], design["presets"]["fast"]
