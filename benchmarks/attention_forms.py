@@ -103,9 +103,9 @@ def main(argv=None) -> int:
         large = {name: value for name, value in constants.items() if name not in small}
         sessions[form] = in_memory_session(model, large, providers_for("cpu"), session_options(args.threads))
         if args.profile_rows:
-            options = session_options(args.threads)
-            options.enable_profiling = True
-            profiled[form] = in_memory_session(model, large, providers_for("cpu"), options)
+            profiling = session_options(args.threads)
+            profiling.enable_profiling = True
+            profiled[form] = in_memory_session(model, large, providers_for("cpu"), profiling)
         del model, constants
     past_names = [i.name for i in sessions["genai"].get_inputs() if i.name.startswith("past_key_values.")]
     options = run_options()
