@@ -33,7 +33,7 @@ def main(argv=None) -> int:
 
     from omnivoice_demo.settings.generation import GenerationConfig
     from omnivoice_demo.engine.loop import OmniVoiceEngine
-    from omnivoice_demo.studio.results import codes_digest
+    from omnivoice_demo.storage.digests import codes_sha256
 
     engine = OmniVoiceEngine(args.model, threads=args.threads, verify="size", backbone=args.backbone, calibrate=False)
     config = GenerationConfig.preset("reference").replace(num_step=args.steps, seed=1)
@@ -47,10 +47,10 @@ def main(argv=None) -> int:
             wall = time.perf_counter()
             result = engine.generate(TEXT, language="en", config=config)
             wall = time.perf_counter() - wall
-            digests.add(codes_digest(result.codes))
+            digests.add(codes_sha256(result.codes))
             best[mode] = min(best.get(mode, wall), wall)
             print(json.dumps({"mode": mode, "wall_s": round(wall, 2), "backbone_s": round(result.timings["backbone"], 2),
-                              "speech_s": round(result.frames / 25, 2), "codes_sha256": codes_digest(result.codes),
+                              "speech_s": round(result.frames / 25, 2), "codes_sha256": codes_sha256(result.codes),
                               "load_before": round(load, 2)}), flush=True)
     print(json.dumps({"backbone": engine.backbone_choice.get("choice"),
                       "best_s": {k: round(v, 2) for k, v in best.items()},

@@ -25,7 +25,7 @@ def one_run(mode: str, model: str, backbone: str, threads: int, steps: int) -> d
     import time
 
     from omnivoice_demo.runtime import sessions
-    from omnivoice_demo.studio.results import codes_digest
+    from omnivoice_demo.storage.digests import codes_sha256
 
     if mode == "spinning":
         sessions.SESSION_CONFIG.update(SPINNING)
@@ -40,7 +40,7 @@ def one_run(mode: str, model: str, backbone: str, threads: int, steps: int) -> d
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {"mode": mode, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "stages": {k: round(v, 3) for k, v in result.timings.items()},
-            "codes_sha256": codes_digest(result.codes), "frames": result.frames}
+            "codes_sha256": codes_sha256(result.codes), "frames": result.frames}
 
 
 def main(argv=None) -> int:

@@ -272,7 +272,7 @@ def test_weights_from_a_hub_repo_are_downloaded_once_and_a_repo_without_them_is_
     import huggingface_hub.constants
 
     from omnivoice_demo.hub.weights import backbone_weights
-    from omnivoice_demo.storage.manifest import sha256_of
+    from omnivoice_demo.storage.digests import file_sha256
     from tests.support.hub_server import HubServer
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
@@ -288,7 +288,7 @@ def test_weights_from_a_hub_repo_are_downloaded_once_and_a_repo_without_them_is_
         for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN"):
             monkeypatch.delenv(name, raising=False)
         weights = backbone_weights("k2-fsa/OmniVoice", cache_dir=tmp_path / "ours")
-        assert weights.label == "k2-fsa/OmniVoice" and weights.digest == sha256_of(tiny_checkpoint / "model.safetensors")
+        assert weights.label == "k2-fsa/OmniVoice" and weights.digest == file_sha256(tiny_checkpoint / "model.safetensors")
         fetched = [r.path for r in hub.requests if "/resolve/" in r.path and r.method == "GET"]
         assert len(fetched) == 1 and fetched[0].endswith("/model.safetensors")  # only the weights file
         hub.reset_log()

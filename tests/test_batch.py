@@ -22,9 +22,9 @@ import pytest
 import soundfile
 
 from omnivoice_demo.batch.items import BatchInputError, read_batch, read_items
-from omnivoice_demo.batch.store import TEMP_MARK, file_sha256
+from omnivoice_demo.batch.store import TEMP_MARK
 from omnivoice_demo.batch.subtitles import parse_timestamps
-from omnivoice_demo.batch.worker import codes_sha256
+from omnivoice_demo.storage.digests import codes_sha256, file_sha256
 from omnivoice_demo.settings.generation import GenerationConfig
 from omnivoice_demo.constants import SAMPLE_RATE
 

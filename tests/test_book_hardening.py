@@ -234,7 +234,7 @@ def test_a_sentence_file_that_is_not_audio_is_removed_and_remade_by_the_next_run
                                                                                  capsys):
     import json
 
-    from omnivoice_demo.batch.store import file_sha256
+    from omnivoice_demo.storage.digests import file_sha256
     from omnivoice_demo.cli.main import main
 
     (tmp_path / "b.txt").write_text("Chapter 1\n\nHello there.\n")

@@ -18,7 +18,7 @@ from omnivoice_demo.settings.limits import Limits
 from omnivoice_demo.text.lexicon import from_mapping
 from omnivoice_demo.text.ssml import Segment, SsmlError, looks_like_ssml, parse
 from omnivoice_demo.errors import InvalidInput, ResourceLimitExceeded
-from omnivoice_demo.studio.results import codes_digest
+from omnivoice_demo.storage.digests import codes_sha256
 from omnivoice_demo.studio.stream_audio import pcm16
 from omnivoice_demo.studio.vocabulary import DESIGNS, resolve_voice
 from tests.test_malformed_requests import api, speech  # noqa: F401 - the HTTP API's router in process (a fixture)
@@ -319,7 +319,7 @@ def test_multi_voice_ssml_through_the_http_api(api, engine):
     body = {"input": MULTI_VOICE, "voice": "alloy", "seed": 7, "steps": 4, "normalize_text": False}
     whole = speech(api, dict(body, response_format="wav", stream=False))
     assert whole.status_code == 200, whole.text
-    assert whole.headers["X-OmniVoice-Codes-SHA256"] == codes_digest(expected.codes)
+    assert whole.headers["X-OmniVoice-Codes-SHA256"] == codes_sha256(expected.codes)
     assert whole.headers["X-OmniVoice-Chunks"] == "2"
     audio, rate = sf.read(io.BytesIO(whole.content), dtype="int16")
     assert rate == 24000 and len(audio) == len(expected.audio)

@@ -35,6 +35,7 @@ from typing import Optional
 from ..errors import ModelFolderError
 from ..storage.atomic import atomic_write_json, replacing_path
 from ..storage.cache import default_cache_dir
+from ..storage.digests import file_sha256
 
 ALIGNMENT_STEM = "decoder_model_alignment"
 ATTENTION_OUTPUT = "cross_attentions.{layer}"
@@ -128,14 +129,6 @@ def write_alignment_graph(source: pathlib.Path, target: pathlib.Path, layers: in
             onnx.save(model, str(tmp))
 
 
-def _sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def alignment_graph(folder: pathlib.Path, decoder_rel: str, suffix: str, layers: int,
                     cache: Optional[pathlib.Path] = None, checksums: bool = False) -> pathlib.Path:
     """The alignment graph for the recogniser in ``folder`` whose first-call decoder is ``decoder_rel``:
@@ -162,11 +155,11 @@ def alignment_graph(folder: pathlib.Path, decoder_rel: str, suffix: str, layers:
         except (OSError, ValueError):
             record = None
     if record and all(record.get(k) == v for k, v in source_fields.items()) and target.is_file():
-        if target.stat().st_size != record.get("size") or (checksums and _sha256(target) != record.get("sha256")):
+        if target.stat().st_size != record.get("size") or (checksums and file_sha256(target) != record.get("sha256")):
             raise ModelFolderError(f"{target} does not match its record {record_path}: it was changed after it was "
                                    "built; delete that folder and run again to rebuild it.")
         return target
     write_alignment_graph(real, target, layers)
-    atomic_write_json(record_path, {**source_fields, "size": target.stat().st_size, "sha256": _sha256(target),
+    atomic_write_json(record_path, {**source_fields, "size": target.stat().st_size, "sha256": file_sha256(target),
                                     "what": "copy of the decoder graph with each layer's cross-attention as outputs"})
     return target

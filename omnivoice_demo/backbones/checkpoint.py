@@ -407,7 +407,7 @@ def weights_digest(path: pathlib.Path, cache_dir: pathlib.Path | None = None) ->
     (``hub.weights.backbone_weights``), so the Hugging Face cache's file names are never read for it."""
     from ..storage.atomic import atomic_write_json
     from ..storage.cache import default_cache_dir
-    from ..storage.manifest import sha256_of
+    from ..storage.digests import file_sha256
 
     real = path.resolve()
     stat = real.stat()
@@ -419,7 +419,7 @@ def weights_digest(path: pathlib.Path, cache_dir: pathlib.Path | None = None) ->
         known = {}
     known = known if isinstance(known, dict) else {}
     if not isinstance(known.get(key), str):
-        known[key] = sha256_of(real)
+        known[key] = file_sha256(real)
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(memo, known)

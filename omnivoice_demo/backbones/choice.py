@@ -312,7 +312,8 @@ def content_key(path: pathlib.Path) -> str:
     where the manifest has none), and the precision builder's version."""
     import hashlib
 
-    from ..storage.manifest import MANIFEST_NAME, sha256_of
+    from ..storage.digests import file_sha256
+    from ..storage.manifest import MANIFEST_NAME
 
     try:
         listed = json.loads((path.parent / MANIFEST_NAME).read_text(encoding="utf-8")).get("files", {})
@@ -322,7 +323,7 @@ def content_key(path: pathlib.Path) -> str:
     for file in sorted(path.parent.glob(path.name + "*")):
         entry = listed.get(file.name) if isinstance(listed, dict) else None
         known = entry.get("sha256") if isinstance(entry, dict) and entry.get("size") == file.stat().st_size else None
-        digest.update(f"{file.name}:{known or sha256_of(file)}".encode())
+        digest.update(f"{file.name}:{known or file_sha256(file)}".encode())
     return digest.hexdigest()[:32]
 
 
@@ -421,7 +422,7 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
     (external data in one file, tensors of 1 KB and more), byte for byte."""
     import onnx
 
-    from ..storage.manifest import sha256_of
+    from ..storage.digests import file_sha256
 
     started = time.perf_counter()
     onnx_model, source, embeds = None, None, None
@@ -437,7 +438,7 @@ def write_rebuilt(path: pathlib.Path, precision: str, model, providers, options_
     onnx_model = onnx_model if onnx_model is not None else onnx.load(str(path))
     rebuild(onnx_model, precision, outliers, source, store=external_writer(destination, path.name + ".data"))
     onnx.save_model(onnx_model, str(destination / path.name))
-    files = {f.name: sha256_of(f) for f in sorted(destination.glob(path.name + "*"))}
+    files = {f.name: file_sha256(f) for f in sorted(destination.glob(path.name + "*"))}
     (destination / BUILD_RECORD).write_text(json.dumps({
         "precision": precision, "source": path.parent.name, "build_version": BUILD_VERSION,
         "weights": weights.label if weights is not None else path.parent.name,

@@ -41,7 +41,7 @@ from ..text.lexicon import Lexicon, from_mapping
 from ..text.script import Turn
 from ..text.descriptions import read_description
 from ..text.script import read_script
-from .store import file_sha256
+from ..storage.digests import file_sha256
 
 log = logging.getLogger("omnivoice.batch")
 

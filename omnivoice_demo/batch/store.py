@@ -8,19 +8,21 @@ disk, then renamed over the final name, so a file is either whole or absent;
 the sidecar is written last, so a sidecar saying ``done`` means its audio is
 complete.  A rerun reuses an item when its sidecar says ``done`` with the same
 render key (``engine.render_key``) and the audio's sha256 still matches; items whose sidecar says
-``failed`` are left alone unless failures are retried.
+``failed`` are left alone unless failures are retried.  A sidecar or audio file that is a symbolic link is
+never followed nor trusted (``storage.links``): the item is made again, and the rename replaces the link.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import pathlib
 from typing import Optional
 
 from ..errors import InvalidInput
 from ..storage.atomic import replacing_path, storage_problem
+from ..storage.links import is_regular_file, read_regular
+from ..storage.digests import file_sha256
 
 #: how a batch's files in progress start (``remove_stale_parts`` removes what a killed run left)
 TEMP_MARK = ".part-"
@@ -108,6 +110,8 @@ class OutputFolder:
         import fcntl
 
         try:
+            if (self.path / LOCK_NAME).is_symlink():   # never opened through a link (``storage.links``)
+                (self.path / LOCK_NAME).unlink()
             handle = open(self.path / LOCK_NAME, "a+")
         except OSError as exc:
             raise self.not_writable(exc, LOCK_NAME) from None
@@ -126,12 +130,14 @@ class OutputFolder:
     # --- reading --------------------------------------------------------------------------
 
     def read_sidecar(self, item_id: str) -> Optional[dict]:
+        """The item's sidecar; None when there is none, it is unreadable, or it is no regular file of this folder
+        (a link, to a file elsewhere, is never followed nor trusted: the item is made again, ``storage.links``)."""
+        data = read_regular(self.sidecar_path(item_id))
         try:
-            with open(self.sidecar_path(item_id), encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError):
+            record = json.loads(data) if data is not None else None
+        except ValueError:
             return None
-        return data if isinstance(data, dict) else None
+        return record if isinstance(record, dict) else None
 
     def finished(self, item_id: str, key: str, audio_format: str) -> Optional[dict]:
         """The sidecar of a finished item whose key matches and whose audio checks, else None."""
@@ -139,7 +145,7 @@ class OutputFolder:
         if not sidecar or sidecar.get("status") != "done" or sidecar.get("key") != key:
             return None
         audio = self.audio_path(item_id, audio_format)
-        if not audio.is_file() or file_sha256(audio) != sidecar.get("sha256"):
+        if not is_regular_file(audio) or file_sha256(audio) != sidecar.get("sha256"):
             return None
         return sidecar
 
@@ -151,9 +157,3 @@ class OutputFolder:
         return None
 
 
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

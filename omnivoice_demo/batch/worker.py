@@ -8,7 +8,6 @@ backend writes the same files by the same atomic rules (``store``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import os
 import socket
@@ -23,7 +22,8 @@ from ..engine.render_key import key_of as render_key_of
 from ..errors import OmniVoiceError, one_line
 from ..studio.results import checks_of
 from .items import BatchItem
-from .store import FolderNotWritable, OutputFolder, file_sha256
+from ..storage.digests import codes_sha256, file_sha256
+from .store import FolderNotWritable, OutputFolder
 from ..asr.alignment import WordTiming
 from .subtitles import cues_for_chunks, render, word_subtitles
 from .timeline import chunk_spans
@@ -220,11 +220,3 @@ def write_subtitles(folder: OutputFolder, item_id: str, chunks: list[dict], kind
                                word_subtitles(timings, kind, language).encode("utf-8"))
 
 
-def codes_sha256(codes: list[np.ndarray]) -> str:
-    """A fingerprint of a generation's codes (each chunk's shape and int64 values, in order)."""
-    digest = hashlib.sha256()
-    for chunk in codes:
-        chunk = np.ascontiguousarray(chunk, dtype=np.int64)
-        digest.update(repr(chunk.shape).encode())
-        digest.update(chunk.tobytes())
-    return digest.hexdigest()

@@ -58,7 +58,7 @@ class EvalItem:
 
     def fingerprint(self) -> dict:
         """What decides this item's audio (the clip by its bytes, not its path)."""
-        from ..batch.store import file_sha256
+        from ..storage.digests import file_sha256
 
         return {"text": self.text, "language": self.language, "instruct": self.instruct,
                 "ref_audio": file_sha256(self.ref_audio) if self.ref_audio else None, "ref_text": self.ref_text}

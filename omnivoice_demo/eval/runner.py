@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..batch.store import OutputFolder, file_sha256
+from ..batch.store import OutputFolder
+from ..storage.digests import file_sha256
 from ..errors import InvalidInput
 from .candidates import EXACT_NAME, Candidate, EngineSource, checked_name, exact_candidate
 from .items import EvalItem

@@ -21,7 +21,7 @@ import pathlib
 import re
 
 from ..errors import ModelNotAvailable
-from ..storage.manifest import sha256_of
+from ..storage.digests import file_sha256
 from .cache import RepoCache, RepoFile, hf_cache_dir
 from .progress import DownloadProgress, Reporter, format_bytes
 
@@ -82,7 +82,7 @@ def check_against_listing(path: pathlib.Path, entry: RepoFile, where: str) -> st
     if size != entry.size:
         return f"{entry.path} has {size} bytes, the Hub lists {entry.size} (in {where})"
     if entry.sha256:
-        if sha256_of(path) != entry.sha256:
+        if file_sha256(path) != entry.sha256:
             return f"{entry.path} fails the Hub's sha256 checksum (in {where}): the file is corrupt"
     elif entry.git_sha1 and len(entry.git_sha1) == 40:
         if git_blob_sha1(path) != entry.git_sha1:

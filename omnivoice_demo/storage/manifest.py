@@ -15,6 +15,7 @@ import pathlib
 from typing import Any
 
 from ..errors import ModelFolderError
+from .digests import file_sha256
 
 MANIFEST_NAME = "omnivoice_manifest.json"
 FORMAT_NAME = "omnivoice-onnx"
@@ -35,20 +36,12 @@ CODEC_GRAPHS = {
 }
 
 
-def sha256_of(path: pathlib.Path, block: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(block):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def describe_files(folder: pathlib.Path, exclude: tuple[str, ...] = (MANIFEST_NAME,)) -> dict[str, dict]:
     """Size and sha256 of every file under ``folder``, keyed by relative POSIX path."""
     files = {}
     for rel in describe_files_names(folder):
         if rel not in exclude:
-            files[rel] = {"size": (folder / rel).stat().st_size, "sha256": sha256_of(folder / rel)}
+            files[rel] = {"size": (folder / rel).stat().st_size, "sha256": file_sha256(folder / rel)}
     return files
 
 
@@ -175,7 +168,7 @@ def complete_file_list(folder: pathlib.Path, files: dict[str, dict]) -> dict[str
     """
     folder = pathlib.Path(folder)
     missing = sorted(loaded_files(folder) - set(files))
-    added = {rel: {"size": (folder / rel).stat().st_size, "sha256": sha256_of(folder / rel)}
+    added = {rel: {"size": (folder / rel).stat().st_size, "sha256": file_sha256(folder / rel)}
              for rel in missing if (folder / rel).is_file()}
     return {**files, **added}
 
@@ -208,7 +201,7 @@ def verify_files(folder: str | pathlib.Path, manifest: dict[str, Any], checksums
                 f"{rel} in {folder} has {size} bytes, the manifest says {expected['size']}: "
                 "the file is incomplete or changed; download or build the model folder again."
             )
-        if checksums and sha256_of(path) != expected["sha256"]:
+        if checksums and file_sha256(path) != expected["sha256"]:
             raise ModelFolderError(
                 f"{rel} in {folder} fails its sha256 checksum: the file is corrupt or changed; "
                 "download or build the model folder again."
