@@ -72,15 +72,6 @@ def endpoints(app) -> dict:
     return found
 
 
-def endpoint_inputs(app, name: str) -> Optional[list[str]]:
-    """The labels of the inputs of the Gradio endpoint ``name`` of ``app`` (None: no such endpoint)."""
-    blocks = getattr(app, "get_blocks", lambda: None)()
-    for fn in getattr(blocks, "fns", {}).values():
-        if getattr(fn, "api_name", None) == name:
-            return [str(getattr(block, "label", None) or type(block).__name__) for block in fn.inputs]
-    return None
-
-
 def data_problem(payload, inputs: list[str], name: str) -> Optional[str]:
     """What is wrong with ``data`` of a ``/run`` or ``/call`` body for an endpoint of ``inputs`` (None: nothing
     this check sees; Gradio checks the rest)."""
