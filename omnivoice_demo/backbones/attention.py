@@ -9,9 +9,12 @@ since opset 23: ``RotaryEmbedding`` on the queries and on the keys at the positi
 ``q_num_heads``/``kv_num_heads`` (grouped heads), the past and present in the same ``[batch, kv_heads, length,
 head]`` layout, and a boolean mask ``[batch, 1, new, total]`` that lets row ``b`` see keys ``0 .. seqlens_k[b]``.
 
-On ONNX Runtime's CPU kernels the two give the same numbers to the bit (``tests/test_backbone_attention.py``
-checks a whole backbone, with padded rows and with a kept prompt), and the standard form is faster at a
-step's lengths (``benchmarks/attention_forms.py``).  ``rewrite_attention`` changes a backbone graph in place;
+On ONNX Runtime's CPU kernels the two give the same numbers to the bit, as far as it was measured:
+``tests/test_backbone_attention.py`` checks a whole tiny backbone (19 positions, padded rows, a kept prompt) on
+every run, and ``benchmarks/attention_forms.py`` checks the full-size backbone at the lengths it is given (its
+``same_to_the_bit`` column; exit 1 where any differ: 125, 168 and 450 rows and a 325-position past in
+BENCHMARKS.md's run on an AVX-512 VNNI EPYC).  Other lengths and other CPUs' kernels are not proven; the
+standard form is faster at a step's lengths (the same benchmark).  ``rewrite_attention`` changes a backbone graph in place;
 the rebuilt backbones (``precision.rebuild``) get it.  A node with a softcap, a local window, interleaved
 rotary, no rotary or causal attention is left as it is.
 """

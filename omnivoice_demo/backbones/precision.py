@@ -85,8 +85,10 @@ class WeightProduct:
 BUILD_VERSION = 6
 
 #: bump when what a rebuilt 8-bit graph computes changes, not only how (the render key carries it: audio made
-#: by an older arithmetic is made again).  Build 6 computes what build 5 did, to the bit
-#: (``tests/test_backbone_attention.py``), so it stays 5.
+#: by an older arithmetic is made again).  Build 6 computes what build 5 did, to the bit where it was measured
+#: (the tiny backbone in ``tests/test_backbone_attention.py``; the full-size one at 125-450 rows by
+#: ``benchmarks/attention_forms.py``, BENCHMARKS.md), so it stays 5: a user who doubts it on another CPU runs
+#: ``attention_forms`` on their folder, which exits 1 where the two forms differ.
 ARITHMETIC_VERSION = 5
 
 
