@@ -39,6 +39,9 @@ class Book:
     # made in parts (``book_of_chapters``) keeps its chapters' numbers, so their files and markers do too
     numbers: tuple[int, ...] = ()
     whole_chapters: int = 0
+    #: every chapter of the whole book when only some are chosen (empty: ``chapters`` are all): what a run of some
+    #: chapters plans of the others an earlier run joined, to check they are what it would make
+    whole: tuple[Chapter, ...] = ()
 
     def numbered(self) -> list[tuple[int, "Chapter"]]:
         """(the chapter's number in the whole book, the chapter), in book order."""

@@ -24,6 +24,8 @@ BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "blockquote
 #: ``epub:type`` values of notes (left out) and of note references (left out)
 NOTE_TYPES = {"footnote", "endnote", "rearnote", "note", "footnotes", "endnotes", "rearnotes"}
 NOTEREF_TYPES = {"noteref"}
+#: ``epub:type`` values (or a ``class``) of a title page: the book's title and author, which the metadata gives
+TITLE_PAGE_TYPES = {"titlepage", "halftitlepage"}
 
 
 def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = None) -> Book:
@@ -70,7 +72,7 @@ def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = 
     chapters: list[list] = []
     skipped: list[str] = []
     notes: list[str] = []
-    counts = {"footnote references": 0, "footnotes": 0, "images": 0}
+    counts = {"footnote references": 0, "footnotes": 0, "images": 0, "title pages": 0}
     for idref, linear in document.spine:
         item = document.get_item_with_id(idref)
         if item is None or item.get_type() != ebooklib.ITEM_DOCUMENT:
@@ -80,8 +82,13 @@ def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = 
             skipped.append(f"not in the reading order: {name}")
             continue
         # the file's own bytes: ebooklib's get_content() of a document rebuilds it with a lenient HTML parser
+        title_pages = counts["title pages"]
         blocks = _xhtml_blocks(checked.xml.get(name, item.content), name, entries.get(name, 0), limits, counts,
                                notes)
+        if counts["title pages"] > title_pages:   # never read aloud, nor a chapter (pandoc's is in its NCX)
+            skipped.append(f"title page: {name}")
+            if not blocks:
+                continue
         starts = titles.get(name, [])
         anchors = {fragment: title for fragment, title in starts if fragment}
         whole = next((title for fragment, title in starts if not fragment), None)
@@ -98,7 +105,7 @@ def read_epub(path: pathlib.Path, limits: BookLimits, encoding: Optional[str] = 
             chapters[-1][1].append(text)
         if not starts and not chapters and not blocks:
             skipped.append(f"front matter: {name}")
-    said = [f"{count} {what}" for what, count in counts.items() if count]
+    said = [f"{count} {what}" for what, count in counts.items() if count and what != "title pages"]
     found = []
     for title, paragraphs, source in chapters:
         if paragraphs:
@@ -191,6 +198,9 @@ def _xhtml_blocks(data: bytes, name: str, size: int, limits: BookLimits, counts:
                 continue
             if types(child) & NOTE_TYPES:
                 counts["footnotes"] += 1
+                continue
+            if types(child) & TITLE_PAGE_TYPES or TITLE_PAGE_TYPES & set((child.get("class") or "").split()):
+                counts["title pages"] += 1
                 continue
             if child.get("id"):
                 pending_ids.append(child.get("id"))

@@ -32,8 +32,9 @@ import re
 from typing import Optional
 
 from ..errors import InvalidInput, excerpt
-from .contents import Book, Chapter, bounded, check_chapter_count, finished
+from .contents import Book, Chapter, bounded, check_chapter_count, finished, language_tag
 from .epub import read_epub
+from .front_matter import split_front_matter, split_title_block
 from .limits import BookLimits
 
 #: the kinds of file a book may be
@@ -72,7 +73,7 @@ def book_of_chapters(book: Book, chosen: Optional[str]) -> Book:
         return book
     numbers = sorted(parse_chapter_choice(chosen, len(book.chapters)))
     return dataclasses.replace(book, chapters=tuple(book.chapters[n - 1] for n in numbers), numbers=tuple(numbers),
-                               whole_chapters=len(book.chapters))
+                               whole_chapters=len(book.chapters), whole=book.chapters)
 
 
 def parse_chapter_choice(text: str, count: int) -> list[int]:
@@ -119,7 +120,7 @@ def read_plain(text: str, title: str, limits: BookLimits, chapter_marker: Option
         raise InvalidInput(f"--chapter-marker is not a valid pattern: {exc}.", param="chapter_marker") from None
     sections: list[tuple[str, list[str]]] = []
     current: list[str] = []
-    lines = text.splitlines()
+    heading, lines = split_title_block(text.splitlines(), marker)
     for line in lines:
         if marker.search(line) and len(line.strip()) <= 120:
             sections.append((line.strip(), []))
@@ -131,18 +132,18 @@ def read_plain(text: str, title: str, limits: BookLimits, chapter_marker: Option
             current = sections[-1][1]
         current.append(line)
     chapters, skipped = [], []
-    for number, (heading, body) in enumerate(sections, 1):
+    for number, (marked, body) in enumerate(sections, 1):
         paragraphs = _paragraphs_of_lines(body, limits)
-        if heading == "" and not paragraphs:
+        if marked == "" and not paragraphs:
             continue
         if not paragraphs:
-            skipped.append(f"empty chapter: {heading}")
+            skipped.append(f"empty chapter: {marked}")
             continue
         # the heading is read out, as an EPUB's chapter heading is (it is part of its text)
-        chapters.append(Chapter(title=heading or title, paragraphs=tuple(([heading] if heading else []) + paragraphs),
-                                source=f"section {number}"))
-    return finished(Book(title=title, author=None, language=None, chapters=tuple(chapters), skipped=tuple(skipped),
-                          kind="text"))
+        chapters.append(Chapter(title=marked or heading.title or title,
+                                paragraphs=tuple(([marked] if marked else []) + paragraphs), source=f"section {number}"))
+    return finished(Book(title=heading.title or title, author=heading.author, language=None, chapters=tuple(chapters),
+                         skipped=tuple(skipped), notes=heading.notes, kind="text"))
 
 
 def _paragraphs_of_lines(lines: list[str], limits: BookLimits) -> list[str]:
@@ -161,6 +162,7 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
     their text; images, code blocks and HTML are left out (and counted)."""
     from markdown_it import MarkdownIt
 
+    front, text = split_front_matter(text)
     tokens = MarkdownIt("commonmark").parse(text)
     levels = [int(t.tag[1]) for t in tokens if t.type == "heading_open"]
     top = min(levels) if levels else None
@@ -199,8 +201,10 @@ def read_markdown(text: str, title: str, limits: BookLimits) -> Book:
     if levels and sections and sections[0][0] is not None and len(levels) == 1:
         book_title = sections[0][0]
     said = [f"{count} {what}" for what, count in skipped.items() if count] + notes
-    return finished(Book(title=book_title or title, author=None, language=None, chapters=tuple(chapters),
-                          skipped=tuple(said), kind="markdown"))
+    stated: list[str] = list(front.notes)
+    return finished(Book(title=front.title or book_title or title, author=front.author,
+                         language=language_tag(front.language, stated), chapters=tuple(chapters), skipped=tuple(said),
+                         notes=tuple(stated), kind="markdown"))
 
 
 def _section(sections: list[list]) -> list[str]:
