@@ -18,7 +18,7 @@ import numpy as np
 
 from ..settings.limits import Limits
 from ..constants import FRAME_RATE
-from ..engine.render_key import key_of as render_key_of
+from ..engine.render_key import key_of as render_key_of, with_recognizer
 from ..errors import OmniVoiceError, one_line
 from ..studio.results import checks_of
 from .items import BatchItem
@@ -118,7 +118,7 @@ class ItemWorker:
         for item in items:
             try:
                 plan = item.plan(self.engine)
-                parts[item.id] = self.engine.render_parts(plan, audio_format)
+                parts[item.id] = self.render_parts(plan, audio_format)
             except OmniVoiceError as exc:
                 problems.append((item.line, one_line(exc)))
                 continue
@@ -128,6 +128,11 @@ class ItemWorker:
                 continue
             seconds[item.id] = plan.target_frames / FRAME_RATE
         return problems, seconds, parts
+
+    def render_parts(self, plan, audio_format: str) -> dict:
+        """The parts of ``plan``'s render key on this engine, with the recogniser that chooses its takes where its
+        sentence check is on (``render_key.with_recognizer``)."""
+        return with_recognizer(self.engine.render_parts(plan, audio_format), plan, self.engine.recognizer)
 
     def run(self, item: BatchItem, job: Job) -> dict:
         """Synthesise one item and write its files; a failure is recorded in its sidecar, not raised."""
@@ -153,7 +158,7 @@ class ItemWorker:
 
         started = time.perf_counter()
         plan = item.plan(self.engine)   # the item as asked: its render key decides reuse, whatever the takes
-        base["key"] = self.engine.render_key(plan, job.audio_format)   # a failure is recorded under this key
+        base["key"] = render_key_of(self.render_parts(plan, job.audio_format))   # a failure is recorded under it
         silent = 0
         for take in range(NO_AUDIO_TAKES):   # a take with no audio is a failed take: the next seed makes another
             chunk_audio, result = self._take(item, take)
@@ -161,7 +166,7 @@ class ItemWorker:
                 break
             silent += 1
         # what ran: the compute now (a re-probe may have changed it during the run), the plan as asked
-        render = self.engine.render_parts(plan, job.audio_format)
+        render = self.render_parts(plan, job.audio_format)
         base.update(key=render_key_of(render), render=render)
         rate = result.sample_rate
         if not len(result.audio):

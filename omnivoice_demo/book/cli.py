@@ -89,25 +89,13 @@ def settings_from_arguments(args, book):
 
 def check_recognizer(settings) -> None:
     """The speech recogniser the run's checks need (the sentence check, on for books; word timings), looked for
-    before any work, so a book without one is told once, with the flags ``book`` has, instead of every sentence
-    failing with the same line.  A Ray run is left to its actors (the cluster may have what this machine has not)."""
-    from ..asr.source import DEFAULT_RECOGNIZER_REPO, RECOGNIZER_ENV, resolve_recognizer
-    from ..errors import ModelNotAvailable, one_line
+    before any work and said once with the flags ``book`` has (``checks``).  A Ray run is left to its actors (the
+    cluster may have what this machine has not)."""
+    from .checks import COMMAND_LINE, check_recognizer as check
 
-    config, model = settings.config, settings.model
-    needs = [(what, off) for what, off, on in (
-        ("The sentence check (on for books)", "with --no-guard", config.guard),
-        ("Word timings (--word-timestamps)", "without --word-timestamps", config.word_timestamps)) if on]
-    if not needs or settings.workers.ray:
-        return
-    how_to = (f"give a recogniser folder (built with 'python -m convert.whisper') as {RECOGNIZER_ENV}=DIR, or run "
-              f"once online to download {DEFAULT_RECOGNIZER_REPO} into the cache")
-    try:
-        resolve_recognizer(offline=True if model is not None and model.offline else None, how_to=how_to)
-    except ModelNotAvailable as exc:
-        raise ModelNotAvailable(f"{' and '.join(what for what, _ in needs)} need{'s' if len(needs) == 1 else ''} a "
-                                f"speech recogniser. {one_line(exc).rstrip('.')}. Or run "
-                                f"{' and '.join(off for _, off in needs)}.") from None
+    if not settings.workers.ray:
+        model = settings.model
+        check(settings.config, COMMAND_LINE, offline=True if model is not None and model.offline else None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,5 +129,7 @@ def run(args: argparse.Namespace) -> int:
     for entry in done.silent:
         print(f"kept as silence (no take had audio): chapter {','.join(map(str, entry['chapters']))}: "
               f"{entry['text'][:100]!r}")
+    if done.failed_checks:   # said in words, and again in the last line's figures
+        print(f"{done.checks_words()}: {done.report} names them (failed_checks: their audio and transcripts)")
     print(done.line())
     return 0 if done.failed == 0 else 3

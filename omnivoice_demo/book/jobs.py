@@ -21,6 +21,7 @@ from typing import Optional
 
 from ..batch.local import SharedEngineBackend
 from ..errors import InvalidInput, ResourceLimitExceeded
+from ..storage.links import is_regular_file
 from .limits import BookLimits
 from .project import (BookPlan, BookRun, BookSettings, chapter_summary, estimated_seconds, plan_book, run_book,
                       sentence_batch)
@@ -120,7 +121,9 @@ class BookJobs:
                                       backend=lambda: SharedEngineBackend(loaded.engine, loaded.lock, job.stop))
                 if job.result.failed:
                     job.state = "failed"
-                    job.message = "; ".join(f"{k}: {v}" for k, v in list(job.result.summary.errors.items())[:3])
+                    errors = list(job.result.summary.errors.values())   # one reason said once, with its count
+                    job.message = "; ".join(f"{errors.count(m)} sentence{'s' if errors.count(m) > 1 else ''} failed: "
+                                            f"{m}" for m in list(dict.fromkeys(errors))[:3])
                 else:
                     job.state = "done" if job.result.output else "paused"
             except Exception as exc:  # noqa: BLE001 - the job's error is shown to its owner, not raised in a thread
@@ -144,4 +147,4 @@ class BookJobs:
         if job is None:
             return None
         path = job.folder / "chapters" / f"{number:02d}.flac"
-        return path if path.is_file() else None
+        return path if is_regular_file(path) else None   # never a link out of the project (``storage.links``)

@@ -26,10 +26,12 @@ are joined from what it hands back (``batch.results.BatchResult``: each sentence
 
 A book made in parts (``--chapters 1-3`` one evening, ``--chapters 5-6`` the next) is one book that grows: each
 chapter keeps its number in the book (its files ``chapters/NN.*``), each joined chapter leaves a record
-(``chapters/NN.chapter.json``: its length, cues, words and sentences, and which book it belongs to), and the
-outputs (the M4B, the read-along) hold every chapter made so far, in book order: the chapters of this run and
-those recorded by earlier runs of the same book.  Files in ``chapters/`` that no kept chapter wrote (a word-level
-subtitle of an earlier run, another book's chapter) are removed.
+(``chapters/NN.chapter.json``, ``records``), and the outputs (the M4B, the read-along) hold every chapter made so
+far, in book order: the chapters of this run and those earlier runs joined, each kept only when its sentences
+and their render keys are what this run would make (else joined again from sentences made as this run makes
+them: one M4B never mixes voices, models or editions).  Files in ``chapters/`` that no kept chapter wrote (a
+word-level subtitle of an earlier run, another book's chapter) are removed.  ``sentences/`` and ``chapters/``
+are folders of the project's own: a link there is replaced, never written through (``storage.links``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from ..batch.plan import BatchPlan, Workers
 from ..batch.results import BatchResult, Summary
 from ..batch.runner import Backend, run_batch
 from ..batch.store import OutputFolder
+from ..storage.links import own_folder
 from ..asr.alignment import WordTiming
 from ..batch.subtitles import FORMATS as SUBTITLE_FORMATS, Cue, render, word_subtitles
 from ..batch.worker import NO_AUDIO_TAKES, Job, ModelSpec
@@ -56,6 +59,8 @@ from ..text.lexicon import Lexicon
 from ..text.sentences import sentence_texts
 from ..errors import InvalidInput
 from .contents import Book
+from .records import (JoinedChapter, Sentence, join_settings, read_chapter_records, remove_stale_chapter_files,
+                      stale_chapters, write_chapter_record)
 from .voices import Part, Voicing, parts_of
 
 #: how each sentence is kept (lossless)
@@ -95,15 +100,6 @@ class BookSettings:
     #: how the workers find the model (None: the caller runs the book on an engine already open, the app's)
     model: Optional[ModelSpec] = None
     workers: Workers = Workers()           # where the sentences run: this process, N processes, Ray actors
-
-
-@dataclasses.dataclass(frozen=True)
-class Sentence:
-    chapter: int          # from 1
-    paragraph: int        # from 0, in its chapter
-    text: str             # as the book writes it
-    item_id: str
-    speaker: str = ""
 
 
 @dataclasses.dataclass
@@ -174,10 +170,21 @@ class BookRun:
     timings: dict = dataclasses.field(default_factory=dict)   # seconds (and _cpu: this process's CPU seconds) of
     # synthesis (with start-up; local workers and Ray actors are other processes), join, outputs
     silent: list = dataclasses.field(default_factory=list)   # sentences kept as silence (``silent_sentences``)
+    failed_checks: int = 0   # sentences whose every take failed the sentence check (``failed_checks``)
 
     def line(self) -> str:
-        return json.dumps({"chapters": self.chapters, "sentences": self.sentences, "made": self.made,
-                           "reused": self.reused, "output": self.output}, ensure_ascii=False)
+        """The run's last line: one JSON object; where sentences failed their check, how many and the report
+        that names them."""
+        figures = {"chapters": self.chapters, "sentences": self.sentences, "made": self.made,
+                   "reused": self.reused, "output": self.output}
+        if self.failed_checks:
+            figures.update(failed_checks=self.failed_checks, report=self.report)
+        return json.dumps(figures, ensure_ascii=False)
+
+    def checks_words(self) -> str:
+        """How many sentences failed the sentence check in every take, in words."""
+        return (f"{self.failed_checks} of {self.made + self.reused} sentences failed the sentence check in every "
+                "take (the best take was kept)")
 
 
 def sentence_batch(plan: BookPlan, settings: BookSettings, output) -> BatchPlan:
@@ -194,140 +201,75 @@ def run_book(plan: BookPlan, settings: BookSettings, output, progress: bool = Tr
              on_chapter: Optional[Callable[[int, str], None]] = None,
              backend: Optional[Callable[[], Backend]] = None) -> BookRun:
     """Make what is missing, then join the chapters and write the outputs (only when every sentence is made).
-    ``backend``: run the sentences on it (an engine already open: the app's) rather than on ``settings.model``."""
+    ``backend``: run the sentences on it (an engine already open: the app's) rather than on ``settings.model``.
+
+    The chapters earlier runs joined (``records``) are planned again with this run's settings and their sentences
+    run with this run's, so each is reused exactly when its render key is the key of what would run now; a
+    chapter whose sentences, keys or joining differ from its record's is joined again (``stale_chapters``)."""
     folder = OutputFolder(output).create()
+    linked = [f"{name}/ was a link to another folder; it was replaced by a folder of its own (nothing was written "
+              "through it)" for name in ("sentences", "chapters") if own_folder(folder.path / name)]
+    ours = {number for number, _ in plan.book.numbered()}
+    earlier = {n: r for n, r in read_chapter_records(folder, plan.book).items()
+               if n not in ours and n <= len(plan.book.whole)}
+    work = with_chapters(plan, settings, sorted(earlier))
     tick, cpu = time.perf_counter(), time.process_time()
-    done = run_batch(sentence_batch(plan, settings, folder.path), backend=backend, progress=progress)
+    done = run_batch(sentence_batch(work, settings, folder.path), backend=backend, progress=progress)
     summary = done.summary
     timings = {"synthesis": time.perf_counter() - tick, "synthesis_cpu": time.process_time() - cpu}
     report: dict = {"title": plan.book.title, "author": plan.book.author, "language": plan.language,
                     "made": summary.done, "reused": summary.skipped, "failed": summary.errors,
                     "remade": [{"sentences": count, "changed": why} for why, count in summary.remade.items()],
-                    "skipped": list(plan.book.skipped), "notes": list(plan.book.garbled) + list(plan.book.notes) + plan.notes}
-    output_path = None
+                    "skipped": list(plan.book.skipped),
+                    "notes": list(plan.book.garbled) + list(plan.book.notes) + plan.notes + linked}
+    output_path, checks = None, []
     if done.complete:   # not paused or stopped
         with folder.lock():
+            stale = stale_chapters(earlier, work, done, settings)
+            report["notes"] += [f"chapter {n} was joined again: {why}" for n, why in sorted(stale.items())]
             tick, cpu = time.perf_counter(), time.process_time()
-            joined = join_chapters(plan, settings, folder, done, on_chapter)
+            joined = join_chapters(work, settings, folder, done, on_chapter, numbers=ours | set(stale))
             timings.update(join=time.perf_counter() - tick, join_cpu=time.process_time() - cpu)
-            whole, chapters = book_so_far(plan, folder, joined)
+            chapters = sorted(joined + [r.chapter for n, r in earlier.items() if n not in stale],
+                              key=lambda c: c.number)
             report["chapters"] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("cues", "words")}
                                   for c in chapters]
-            report["failed_checks"] = failed_checks(plan, done)
-            report["silent"] = silent_sentences(plan, done)
+            report["failed_checks"] = checks = failed_checks(work, done)
+            report["silent"] = silent_sentences(work, done)
             tick, cpu = time.perf_counter(), time.process_time()
-            output_path = write_outputs(whole, settings, folder, chapters, made_now={c.number for c in joined})
+            output_path = write_outputs(work, settings, folder, chapters, made_now={c.number for c in joined})
             remove_stale_chapter_files(folder, chapters, settings)
             timings.update(outputs=time.perf_counter() - tick, outputs_cpu=time.process_time() - cpu)
     report_path = folder.path / "report.json"
     folder.write_json(report_path, report)
-    return BookRun(chapters=len(plan.book.chapters), sentences=len(plan.sentences), made=summary.done,
+    return BookRun(chapters=len(work.book.chapters), sentences=len(work.sentences), made=summary.done,
                    reused=summary.skipped, failed=summary.failed, output=output_path, report=str(report_path),
-                   summary=summary, timings=timings, silent=report.get("silent", []))
+                   summary=summary, timings=timings, silent=report.get("silent", []),
+                   failed_checks=len({entry["audio"] for entry in checks}))
 
 
-@dataclasses.dataclass
-class JoinedChapter:
-    number: int
-    title: str
-    file: str            # chapters/NN.flac, relative to the output folder
-    samples: int
-    sample_rate: int
-    sentences: int
-    rms_db: float
-    peak_db: float
-    gain_db: float
-    meets_target: Optional[bool]
-    cues: list = dataclasses.field(default_factory=list, repr=False)
-    # per sentence (as ``cues``), its words' times in the sentence's own seconds (the batch sidecar's ``words``,
-    # made with ``word_timestamps``); empty lists without them
-    words: list = dataclasses.field(default_factory=list, repr=False)
-    files: list = dataclasses.field(default_factory=list)   # chapters/NN.* it wrote (relative to the output folder)
-
-    @property
-    def seconds(self) -> float:
-        return self.samples / self.sample_rate
-
-
-def book_fingerprint(book: Book) -> str:
-    """Which book a chapter record belongs to: its title, author and number of chapters (not the text: a typo
-    fixed in one chapter keeps the chapters made before)."""
-    import hashlib
-
-    return hashlib.sha256(json.dumps([book.title, book.author, book.chapter_count]).encode()).hexdigest()[:16]
-
-
-def record_path(folder: OutputFolder, number: int) -> pathlib.Path:
-    return folder.path / f"chapters/{number:02d}.chapter.json"
-
-
-def write_chapter_record(folder: OutputFolder, plan: BookPlan, chapter: JoinedChapter, sentences) -> None:
-    """What the outputs need of a joined chapter when a later run makes other chapters (the module's parts)."""
-    data = {k: v for k, v in dataclasses.asdict(chapter).items() if k != "cues"}
-    data["cues"] = [[c.start, c.end, c.text, c.speaker] for c in chapter.cues]
-    data["sentence_rows"] = [[s.paragraph, s.text, s.item_id, s.speaker] for s in sentences]
-    data["book"] = book_fingerprint(plan.book)
-    data["files"] = chapter.files + [f"chapters/{chapter.number:02d}.chapter.json"]
-    folder.write_json(record_path(folder, chapter.number), data)
-
-
-def read_chapter_records(folder: OutputFolder, book: Book) -> dict[int, tuple[JoinedChapter, list[Sentence]]]:
-    """The chapters earlier runs joined for this book (by number), each with its sentences; a record of another
-    book, or one unreadable, or whose audio is gone, is not one."""
-    found: dict[int, tuple[JoinedChapter, list[Sentence]]] = {}
-    fingerprint = book_fingerprint(book)
-    for path in sorted((folder.path / "chapters").glob("*.chapter.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("book") != fingerprint or not (folder.path / data["file"]).is_file():
-                continue
-            number = int(data["number"])
-            chapter = JoinedChapter(
-                number=number, title=str(data["title"]), file=str(data["file"]), samples=int(data["samples"]),
-                sample_rate=int(data["sample_rate"]), sentences=int(data["sentences"]), rms_db=data["rms_db"],
-                peak_db=data["peak_db"], gain_db=data["gain_db"], meets_target=data["meets_target"],
-                cues=[Cue(float(a), float(b), str(t), str(s)) for a, b, t, s in data["cues"]],
-                words=list(data["words"]), files=list(data["files"]))
-            rows = [Sentence(number, int(p), str(t), str(i), str(s)) for p, t, i, s in data["sentence_rows"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if 1 <= number <= book.chapter_count and path.name == f"{number:02d}.chapter.json":
-            found[number] = (chapter, rows)
-    return found
-
-
-def book_so_far(plan: BookPlan, folder: OutputFolder, joined: list[JoinedChapter]
-                ) -> tuple[BookPlan, list[JoinedChapter]]:
-    """The plan and chapters the outputs hold: this run's chapters and those earlier runs of the same book made,
-    in book order (a book made in parts grows; a chapter made again replaces its earlier take)."""
-    now = {c.number for c in joined}
-    earlier = {n: r for n, r in read_chapter_records(folder, plan.book).items() if n not in now}
-    if not earlier:
-        return plan, joined
-    chapters = sorted(joined + [chapter for chapter, _ in earlier.values()], key=lambda c: c.number)
-    sentences = sorted(plan.sentences + [s for _, rows in earlier.values() for s in rows], key=lambda s: s.chapter)
-    return dataclasses.replace(plan, sentences=sentences), chapters
-
-
-def remove_stale_chapter_files(folder: OutputFolder, chapters: list[JoinedChapter], settings: BookSettings) -> None:
-    """Remove what no kept chapter wrote from ``chapters/``: an earlier run's word-level subtitles or other
-    format, a chapter file of another book or numbered otherwise (temporary ``.part-`` files are the batch
-    store's)."""
-    kept = {name for c in chapters for name in c.files} | {f"chapters/{c.number:02d}.chapter.json" for c in chapters}
-    if settings.audio_format not in ("m4b", "flac"):
-        kept |= {f"chapters/{c.number:02d}.{settings.audio_format}" for c in chapters}
-    for path in (folder.path / "chapters").iterdir():
-        if re.match(r"\d+\.", path.name) and f"chapters/{path.name}" not in kept and path.is_file():
-            path.unlink()
+def with_chapters(plan: BookPlan, settings: BookSettings, numbers: list[int]) -> BookPlan:
+    """``plan`` with the chapters ``numbers`` of the whole book (``Book.whole``) planned as well, with the same
+    settings, in book order: what this run would make of chapters an earlier run joined."""
+    if not numbers:
+        return plan
+    chapters = dict(plan.book.numbered())
+    chapters.update({n: plan.book.whole[n - 1] for n in numbers})
+    order = sorted(chapters)
+    return plan_book(dataclasses.replace(plan.book, chapters=tuple(chapters[n] for n in order), numbers=tuple(order)),
+                     settings)
 
 
 def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder, done: BatchResult,
-                  on_chapter: Optional[Callable[[int, str], None]] = None) -> list[JoinedChapter]:
+                  on_chapter: Optional[Callable[[int, str], None]] = None,
+                  numbers: Optional[set] = None) -> list[JoinedChapter]:
     """Each chapter's sentences (as ``done``, the batch run, made or reused them) end to end (a pause between
-    paragraphs and after the chapter), at the loudness target, as ``chapters/NN.flac`` with its subtitles; one
-    chapter in memory at a time."""
+    paragraphs and after the chapter), at the loudness target, as ``chapters/NN.flac`` with its subtitles and its
+    record (``records``); one chapter in memory at a time.  ``numbers``: only these chapters (None: all)."""
     joined = []
     for number, chapter in plan.book.numbered():
+        if numbers is not None and number not in numbers:
+            continue
         mine = [s for s in plan.sentences if s.chapter == number]
         pieces, cues, offset, rate, paragraph = [], [], 0, None, None
         words: list[list[dict]] = []
@@ -362,7 +304,8 @@ def join_chapters(plan: BookPlan, settings: BookSettings, folder: OutputFolder, 
         made = JoinedChapter(number=number, title=chapter.title, file=name, samples=len(audio), sample_rate=rate,
                              sentences=len(mine), rms_db=rms, peak_db=peak, gain_db=gain, meets_target=meets,
                              cues=cues, words=words, files=files)
-        write_chapter_record(folder, plan, made, mine)
+        write_chapter_record(folder, plan.book, made, mine, [done.items[s.item_id].key for s in mine],
+                             join_settings(settings))
         joined.append(made)
         if on_chapter:
             on_chapter(number, name)

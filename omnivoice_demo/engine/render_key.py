@@ -15,7 +15,11 @@ what was asked:
   where its weights came from and the execution provider;
 * ``normalizer``: the number normaliser's identity and version, where numbers were read as words;
 * ``engine``: ``OUTPUT_VERSION``, bumped when a change of this program alters the audio;
-* ``format``: the delivery format (``float32``: the result's array; ``wav``, ``flac``: a file).
+* ``format``: the delivery format (``float32``: the result's array; ``wav``, ``flac``: a file);
+* ``recognizer``: only where the sentence check (``guard``) chooses the takes (batch and book items,
+  ``with_recognizer``): the speech recogniser that judges them, by content (``recognizer_identity``: the digest
+  of its graphs and configuration, its precision and ``RECOGNIZER_VERSION``; not its path).  Without the check
+  the part is absent and the key is what it was.
 
 ``render_parts`` gives each part's value (short digests for the long ones), so a rerun can say which part
 changed (``changed_parts``); ``key_of`` is the sha256 of them all.
@@ -32,15 +36,20 @@ import numpy as np
 #: bump when a change of this program alters the audio of a request that is otherwise the same (a new
 #: sampling order, another post-processing, ...): every key changes, so batch, book and eval remake it all
 OUTPUT_VERSION = 1
+#: bump when a change of this program's transcription (``asr``) alters a transcript: a sentence check may then
+#: keep other takes, so every checked key changes
+RECOGNIZER_VERSION = 1
 
 #: the parts of a key, in the order a report names them
-PARTS = ("text", "language", "instruct", "voice", "settings", "model", "compute", "normalizer", "engine", "format")
+PARTS = ("text", "language", "instruct", "voice", "settings", "model", "compute", "normalizer", "engine", "format",
+         "recognizer")
 
 #: what a report says for each part that changed
 PART_NAMES = {"text": "the text as read", "language": "the language", "instruct": "the instruct",
               "voice": "the voice", "settings": "the generation settings or seed", "model": "the model's weights",
               "compute": "the backbone compute", "normalizer": "the number normaliser",
-              "engine": "the engine's output version", "format": "the audio format"}
+              "engine": "the engine's output version", "format": "the audio format",
+              "recognizer": "the sentence check's recogniser"}
 
 
 def _digest(value) -> str:
@@ -97,7 +106,7 @@ def _plans(plan) -> list:
 
 def render_parts(plan, *, model: str, compute: str, audio_format: str = "float32") -> dict[str, object]:
     """Each part of the key of ``plan`` (``prepare``'s, of any kind) run on a model of content ``model`` with
-    ``compute`` (``compute_identity``), delivered as ``audio_format``."""
+    ``compute`` (``compute_identity``), delivered as ``audio_format`` (the recogniser: ``with_recognizer``)."""
     from ..text.normalize import identity as normalizer_identity
 
     texts, languages, instructs, voices, settings, normalizers = [], [], [], [], [], []
@@ -122,10 +131,53 @@ def render_parts(plan, *, model: str, compute: str, audio_format: str = "float32
             "engine": OUTPUT_VERSION, "format": audio_format}
 
 
+def with_recognizer(parts: dict, plan, recognizer) -> dict:
+    """``parts`` (``render_parts``' of ``plan``) with the ``recognizer`` that judges its takes where its sentence
+    check is on (batch and book items: ``batch.worker``); ``parts`` as they are where it is off."""
+    if not any(role != "pause" and one.config.guard for role, one in _plans(plan)):
+        return parts
+    return {**parts, "recognizer": recognizer_identity(recognizer)}
+
+
 def key_of(parts: dict) -> str:
-    """The render key: the sha256 of every part."""
-    return hashlib.sha256(json.dumps({name: parts.get(name) for name in PARTS}, sort_keys=True,
+    """The render key: the sha256 of every part (``recognizer`` only where there is one: a key without the
+    sentence check is the key it was before the part existed)."""
+    return hashlib.sha256(json.dumps({name: parts.get(name) for name in PARTS
+                                      if name != "recognizer" or parts.get(name) is not None}, sort_keys=True,
                                      ensure_ascii=False).encode()).hexdigest()
+
+
+def recognizer_identity(recognizer) -> str:
+    """The speech recogniser that judges a sentence check's takes, by content: the sha256 of the files it reads
+    (its precision's graphs, their external data, its configuration and tokenizer), its precision and
+    ``RECOGNIZER_VERSION``; a copy of its folder elsewhere is the same recogniser.  A recogniser made on first
+    use (``asr.LazyRecognizer``) is loaded (the check needs it anyway); one that is no folder (a stand-in) is
+    named by its kind."""
+    load = getattr(recognizer, "get", None)
+    loaded = load() if load is not None else recognizer
+    folder, graphs = getattr(loaded, "folder", None), getattr(loaded, "graphs", None)
+    if folder is None or not isinstance(graphs, dict):
+        return f"{type(loaded).__module__}.{type(loaded).__qualname__} v{RECOGNIZER_VERSION}"
+    return f"{_recognizer_digest(str(folder), tuple(sorted(graphs.values())))} {loaded.precision} v{RECOGNIZER_VERSION}"
+
+
+_RECOGNIZER_DIGESTS: dict[tuple, str] = {}
+
+
+def _recognizer_digest(folder: str, graphs: tuple[str, ...]) -> str:
+    """The digest of a recogniser folder's files that ``graphs`` need, kept while their sizes and times hold."""
+    import pathlib
+
+    from ..asr.folder import CONFIG_FILES
+    from ..storage.digests import file_sha256
+
+    root = pathlib.Path(folder)
+    names = [*graphs, *(f"{g}{tail}" for g in graphs for tail in ("_data", ".data")), *CONFIG_FILES]
+    present = [(name, (root / name).stat()) for name in names if (root / name).is_file()]
+    stamp = (folder, tuple((name, info.st_size, info.st_mtime_ns) for name, info in present))
+    if stamp not in _RECOGNIZER_DIGESTS:
+        _RECOGNIZER_DIGESTS[stamp] = _digest([[name, file_sha256(root / name)] for name, _ in present])
+    return _RECOGNIZER_DIGESTS[stamp]
 
 
 def changed_parts(before: Optional[dict], now: dict) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Optional
 
 import gradio as gr
 
+from ...book.checks import BOOK_TAB, check_recognizer
 from ...book.jobs import BookJobs
 from ...book.project import BookSettings, estimated_seconds
 from ...book.voices import Voicing, chapter_voices
@@ -95,6 +96,8 @@ def status(job) -> str:
         line += f" · made {job.result.made}, reused {job.result.reused}"
         if job.result.silent:
             line += f" · {len(job.result.silent)} kept as silence (no take had audio; report.json names them)"
+        if job.result.failed_checks:
+            line += f" · {job.result.checks_words()}"
     if job.message:
         line += f" · {job.message}"
     return line
@@ -187,6 +190,9 @@ def build(studio: Studio) -> None:
         if job is None or job.state != "running":
             if not path:
                 raise InvalidInput("Upload a book first.")
+            # the recogniser "Check each sentence" needs, looked for once before any work (not once per sentence)
+            check_recognizer(GenerationConfig(guard=bool(guard)), BOOK_TAB, studio.models.get().engine.recognizer,
+                             offline=True if getattr(studio.models, "offline", None) else None)
             opened(path, chosen, narrator, dialogue, cast, chapter_voices_text, num_step, guard, encoding,
                    request=request)   # the chapters and voices as they are now
         job = jobs.start(owner, studio.models.get())
