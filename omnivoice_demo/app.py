@@ -29,7 +29,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     from omnivoice_demo.settings.limits import add_limit_arguments
     from omnivoice_demo.hub import add_model_arguments
 
-    parser = argparse.ArgumentParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
+    from omnivoice_demo.studio.store_url import RedactingParser
+
+    # a usage error repeats what it did not take, never a password in it (issue 57)
+    parser = RedactingParser(prog="omnivoice-studio", description="OmniVoice ONNX Studio (Gradio app)")
     add_model_arguments(parser)
     parser.add_argument("--provider", default="cpu", choices=["cpu", "cuda"],
                         help="ONNX Runtime execution provider (default cpu)")
@@ -101,7 +104,11 @@ def main(argv=None) -> None:
     try:
         studio = make_studio(args)
     except OmniVoiceError as exc:   # a voice store that cannot be used (--voice-store): one line, not a traceback
-        raise SystemExit(f"error: {one_line(exc)}") from None
+        from omnivoice_demo.studio.store_url import redact_text
+        from omnivoice_demo.studio.voice_store import VOICE_STORE_ENV
+
+        raise SystemExit("error: " + redact_text(one_line(exc), [args.voice_store, os.environ.get(VOICE_STORE_ENV)])
+                         ) from None
     demo = build_app(studio, model_spec=args.model, precision=args.precision, provider=args.provider)
     # resolve and load in the background: the page is up before the model is
     studio.models.start_load(args.model, args.precision, args.provider, args.offline, args.build,

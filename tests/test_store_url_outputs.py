@@ -1,0 +1,162 @@
+"""A database password given in any form libpq takes never appears in what the programs print or answer (issue
+57), end to end: the start-up error of ``omnivoice serve`` and of the app with a database that cannot be reached
+(one line, no pool warnings: the docs promise one), and, against the real PostgreSQL the tests start, the 503
+body an API client gets while the database refuses connections, ``/health``, ``/ready``, ``/metrics`` and the
+log; ``omnivoice synth --voice-store`` speaks a voice of the database and names the store redacted when a voice
+is not there.  Every password holds ``SECRET`` and starts ``Zq9``: neither may appear anywhere."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import urllib.parse
+
+import pytest
+
+from tests.support.app_server import ROOT, free_port
+
+SECRET_PARTS = ("SECRET", "Zq9")
+
+
+def unreachable_forms(port: int) -> dict[str, str]:
+    """Each form of password, for a database on ``port`` of 127.0.0.1 where nothing listens."""
+    at = f"127.0.0.1:{port}"
+    return {
+        "userinfo": f"postgresql://tts:Zq9SECRETx@{at}/voices",
+        "percent-encoded": f"postgresql://tts:Zq9%40SECRET%2Fx@{at}/voices",
+        "raw @": f"postgresql://tts:Zq9@SECRETx@{at}/voices",
+        "raw /": f"postgresql://tts:Zq9/SECRETx@{at}/voices",
+        "query": f"postgresql://tts@{at}/voices?password=Zq9SECRETx",
+        "query, another case": f"postgresql://tts@{at}/voices?sslmode=disable&PASSWORD=Zq9SECRETx",
+        "key=value": f"host=127.0.0.1 port={port} password=Zq9SECRETx dbname=voices",
+        "key=value quoted": f"host=127.0.0.1 port={port} password='Zq9 SECRET x' dbname=voices",
+    }
+
+
+def leaks(text: str) -> list[str]:
+    return [part for part in SECRET_PARTS if part in text]
+
+
+@pytest.mark.slow   # ten processes started at once, each waiting on the database's timeouts
+def test_the_start_up_error_is_one_line_without_the_password(tmp_path):
+    """Every form at once: ``serve`` for each, the app (``python app.py``) for two."""
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path / "data"),
+               OMNIVOICE_CACHE=str(tmp_path / "cache"))
+    starts = {}
+    for name, url in unreachable_forms(port).items():
+        starts[f"serve, {name}"] = [sys.executable, "-m", "omnivoice_demo", "serve", "--port", str(free_port()),
+                                    "--voice-store", url]
+    for name in ("userinfo", "query"):
+        starts[f"app, {name}"] = [sys.executable, "app.py", "--port", str(free_port()), "--voice-store",
+                                  unreachable_forms(port)[name]]
+    running = {name: subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True) for name, command in starts.items()}
+    for name, process in running.items():
+        output, _ = process.communicate(timeout=240)
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert process.returncode == (1 if name.startswith("app") else 2), (name, output)   # app: SystemExit
+        assert not leaks(output), (name, output)
+        assert len(lines) == 1 and lines[0].startswith("error: "), (name, output)   # no pool warnings
+        assert "cannot be used now" in output or "percent-encode" in output or "as a URL" in output, (name, output)
+
+
+@pytest.fixture
+def refusing_database(pg_server):
+    """A database of the real server, and ``refuse(True)`` to make it refuse connections (those open are ended)
+    as a database that is down does; allowed again at the end."""
+    import psycopg
+
+    name = f"secrets_{free_port()}"
+    pg_server.create_database(name)
+
+    def refuse(on: bool) -> None:
+        with psycopg.connect(pg_server.url(), autocommit=True) as connection:
+            connection.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {"false" if on else "true"}')
+            if on:
+                connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                                   (name,))
+    yield name, refuse
+    refuse(False)
+
+
+def database_forms(pg_server, database: str) -> dict[str, str]:
+    """The forms libpq connects with (the test server trusts, so a password given is not asked for)."""
+    at = f"127.0.0.1:{pg_server.port}"
+    return {
+        "userinfo": f"postgresql://postgres:Zq9SECRETx@{at}/{database}",
+        "percent-encoded": f"postgresql://postgres:{urllib.parse.quote('Zq9@SECRET/x', safe='')}@{at}/{database}",
+        "query": f"postgresql://postgres@{at}/{database}?password=Zq9SECRETx&application_name=omnivoice",
+    }
+
+
+@pytest.mark.parametrize("form", ["userinfo", "percent-encoded", "query"])
+def test_the_503_body_and_the_probes_never_show_the_password(pg_server, refusing_database, form, tmp_path,
+                                                            caplog):
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from omnivoice_demo.api.routes import ApiContext, build_router
+    from omnivoice_demo.studio import EngineService, ModelManager
+    from omnivoice_demo.studio.voice_store import open_voice_store
+
+    database, refuse = refusing_database
+    store = open_voice_store(database_forms(pg_server, database)[form], root=tmp_path / "local")
+    caplog.set_level(logging.DEBUG)
+    try:
+        store.check()
+        app = FastAPI()
+        app.include_router(build_router(ApiContext(models=ModelManager(), voices=store, service=EngineService())))
+        client = TestClient(app)
+        assert client.get("/v1/audio/voices").status_code == 200
+        refuse(True)
+        said = []
+        answer = client.get("/v1/audio/voices/Anna")
+        assert answer.status_code == 503 and answer.json()["error"]["code"] == "voice_store_unavailable", answer.text
+        said.append(answer.text)
+        for path in ("/v1/audio/voices", "/health", "/ready", "/metrics"):
+            answer = client.get(path)
+            said.append(f"{path} {answer.status_code} {dict(answer.headers)} {answer.text}")
+        message = answer.text
+        said.append(store.describe())
+        said.append("\n".join(record.getMessage() for record in caplog.records))
+        assert not leaks("\n".join(said)), said
+        assert f"127.0.0.1:{pg_server.port}/{database}" in said[0] and "cannot be used now" in said[0]
+        assert message   # /metrics answered
+    finally:
+        store.close()
+
+
+def test_synth_takes_voice_store_and_names_it_redacted(pg_server, tiny_fp32_folder, tmp_path):
+    """``omnivoice synth --voice-store`` (docs/deploy.md lists it on every front end): a voice of the database
+    is spoken; one that is not there is said naming the store to list, without its password."""
+    from omnivoice_demo.studio.voice_store import open_voice_store
+    from tests.test_vocabulary import a_voice
+
+    database = pg_server.create_database(f"synth_{free_port()}").rsplit("/", 1)[1]
+    url = database_forms(pg_server, database)["query"]
+    store = open_voice_store(url, root=tmp_path / "local")
+    try:
+        store.check()
+        store.save(a_voice(20), "Anna")
+    finally:
+        store.close()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path / "data"))
+    env.pop("OMNIVOICE_VOICE_STORE", None)
+    out = tmp_path / "out.wav"
+
+    def synth(voice: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "omnivoice_demo", "synth", "--model", str(tiny_fp32_folder),
+                               "--text", "Hello.", "--voice", voice, "--voice-store", url, "--steps", "2",
+                               "--output", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    spoken = synth("anna")
+    assert spoken.returncode == 0 and out.is_file(), spoken.stderr
+    missing = synth("Nobody")
+    assert missing.returncode == 2 and "'Nobody'" in missing.stderr, missing.stderr
+    assert f"omnivoice voices --store postgresql://postgres@127.0.0.1:{pg_server.port}/{database}?password=***" \
+        in missing.stderr, missing.stderr
+    assert not leaks(spoken.stdout + spoken.stderr + missing.stdout + missing.stderr)
