@@ -6,8 +6,9 @@
   case-folded (``Anna``, ``anna`` and ``ＡＮＮＡ`` are one name).
 * ``look_alike_key``: ``name_key`` with the Cyrillic and Greek letters that are drawn like Latin ones (a short
   table below, not Unicode's whole confusables list, which needs a library we do not ship) read as those Latin
-  letters, so ``Аnna`` with a Cyrillic ``А`` collides with ``Anna``.  A name whose look-alike key is another
-  voice's is refused, naming that voice: a name is never taken over, and nothing is overwritten by one.
+  letters, so ``Аnna`` with a Cyrillic ``А`` collides with ``Anna``, and the dotted and dotless i's as i
+  (``İda`` and ``ıda`` collide with ``Ida``).  A name whose look-alike key is another voice's is refused,
+  naming that voice: a name is never taken over, and nothing is overwritten by one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ _LOOK_ALIKES = str.maketrans({
     "ү": "y", "һ": "h", "ӏ": "l",
     "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n", "ο": "o",
     "ρ": "p", "τ": "t", "υ": "y", "χ": "x",
+    # Turkish and Azerbaijani i's: the dotless ı is the small of I (so ``Istanbul`` and ``ıstanbul``); the dot
+    # that case folding leaves of a capital dotted İ (``i`` and U+0307) is dropped below
+    "ı": "i", "ȷ": "j",
 })
+#: a dot above (U+0307, combining) after an i or a j: what a capital dotted İ folds to beside its i
+_DOT_ABOVE = re.compile("(?<=[ij])\u0307")
 
 
 def clean_name(name: str) -> str:
@@ -48,8 +54,9 @@ def name_key(name: str) -> str:
 
 
 def look_alike_key(name: str) -> str:
-    """``name_key`` with the Cyrillic and Greek look-alikes of Latin letters read as those letters."""
-    return name_key(name).translate(_LOOK_ALIKES)
+    """``name_key`` with the Cyrillic and Greek look-alikes of Latin letters read as those letters, and the
+    dotted and dotless i's as i (``İ``, U+0130, folds to an i with a combining dot: issue 57)."""
+    return _DOT_ABOVE.sub("", name_key(name).translate(_LOOK_ALIKES))
 
 
 def find_name(name: str, existing: Iterable[str]) -> Optional[str]:
