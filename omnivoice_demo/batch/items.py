@@ -229,26 +229,77 @@ INPUT_FORMATS = ("a .jsonl file (one JSON object per line: text, id, voice, ...)
 
 def csv_entries(path: pathlib.Path):
     """``(line number, {column: cell})`` of each row of a CSV file after its header (``csv``'s own reader: quoted
-    cells with commas, quotes and line breaks); a file whose header has no ``text`` column is refused whole."""
+    cells with commas, quotes and line breaks); a file whose header has no ``text`` column is refused whole.  A
+    row ``csv`` refuses (a cell over its field limit, 131,072 characters) is ``(line, {"error": why})``: it fails
+    alone and the reading goes on after its end (issue 57: the batch ended with a traceback, every row lost)."""
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
+        lines = _CsvLines(handle)
+        reader = csv.reader(lines)
+        try:
+            header = next(reader, None)
+        except csv.Error as exc:
+            raise InvalidInput(f"The batch input {path.name}'s header row cannot be read as CSV ({exc}).",
+                               param="input") from None
         names = [name.strip() for name in header or []]
         if "text" not in names:
             raise InvalidInput(f"The batch input {path.name} needs a header row naming its columns, with at least "
                                f"\"text\" (and any of {', '.join(k for k in ITEM_KEYS if k != 'text')} and the "
                                "generation settings); got " + (", ".join(repr(n) for n in names[:8]) or "an empty "
                                "file") + ".", param="input")
-        start = reader.line_num + 1
-        for cells in reader:
+        while True:
+            start = lines.start_row()
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                lines.skip_rest_of_row()
+                yield start, {"error": _csv_refusal(exc)}
+                continue
             if any(cell.strip() for cell in cells):
                 yield start, {"cells": cells, "names": names}
-            start = reader.line_num + 1
+
+
+class _CsvLines:
+    """A CSV file's lines for ``csv.reader``, numbered, with the quotes of the row being read counted: after
+    ``csv`` refuses a row mid-way its end is the line where those quotes pair up (a quoted cell, ``""`` inside it
+    included, holds an even number), so the next row is read from its own first line."""
+
+    def __init__(self, handle):
+        self.handle, self.number, self.quotes = handle, 0, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.handle)
+        self.number += 1
+        self.quotes += line.count('"')
+        return line
+
+    def start_row(self) -> int:
+        """The line number the next row starts on; its quotes counted from here."""
+        self.quotes = 0
+        return self.number + 1
+
+    def skip_rest_of_row(self) -> None:
+        while self.quotes % 2:
+            if next(self, None) is None:
+                return
+
+
+def _csv_refusal(exc: csv.Error) -> str:
+    if "field larger than field limit" in str(exc):
+        return (f"a cell of this row is over {csv.field_size_limit():,} characters, far more than any cell takes "
+                "(a text is held to the text limit); shorten it or split it into rows")
+    return f"this row cannot be read as CSV ({exc}); check its quotes (a quote inside a quoted cell is written \"\")"
 
 
 def csv_row(entry: dict) -> dict:
     """One CSV row as a JSONL row: empty cells left out, ``script`` read as true/false, ``pronunciations`` and
     ``speakers`` as JSON."""
+    if "error" in entry:   # a row csv could not read (csv_entries)
+        raise InvalidInput(entry["error"])
     cells, names = entry["cells"], entry["names"]
     if len(cells) > len(names):
         raise InvalidInput(f"the row has {len(cells)} cells but the header names {len(names)} columns (quote a "
