@@ -6,13 +6,16 @@
 * ``ModelNotAvailable`` no model can be had (offline and never downloaded, Hub error,
                         a missing extra): the message says what to download or install.
 
-Every entry point (app, Gradio API, HTTP API, CLI) maps these to a clear
-message; any other exception is an internal error, logged with its traceback
-and shown only as "internal error".
+Every entry point (app, Gradio API, HTTP API, CLI) says these through one mapping, ``refusal_of(exc)``: the HTTP
+status, OpenAI type and code, the page's title and the command line's exit status of each class, with its one-line
+message; any other exception is an internal error, logged with its traceback and shown only as "internal error".
+``reworded(exc, message)`` is the same error said otherwise (a command line's flag before it), whatever its class's
+constructor takes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from typing import Optional
@@ -63,6 +66,63 @@ class StorageNotWritable(OmniVoiceError):
     def __init__(self, message: str, full: bool = False):
         super().__init__(message)
         self.full = full
+
+
+def reworded(exc: OmniVoiceError, message: str) -> OmniVoiceError:
+    """``exc`` with ``message`` instead of its own: the same class and attributes (``param``, ``line``, ``full``,
+    ...), made without calling its constructor, whose arguments differ by class (``SsmlError`` takes a line and
+    a column, ``BatchInputError`` its rows' problems; issue 58: a flag put before an ``SsmlError``'s message
+    ended in a ``TypeError``).  Raise it ``from exc``."""
+    kind = type(exc)
+    copy = kind.__new__(kind)
+    copy.__dict__.update(exc.__dict__)
+    copy.args = (message,)
+    return copy
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """How every front end says one of our errors: the command line's ``error: message`` line and exit status,
+    the HTTP API's status and OpenAI error fields (``headers``: e.g. ``Retry-After``), the page's title."""
+
+    message: str                 # one line (``one_line``)
+    status: int                  # the HTTP status: 4xx where the request (or a limit) is at fault
+    type: str                    # OpenAI's error type
+    code: str                    # OpenAI's error code
+    param: Optional[str] = None  # the request's field at fault, where known
+    title: Optional[str] = None  # the page's error title (None: Gradio's own, "Error")
+    exit_status: int = 2         # the command line's
+    headers: tuple = ()          # (name, value) pairs of the HTTP answer
+
+
+#: a 429's Retry-After when its message says "shortly" (no estimate of the wait)
+RETRY_SHORTLY = 5
+
+
+def refusal_of(exc: BaseException) -> Optional[Refusal]:
+    """The one mapping of our errors to each front end's (``Refusal``); None for anything else (an internal
+    error: the front end logs it and says only that).  Input errors (``InvalidInput`` and every subclass, in
+    whichever module it is defined) are 4xx: 413 over a limit, else 400."""
+    if not isinstance(exc, OmniVoiceError):
+        return None
+    line, param = one_line(exc), getattr(exc, "param", None)
+    if isinstance(exc, Busy):
+        retry = exc.retry_after if exc.retry_after else RETRY_SHORTLY   # what the message says, in whole seconds
+        return Refusal(line, 429, "rate_limit_error", "busy", headers=(("Retry-After", str(retry)),))
+    if isinstance(exc, ResourceLimitExceeded):
+        return Refusal(line, 413, "invalid_request_error", "limit_exceeded", param)
+    if isinstance(exc, InvalidInput):
+        return Refusal(line, 400, "invalid_request_error", "invalid_value", param)
+    if isinstance(exc, (ModelNotAvailable, ModelFolderError)):
+        return Refusal(line, 503, "server_error", "model_not_ready",
+                       title="Model not available" if isinstance(exc, ModelNotAvailable) else None)
+    if isinstance(exc, StoreUnavailable):   # the voices' database is down: the server is not at fault for long
+        return Refusal(line, 503, "server_error", "voice_store_unavailable",
+                       headers=(("Retry-After", "5"),))
+    if isinstance(exc, StorageNotWritable):   # the server's folder, not the request: 507 when full, else 403
+        return Refusal(line, 507 if exc.full else 403, "server_error" if exc.full else "permission_error",
+                       "storage_full" if exc.full else "storage_read_only")
+    return Refusal(line, 400, "invalid_request_error", "invalid_value", param)
 
 
 def one_line(exc: BaseException) -> str:
@@ -139,10 +199,4 @@ def check_control_tokens(text: Optional[str], where: str, tokens: frozenset = CO
         raise InvalidInput(f"{where} holds the model's control token {found.group()} once its line breaks are "
                            "removed, as the prompt is built; control tokens cannot be spoken or written into the "
                            "prompt: remove it.", param="control_token")
-    return text
-    found = _token_pattern(tokens).search(text)
-    if found is not None:
-        raise InvalidInput(f"{where} holds the model's control token {found.group()} (at character {found.start()}); "
-                           "control tokens cannot be spoken or written into the prompt: remove it.",
-                           param="control_token")
     return text

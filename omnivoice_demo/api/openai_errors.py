@@ -12,12 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, OmniVoiceError, ResourceLimitExceeded,
-                      StorageNotWritable, StoreUnavailable, one_line)
+from ..errors import InvalidInput, OmniVoiceError, one_line, refusal_of
 
 log = logging.getLogger(__name__)
-#: a 429's Retry-After when its message says "shortly" (no estimate of the wait)
-RETRY_SHORTLY = 5
 
 
 class ApiError(Exception):
@@ -39,22 +36,11 @@ def api_error(exc: BaseException) -> ApiError:
         return api_error(refusal(exc.errors()))
     if isinstance(exc, HTTPException):   # FastAPI's own answers (a body it could not parse)
         return ApiError(exc.status_code, str(exc.detail), code="invalid_value")
-    if isinstance(exc, Busy):
-        retry = exc.retry_after if exc.retry_after else RETRY_SHORTLY   # what the message says, in whole seconds
-        return ApiError(429, one_line(exc), "rate_limit_error", code="busy", headers={"Retry-After": str(retry)})
-    if isinstance(exc, ResourceLimitExceeded):
-        return ApiError(413, one_line(exc), param=exc.param, code="limit_exceeded")
-    if isinstance(exc, InvalidInput):
-        return ApiError(400, one_line(exc), param=exc.param, code="invalid_value")
-    if isinstance(exc, (ModelNotAvailable, ModelFolderError)) or type(exc).__name__ == "ModelNotReady":
-        return ApiError(503, one_line(exc), "server_error", code="model_not_ready")
-    if isinstance(exc, StoreUnavailable):   # the voices' database is down: the server is not at fault for long
-        return ApiError(503, one_line(exc), "server_error", code="voice_store_unavailable",
-                        headers={"Retry-After": "5"})
-    if isinstance(exc, StorageNotWritable):   # the server's folder, not the request: 507 when full, else 403
-        return ApiError(507 if exc.full else 403, one_line(exc), "server_error" if exc.full else "permission_error",
-                        code="storage_full" if exc.full else "storage_read_only")
-    if isinstance(exc, (OmniVoiceError, ValueError)):
+    said = refusal_of(exc)   # the one mapping of our errors (errors.refusal_of), shared with the page and the CLI
+    if said is not None:
+        return ApiError(said.status, said.message, said.type, param=said.param, code=said.code,
+                        headers=dict(said.headers))
+    if isinstance(exc, ValueError):   # a library's check of a value the request gave
         return ApiError(400, one_line(exc), code="invalid_value")
     log.error("internal error in the HTTP API", exc_info=exc)
     return ApiError(500, "Internal error; the details are in the server log.", "server_error", code="internal_error")

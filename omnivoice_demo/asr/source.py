@@ -35,11 +35,38 @@ DEFAULT_RECOGNIZER_PRECISION = "int8"
 RECOGNIZER_ENV = "OMNIVOICE_ASR_MODEL"
 
 
-def _how_to_get(repo_id: str, precision: str) -> str:
-    return (f"run once online to download the speech recogniser {repo_id} ({precision}) into the cache, "
-            "or type the transcript of the reference, or give a recogniser folder built with "
-            f"'python -m convert.whisper' (${RECOGNIZER_ENV}=DIR for the app and serve, --asr-model DIR for synth "
-            "and eval).")
+#: what to do instead of a recogniser where it transcribes a reference (cloning: the default wording)
+REFERENCE_INSTEAD = "type the transcript of the reference"
+#: how a recogniser folder is given to every front end (the default wording)
+FOLDER_FLAGS = f"${RECOGNIZER_ENV}=DIR for the app and serve, --asr-model DIR for synth and eval"
+
+
+def _how_to_get(repo_id: str, precision: str, instead: Optional[str] = REFERENCE_INSTEAD,
+                folder: str = FOLDER_FLAGS) -> str:
+    return ((f"{instead}, or " if instead else "")
+            + f"run once online to download the speech recogniser {repo_id} ({precision}) into the cache, "
+            + f"or give a recogniser folder built with 'python -m convert.whisper' ({folder}).")
+
+
+class RecognizerMissing(ModelNotAvailable):
+    """No speech recogniser can be had (offline with nothing cached, an incomplete cache).  Its message says what
+    to do where a reference is transcribed (``REFERENCE_INSTEAD``); ``worded`` says it for another use, in that
+    use's words: what needs the recogniser, what to do instead, how a folder is given there (issue 58: eval and
+    books were told to type "the transcript of the reference", which they do not have)."""
+
+    def __init__(self, problem: str, repo_id: str, precision: str, how_to: Optional[str] = None,
+                 needs: Optional[str] = None, instead: Optional[str] = REFERENCE_INSTEAD, folder: str = FOLDER_FLAGS):
+        self.problem, self.repo_id, self.precision = problem, repo_id, precision
+        how = how_to or _how_to_get(repo_id, precision, instead, folder)
+        super().__init__(f"{needs + '. ' if needs else ''}{problem}: {how}")
+
+    def worded(self, needs: Optional[str] = None, instead: Optional[str] = None,
+               folder: str = FOLDER_FLAGS) -> "RecognizerMissing":
+        """The same error for a use: ``needs`` ("WER/CER need a speech recogniser"), ``instead`` (what to do
+        without one there: "give --asr-model none to skip them"; None: nothing), ``folder`` (how a recogniser
+        folder is given there).  Raise it ``from`` this one."""
+        return RecognizerMissing(self.problem, self.repo_id, self.precision, needs=needs, instead=instead,
+                                 folder=folder)
 
 
 def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: HubSettings, cache: pathlib.Path,
@@ -47,28 +74,31 @@ def _from_hub(repo_id: str, revision: Optional[str], precision: str, settings: H
     store = RepoCache(cache, "asr", repo_id, settings.hf_cache)
     hub = HubRepo(repo_id, revision, precision, settings, store, reporter)
     rev = revision or "main"
-    never = f"No speech recogniser is cached and %s: {how_to or _how_to_get(repo_id, precision)}"
+
+    def never(why: str) -> RecognizerMissing:
+        return RecognizerMissing(f"No speech recogniser is cached and {why}", repo_id, precision, how_to)
+
     if settings.offline and store.cached_commit(rev) is None:
-        raise ModelNotAvailable(never % "this program is offline")
+        raise never("this program is offline")
     try:
         commit, listing = hub.locate(f"the speech recogniser {repo_id}")
     except ModelNotAvailable as exc:
         if hub.offline and store.cached_commit(rev) is None:
-            raise ModelNotAvailable(never % f"the Hub at {settings.endpoint} cannot be reached") from exc
+            raise never(f"the Hub at {settings.endpoint} cannot be reached") from exc
         raise
     marker = store.folder(commit, f"checked-{precision}.json")
     if hub.offline:  # what was checked when it was downloaded, by size now
         if not marker.is_file():
-            raise ModelNotAvailable(never % "the Hub cannot be used now")
+            raise never("the Hub cannot be used now")
         cached = hf_cached_revision(settings.hf_cache, repo_id, commit)
         snapshot = pathlib.Path(cached.snapshot_path) if cached is not None else None
         for rel, size in json.loads(marker.read_text(encoding="utf-8")).items():
             path = snapshot / rel if snapshot is not None else None
             if path is None or not path.is_file() or path.stat().st_size != size:
-                raise ModelNotAvailable(f"The cached speech recogniser {repo_id} is incomplete ({rel}): "
-                                        + (how_to or _how_to_get(repo_id, precision)))
+                raise RecognizerMissing(f"The cached speech recogniser {repo_id} is incomplete ({rel})", repo_id,
+                                        precision, how_to)
         if snapshot is None:
-            raise ModelNotAvailable(never % "the Hub cannot be used now")
+            raise never("the Hub cannot be used now")
         check_folder(snapshot, precision, checksums=False)
         verified = "size"
     else:

@@ -18,18 +18,20 @@ voice saved in the app (or one of its style variants, ``"Anna (cheerful)"``; a w
 is one of its tags picks that clip too), then a named design (``alloy``, ``whisper``, ...), then a ``.npz`` path;
 ``--text -`` reads the text from standard input.
 
-Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them);
-``--limits local`` (or one ``--max-...`` flag per limit) raises the per-request
-limits, which default to those of a public server.  The output path and format
-are checked before any work.  Known errors (a wrong flag too) print one
-``error: ...`` line and exit with status 2; anything else is an internal error
-(its traceback is logged, status 1).
+Every ``GenerationConfig`` setting is a flag of ``synth`` (``--help`` lists them).
+The per-request limits are those of the user's own machine (``--limits local``)
+for every command but the servers (``serve``, ``wyoming``: a public server's);
+``--limits public`` or one ``--max-...`` flag per limit sets others.  The output
+path and format, and every check and limit the request decides, are made before
+the model is loaded (``engine.planner``).  Known errors (a wrong flag too) print
+one ``error: ...`` line and exit with status 2 (``refusals``); anything else is
+an internal error (its traceback is logged, status 1).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import functools
 import os
 import pathlib
 import sys
@@ -41,19 +43,14 @@ from ..settings.generation import add_config_arguments, config_from_arguments
 from ..settings.limits import add_limit_arguments, limits_from_arguments
 from ..constants import BITS_PER_CODE, FRAME_RATE
 from ..backbones.choice import add_backbone_argument, backbone_settings
-from ..errors import InvalidInput, OmniVoiceError, one_line
+from ..errors import InvalidInput, check_control_tokens
+from .outputs import check_output, check_side_output, write_audio
+from .refusals import OneLineParser, flagged, run_command
 from ..studio.variants import read_voice_description
 
 MAX_THREADS = 1024
 #: the largest --script file (its text is then held to the text limit)
 MAX_SCRIPT_BYTES = 1024 * 1024
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one ``error:`` line (status 2), like every other known error."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
 def _speaker(text: str) -> tuple[str, str]:
@@ -73,97 +70,52 @@ def _threads(text: str) -> int:
     return value
 
 
-def check_output(path: str) -> pathlib.Path:
-    """The output file, checked before any synthesis: a format soundfile writes with its default encoding,
-    a writable folder (tried, not only asked), and no device, pipe or read-only file at the path (links
-    followed).  Returns the path to write (the link's target when it is a link)."""
-    import soundfile
-
-    output = pathlib.Path(path)
-    formats = soundfile.available_formats()
-    kind = output.suffix.lstrip(".").upper()
-    if kind not in formats or soundfile.default_subtype(kind) is None:  # RAW has no default encoding
-        writable = sorted(f for f in formats if soundfile.default_subtype(f) is not None)
-        raise InvalidInput(f"Cannot write {output.name!r}: the ending {output.suffix or '(none)'!r} is not an audio "
-                           f"format soundfile writes; use one of {', '.join('.' + f.lower() for f in writable)}.",
-                           param="output")
-    if output.is_dir():
-        raise InvalidInput(f"{output} is a folder; give a file name such as {output / 'out.wav'}.", param="output")
-    if output.is_symlink():
-        output = output.resolve()
-    folder = output.parent if str(output.parent) else pathlib.Path(".")
-    if output.exists() and not output.is_file():
-        raise InvalidInput(f"{output} is not a regular file (a device or a pipe); choose a file name.",
-                           param="output")
-    if not folder.is_dir():
-        raise InvalidInput(f"The folder {folder} of --output does not exist; create it or choose another.",
-                           param="output")
-    if (output.exists() and not os.access(output, os.W_OK)) or not _can_create_in(folder):
-        raise InvalidInput(f"{output if output.exists() else 'The folder ' + str(folder)} of --output is not "
-                           "writable; choose another.", param="output")
-    return output
-
-
-def _can_create_in(folder: pathlib.Path) -> bool:
-    import tempfile
-
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
-
-
-def write_audio(output: pathlib.Path, audio, sample_rate: int) -> None:
-    """``audio`` into ``output`` (checked by ``check_output``) whole or not at all."""
-    import soundfile
-
-    from ..storage.atomic import atomic_output
-
-    with atomic_output(output, "audio") as handle:
-        soundfile.write(handle, audio, sample_rate, format=output.suffix.lstrip(".").upper())
-
-
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, limits: str = "local") -> None:
+    """The model's flags and the limits' (``limits``: their preset, the user's own machine's but for servers)."""
     from ..hub import add_model_arguments as add_hub_arguments
 
     add_hub_arguments(parser)  # --model, --precision, --offline
     parser.add_argument("--provider", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--threads", type=_threads, default=None,
                         help=f"intra-op threads, 1..{MAX_THREADS} (default: all cores)")
-    add_limit_arguments(parser)
+    add_limit_arguments(parser, default=limits)
     add_backbone_argument(parser)
 
 
-def open_engine(args):
+def open_engine(args, check=None):
+    """The engine of the command's model flags; ``check(planner)`` first, with the folder's ``TextPlanner``
+    (every check and limit of a request, before the graphs are loaded)."""
     from ..engine.loop import OmniVoiceEngine
     from ..hub import console_progress, resolve_from_args
 
     from ..asr import LazyRecognizer
 
     resolved = resolve_from_args(args, progress=console_progress())
+    if check is not None:
+        from ..engine.planner import TextPlanner
+
+        check(TextPlanner(resolved.path, limits=limits_from_arguments(args)))
     recognizer = LazyRecognizer(getattr(args, "asr_model", None), getattr(args, "asr_precision", None),
                                 provider=args.provider, threads=args.threads, progress=console_progress(),
-                                offline=True if getattr(args, "offline", False) else None)
+                                offline=True if getattr(args, "offline", False) else None,
+                                wording=recognizer_wording(args))
     # the resolver has just checked every file (sha256): the engine checks sizes only
     return OmniVoiceEngine(resolved.path, provider=args.provider, threads=args.threads, verify="size",
                            limits=limits_from_arguments(args), recognizer=recognizer,
                            **backbone_settings(args, resolved))
 
 
-def check_side_output(path: Optional[str], suffixes: tuple[str, ...], flag: str, what: str) -> Optional[pathlib.Path]:
-    """A file written beside the audio (``--words``, ``--subtitles``), checked before any synthesis: a name
-    ending in one of ``suffixes`` in a folder that exists and is writable."""
-    if path is None:
-        return None
-    target = pathlib.Path(path)
-    folder = target.parent if str(target.parent) else pathlib.Path(".")
-    if target.suffix.lower() not in suffixes or target.is_dir():
-        raise InvalidInput(f"{flag} writes {what}, got {path!r}.", param=flag.lstrip("-"))
-    if not folder.is_dir() or not _can_create_in(folder):
-        raise InvalidInput(f"The folder {folder} of {flag} does not exist or is not writable; choose another.",
-                           param=flag.lstrip("-"))
-    return target
+def recognizer_wording(args) -> dict:
+    """How a recogniser that cannot be had is said by this command (``RecognizerMissing.worded``): what to type
+    instead of a recognised transcript, and the command's way to give a recogniser folder."""
+    from ..asr.source import RECOGNIZER_ENV
+
+    folder = "--asr-model DIR" if hasattr(args, "asr_model") else f"${RECOGNIZER_ENV}=DIR"
+    if getattr(args, "clip", None):   # voices variant add
+        return dict(instead="give --transcript (what the clip says)", folder=folder)
+    if getattr(args, "ref_audio", None) and not getattr(args, "ref_text", None):
+        return dict(instead="give --ref-text (what --ref-audio says)", folder=folder)
+    return dict(instead=None, folder=folder)   # word timings, the sentence check: their own words say what to do
 
 
 def synth(args) -> int:
@@ -189,7 +141,11 @@ def synth(args) -> int:
     if ssml:   # checked (line, column) before the model is loaded; what is read otherwise than written is said
         for note in flagged("--text", parse_ssml, text, limits_from_arguments(args)).notes:
             print(f"SSML: {note}", file=sys.stderr)
-    engine = open_engine(args)
+    request = dict(instruct=description.instruct or design, config=config, pronunciations=args.lexicon, ssml=ssml,
+                   voices=cli_voice)
+    # every check and limit the request decides without the model (a cloned voice's are made when it is known)
+    engine = open_engine(args, check=lambda planner: planner.prepare(text, language=args.language, voice=voice,
+                                                                     **request))
     if reference is not None:
         voice = engine.clone_voice(*reference, transcript=args.ref_text, preprocess=config.preprocess_prompt)
         if voice.transcript_source == "recognised":
@@ -198,8 +154,7 @@ def synth(args) -> int:
     language = args.language
     if language is None and voice is not None and getattr(voice, "language", None):
         language = offered_language(voice.language)
-    stream = engine.stream(text, language=language, instruct=description.instruct or design, voice=voice,
-                           config=config, pronunciations=args.lexicon, ssml=ssml, voices=cli_voice)
+    stream = engine.stream(text, language=language, voice=voice, **request)
     return report(output, stream, args.words_path, args.subtitles_path)
 
 
@@ -215,9 +170,9 @@ def synth_script(args, output: pathlib.Path, config) -> int:
     limits_from_arguments(args).check("The script", len(script), "max_text_chars", " characters")
     flagged("--language", resolve_language, args.language)
     turns = flagged("--script", read_script, script, cli_voice, dict(args.speaker))  # before the model is loaded
-    engine = open_engine(args)
-    plan = flagged("--script", engine.prepare_turns, turns, language=args.language, config=config,
-                   pronunciations=args.lexicon)
+    request = dict(language=args.language, config=config, pronunciations=args.lexicon)
+    engine = open_engine(args, check=lambda planner: flagged("--script", planner.prepare_turns, turns, **request))
+    plan = flagged("--script", engine.prepare_turns, turns, **request)
     return report(output, engine.run(plan), args.words_path, args.subtitles_path)
 
 
@@ -293,21 +248,18 @@ def checked_inputs(args) -> tuple[str, tuple | None]:
     from ..text.prompt import validate_text
 
     text = flagged("--text", validate_text, read_text(args.text))
+    limits = limits_from_arguments(args)
+    if not (args.ssml or looks_like_ssml(text)):   # SSML's markup and text have their own limits (parse_ssml)
+        flagged("--text", limits.check, "The text", len(text), "max_text_chars", " characters")
+        flagged("--text", check_control_tokens, text, "The text")
+    if args.ref_text:
+        flagged("--ref-text", limits.check, "The transcript", len(args.ref_text), "max_text_chars", " characters")
     flagged("--language", resolve_language, args.language)
     reference = None
     if args.ref_audio:
-        limits = limits_from_arguments(args)
         reference = flagged("--ref-audio", load_audio_file, args.ref_audio, max_seconds=limits.max_reference_seconds,
                             max_bytes=limits.max_upload_bytes, what="reference audio")
     return text, reference
-
-
-def flagged(flag: str, check, *args, **kwargs):
-    """``check(*args, **kwargs)``, its ``InvalidInput`` said as one of ``flag``."""
-    try:
-        return check(*args, **kwargs)
-    except InvalidInput as exc:
-        raise type(exc)(f"{flag}: {exc}", param=exc.param) from exc
 
 
 def read_text(value: str) -> str:
@@ -421,13 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ..wyoming.server import add_wyoming_command, start_beside, wyoming_arguments
 
-    serve = add_serve_command(commands, add_model_arguments)
+    servers = functools.partial(add_model_arguments, limits="public")   # a server keeps a public server's limits
+    serve = add_serve_command(commands, servers)
     wyoming_arguments(serve)  # --wyoming-uri: Home Assistant's server on the HTTP API's queue
     serve.set_defaults(start_beside=start_beside)
-    add_wyoming_command(commands, add_model_arguments)
+    add_wyoming_command(commands, servers)
     from .library import add_library_commands
 
-    add_library_commands(commands, add_model_arguments, open_engine)
+    add_library_commands(commands, servers, open_engine)   # the saved voices the servers read: their limits
     return parser
 
 
@@ -445,18 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..runtime.memory import bound_heap
 
     bound_heap()  # our own process: its large buffers go back to the system when freed (runtime/memory.py)
-    try:
-        return args.run(args)
-    except OmniVoiceError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception:  # an internal error: the traceback goes to the log, the user gets one line
-        logging.getLogger("omnivoice").exception("internal error")
-        print("error: internal error (the log above has the details); please report it", file=sys.stderr)
-        return 1
+    return run_command(args.run, args)   # one error line and status (refusals: the mapping every front end shares)
 
 
 if __name__ == "__main__":

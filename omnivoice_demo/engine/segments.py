@@ -28,7 +28,7 @@ import numpy as np
 
 from ..audio.processing import cross_fade_chunks
 from ..constants import FRAME_RATE, SAMPLE_RATE
-from ..errors import InvalidInput, excerpt
+from ..errors import InvalidInput, excerpt, reworded
 from ..settings.generation import GenerationConfig
 from .events import GenerationPlan, GenerationResult, run_part, summed_timings
 from ..text.normalize_choice import normalization_settings
@@ -153,7 +153,7 @@ def _at(segment: Segment, what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except InvalidInput as exc:
         where = f"SSML (line {segment.line}{', ' + what if what else ''}): "
-        raise type(exc)(where + str(exc), param=exc.param) from None
+        raise reworded(exc, where + str(exc)) from None   # of its own class, whatever its constructor takes
 
 
 class Joiner:

@@ -7,9 +7,11 @@ import sys
 
 from ..settings.generation import add_config_arguments, config_from_arguments
 from ..settings.limits import limits_from_arguments
-from ..errors import InvalidInput, ModelNotAvailable, one_line
+from ..errors import InvalidInput, ModelNotAvailable, one_line, reworded
 
 ASR_OFF = "none"
+#: how eval is given a recogniser folder
+ASR_FOLDER = "--asr-model DIR"
 
 
 def add_eval_command(commands, add_model_arguments) -> None:
@@ -51,6 +53,7 @@ def add_eval_command(commands, add_model_arguments) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..asr import LazyRecognizer
+    from ..asr.source import RecognizerMissing
     from ..hub import console_progress
     from .candidates import EngineCache, exact_candidate, parse_candidate
     from .items import read_eval_items
@@ -60,18 +63,32 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("Give at least one --candidate to compare, e.g. --candidate preset=fast.",
                            param="candidate")
     candidates = [parse_candidate(spec) for spec in args.candidate]
+    if args.ref_audio:   # read and checked now, before any model is loaded
+        from ..audio.processing import load_audio_file
+
+        limits = limits_from_arguments(args)
+        try:
+            load_audio_file(args.ref_audio, max_seconds=limits.max_reference_seconds,
+                            max_bytes=limits.max_upload_bytes, what="reference audio")
+        except InvalidInput as exc:
+            raise reworded(exc, f"--ref-audio: {exc}") from exc
     exact = exact_candidate(args.model, args.precision, args.backbone, config_from_arguments(args),
                             backbone_weights=args.backbone_weights)
     items = read_eval_items(args.items, clone_clip=args.ref_audio, clone_text=args.ref_text,
                             audio_root=args.audio_root, limit=args.limit)
     progress = console_progress()
     offline = True if args.offline else None
+    # it also transcribes --ref-audio when --ref-text is not given
     recognizer = LazyRecognizer(None if args.asr_model == ASR_OFF else args.asr_model, args.asr_precision,
-                                provider=args.provider, threads=args.threads, progress=progress, offline=offline)
+                                provider=args.provider, threads=args.threads, progress=progress, offline=offline,
+                                wording=dict(instead="give --ref-text (what --ref-audio says)", folder=ASR_FOLDER))
     scorers = Scorers()
     if args.asr_model != ASR_OFF:
         try:  # resolved and loaded now, so a missing recogniser stops the run before any work
             recognizer.get()
+        except RecognizerMissing as exc:   # said for eval: what needs it, and --asr-model none first
+            raise exc.worded(needs="WER/CER (how intelligible the speech is) need a speech recogniser",
+                             instead=f"give --asr-model {ASR_OFF} to skip them", folder=ASR_FOLDER) from exc
         except ModelNotAvailable as exc:
             raise ModelNotAvailable(f"{one_line(exc).rstrip('.')}. For WER/CER give --asr-model DIR (a recogniser folder), or "
                                     f"--asr-model {ASR_OFF} to skip them.") from exc

@@ -1,7 +1,8 @@
 """Exceptions -> what the page shows.
 
 * ``OmniVoiceError`` (``InvalidInput``, ``ModelFolderError``, ``ModelNotAvailable``, ...): raised on
-  purpose with a message that says what to do; shown as a ``gr.Error`` with that message.
+  purpose with a message that says what to do; shown as a ``gr.Error`` with that message and the title of
+  ``errors.refusal_of``, the mapping the HTTP API and the command line share.
 * anything else is a bug of ours, not the user's mistake: logged with its traceback and shown
   as "Internal error" (the details stay in the server log).
 
@@ -15,7 +16,7 @@ import logging
 
 import gradio as gr
 
-from ..errors import ModelNotAvailable, OmniVoiceError
+from ..errors import refusal_of
 from ..studio.messages import INTERNAL_ERROR, errors_as, filtered
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,9 @@ def ui_error(exc: BaseException) -> gr.Error:
     """The ``gr.Error`` that shows ``exc``: its message for our errors, "Internal error" for anything else."""
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, ModelNotAvailable):
-        return gr.Error(user_message(exc), title="Model not available", print_exception=False)
-    if isinstance(exc, OmniVoiceError):
-        return gr.Error(user_message(exc), print_exception=False)
+    said = refusal_of(exc)   # the one mapping of our errors (errors.refusal_of), shared with the HTTP API and the CLI
+    if said is not None:   # the whole message (its later paragraphs too), as the page can show them
+        return gr.Error(user_message(exc), title=said.title or "Error", print_exception=False)
     log.error("internal error in a handler", exc_info=exc)
     return gr.Error(user_message(INTERNAL_ERROR.format(name=type(exc).__name__)), title="Internal error",
                     print_exception=False)
