@@ -169,7 +169,7 @@ def test_shared_mode_keeps_voices_in_each_browser(manager, tmp_path, reference):
         assert voice.frames > 0
         import gradio as gr
 
-        with pytest.raises(gr.Error, match="No saved voice or named design is called 'Mine'. Saved voices: none"):
+        with pytest.raises(gr.Error, match=r"No saved voice or named design is called 'Mine'\. Designs: "):
             list(speak_tab.speak(studio, "Hello.", {"voice": "Mine", "num_step": 2}, [], "session-c", {}))
     finally:
         manager.locked = False

@@ -223,6 +223,6 @@ def test_a_batch_row_speaks_with_a_voice_of_the_database(pg_server, tmp_path, mo
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"text": "Hello.", "voice": "anna"}\n{"text": "Hi.", "voice": "Nobody"}\n')
     items, problems = read_batch(rows, voices_dir=url)
-    assert len(items) == 1 and len(problems) == 1 and "Anna" in problems[0][1]
+    assert len(items) == 1 and len(problems) == 1 and "Nobody" in problems[0][1] and "Anna" not in problems[0][1]
     assert same(Voice.load(items[0].voice), voice_of(11))
     assert items[0].voice.startswith(str(tmp_path / "data"))

@@ -2,11 +2,12 @@
 
 * Presets: ``reference``, ``balanced``, ``fast`` (``presets.PRESETS``); ``quality`` and ``hd`` are
   aliases of ``reference`` (``presets.ALIASES``), accepted wherever a preset is.
-* Voices (``choose_voice``): a name finds a saved voice (exactly, then ignoring case), or one of its
-  style variants (``Anna (cheerful)``, ``studio.variants``), then a named design (OpenAI's names,
-  mapped below, and our own), then a design written out (``"female, low pitch"``), then -- where the
-  front end reads local files (the command line, batch) -- a path to a ``.npz``; ``"auto"`` or empty:
-  the model chooses.  Servers never take a path.
+* Voices (``choose_voice``): ``"auto"`` or empty: the model chooses; a built-in name (a named design:
+  OpenAI's names, mapped below, and our own; a design written out, ``"female, low pitch"``, or one design
+  word) is that design, decided before the saved voices are asked for, so it never waits on the voice store
+  (a saved voice may not take such a name, ``voices.check_not_built_in``); then a saved voice (exactly, then
+  ignoring case), or one of its style variants (``Anna (cheerful)``, ``studio.variants``); then -- where the
+  front end reads local files (the command line, batch) -- a path to a ``.npz``.  Servers never take a path.
 * Languages: ``languages.language_choices`` (a name or a code, ``"Auto"``).
 * Voice descriptions (``read_description``, in ``text.descriptions``): a voice in one's own words, English or
   Chinese ("a deep, calm British man", "温柔的年轻女声") -> the model's design items, with the words left out
@@ -23,7 +24,7 @@ from __future__ import annotations
 import pathlib
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from ..errors import InvalidInput, excerpt
 from ..text.languages import language_choices  # noqa: F401 - the vocabulary's languages
@@ -97,13 +98,33 @@ def voice_list(saved_names: list[str], created_at: Optional[Callable[[str], int]
     return items
 
 
-def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/voices",
-                 path_base: Optional[pathlib.Path] = None, auto_name: str = "auto") -> ChosenVoice:
-    """Resolve a ``voice`` (a string, or ``{"id": ...}`` as newer OpenAI clients send): a saved voice, then a
-    named design, then a design written out, then (only with ``path_base``: local front ends) a voice file.
+#: the saved voices a ``voice`` is looked up among: their names, or a function (name -> the saved voice's name
+#: it asks for, or None: ``VoiceStore.find``, one query) asked only for a name that is not built in
+SavedNames = Union[list[str], Callable[[str], Optional[str]]]
 
-    Unknown names are ``InvalidInput`` (param ``voice``) listing what exists and where it is listed
-    (``listed_by``, whose list calls the model's own choice ``auto_name``)."""
+
+def is_built_in(name: str) -> bool:
+    """Whether ``name`` is a built-in voice's (``auto``, a named design, one design word, a design written out):
+    resolved without the saved voices."""
+    name = (name or "").strip().lower()
+    return name in AUTO_NAMES or name in DESIGNS or name in _single_items() or \
+        ("," in name and len(name) <= MAX_DESIGN_CHARS)
+
+
+def finder(saved_names: SavedNames) -> Callable[[str], Optional[str]]:
+    if callable(saved_names):
+        return saved_names
+    return lambda name: find_name(name, saved_names)
+
+
+def choose_voice(value, saved_names: SavedNames, listed_by: str = "GET /v1/audio/voices",
+                 path_base: Optional[pathlib.Path] = None, auto_name: str = "auto") -> ChosenVoice:
+    """Resolve a ``voice`` (a string, or ``{"id": ...}`` as newer OpenAI clients send): ``auto``, a named design,
+    a design written out (none of them asks the saved voices), then a saved voice or its style variant, then
+    (only with ``path_base``: local front ends) a voice file.
+
+    Unknown names are ``InvalidInput`` (param ``voice``) naming the voice asked for and where the voices are
+    listed (``listed_by``, whose list calls the model's own choice ``auto_name``)."""
     if isinstance(value, dict):
         value = value.get("id") or value.get("name")
     if value is not None and not isinstance(value, str):
@@ -111,21 +132,24 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
     name = (value or "").strip()
     if name.lower() in AUTO_NAMES:
         return ChosenVoice(name="auto")
-    saved = find_name(name, saved_names)
-    if saved is not None:
-        return ChosenVoice(name=saved, kind="saved")
-    styled = split_variant_name(name)
-    if styled and find_name(styled[0], saved_names) is not None:
-        return ChosenVoice(name=find_name(styled[0], saved_names), kind="saved", variant=styled[1])
     if name.lower() in DESIGNS:
         return ChosenVoice(name=name.lower(), kind="design", instruct=DESIGNS[name.lower()])
     if len(name) <= MAX_DESIGN_CHARS and ("," in name or name.lower() in _single_items()):
         try:
             resolve_instruct(name)
         except ValueError as exc:
-            raise InvalidInput(f"voice {excerpt(name)} is not a saved voice or a known design, and as a voice design: "
+            raise InvalidInput(f"voice {excerpt(name)} is not a known design, and as a voice design: "
                                f"{str(exc).splitlines()[0]}", param="voice") from None
         return ChosenVoice(name=name, kind="design", instruct=name)
+    find = finder(saved_names)
+    saved = find(name)
+    if saved is not None:
+        return ChosenVoice(name=saved, kind="saved")
+    styled = split_variant_name(name)
+    if styled:
+        saved = find(styled[0])
+        if saved is not None:
+            return ChosenVoice(name=saved, kind="saved", variant=styled[1])
     if path_base is not None:
         path = pathlib.Path(name).expanduser()
         path = path if path.is_absolute() else pathlib.Path(path_base) / path
@@ -133,12 +157,12 @@ def choose_voice(value, saved_names: list[str], listed_by: str = "GET /v1/audio/
             if candidate.suffix == ".npz" and candidate.is_file():
                 return ChosenVoice(name=candidate.stem, kind="path", path=candidate.resolve())
     also = " or a saved voice file (.npz)" if path_base else ""
-    raise InvalidInput(f"No saved voice or named design is called {excerpt(name)}. Saved voices: "
-                       f"{', '.join(saved_names) or 'none'}; designs: {', '.join(DESIGNS)}, {auto_name} ({listed_by} lists "
-                       f"them); or write a design such as 'female, low pitch'{also}.", param="voice")
+    raise InvalidInput(f"No saved voice or named design is called {excerpt(name)}. Designs: {', '.join(DESIGNS)}, "
+                       f"{auto_name} ({listed_by} lists them and the saved voices); or write a design such as "
+                       f"'female, low pitch'{also}.", param="voice")
 
 
-def resolve_voice(value, saved_names: list[str], load_saved: Callable[[str], Voice],
+def resolve_voice(value, saved_names: SavedNames, load_saved: Callable[[str], Voice],
                   listed_by: str = "GET /v1/audio/voices", path_base: Optional[pathlib.Path] = None, max_frames: Optional[int] = None,
                   auto_name: str = "auto") -> tuple[Optional[Voice], Optional[str]]:
     """``choose_voice``, then the voice itself: (a saved or file voice, None) or (None, its design or None).  A

@@ -15,17 +15,26 @@ session in shared mode; ``""`` for the one library), its name and the time it wa
   process changed it;
 * the schema is made and migrated by the program (``omnivoice_voice_store_schema`` holds its version; a start-up
   under an advisory lock, so several processes starting at once migrate once);
-* a database that cannot be reached is ``StoreUnavailable`` (HTTP 503), naming the store without its password.
+* a database that cannot be reached, or does not answer in time (``settings.store.StoreTimeouts``, every wait
+  bounded by ``voice_db_pool``), is ``StoreUnavailable`` (HTTP 503), naming the store without its password;
+  ``state()`` says how the last use went, without asking the database (for ``/ready``);
+* a voice is found by one indexed query on its name's key (``find``), and listed a page at a time in one query
+  (``listing``: names, dates and tags, ordered by the name's key);
+* a row is untrusted input (any process that can write the table wrote it): its name is checked as a saved
+  voice's name is (``checked_row_name``) before anything is read from it, and its bytes by ``Voice.load`` in a
+  private temporary folder under a fixed name; nothing is written under a path made from the name.
 
 The local folder (``root``: the data folder's ``voices``) holds only what needs a file: ``path()``'s copy of a
-voice for batch workers (by owner, name and version).
+voice for batch workers (under a digest of its owner and name, and its version).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import logging
+import math
 import pathlib
 import re
 import tempfile
@@ -35,9 +44,12 @@ from typing import Callable, Iterator, Optional
 
 from ..errors import InvalidInput, ResourceLimitExceeded, StoreUnavailable, excerpt
 from ..settings.limits import Limits
+from ..settings.store import StoreTimeouts
 from ..storage.voice_file import Voice
 from ..text.voice_names import check_free, clean_name, find_name, look_alike_key
-from .voices import MAX_VOICES_PER_OWNER, VoiceStore, data_dir, owner_key
+from .voice_db_pool import make_pool, silence_limit
+from .voices import (MAX_VOICES_PER_OWNER, StoreState, VoiceEntry, VoiceStore, check_not_built_in, data_dir,
+                     owner_key)
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +76,6 @@ MIGRATIONS = {
 MIGRATION_LOCK = 0x6F6D6E69
 #: a voice's bytes at most (the folder store's ``Voice.load`` bound is 25 MB; a voice file is far smaller)
 MAX_VOICE_BYTES = 25 * 1024 * 1024
-#: seconds to wait for a connection (the database down: said after this, not hung on)
-CONNECT_TIMEOUT = 5
 
 
 def describe_url(url: str) -> str:
@@ -73,12 +83,14 @@ def describe_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)
 
 
+
+
 class PostgresVoiceStore(VoiceStore):
     """The voices of a PostgreSQL database (see the module docstring)."""
 
     def __init__(self, url: str, private: bool = False, max_voices: int = MAX_VOICES_PER_OWNER,
                  max_variants: int = Limits().max_voice_variants, root: Optional[pathlib.Path] = None,
-                 pool_size: int = 4):
+                 pool_size: int = 4, timeouts: Optional[StoreTimeouts] = None):
         try:
             import psycopg  # noqa: F401 - only its presence is checked here
             from psycopg_pool import ConnectionPool
@@ -92,9 +104,9 @@ class PostgresVoiceStore(VoiceStore):
         self._cache: dict[tuple[str, str], tuple[int, Voice]] = {}
         self._cache_lock = threading.Lock()
         self._ready = False
-        self._pool = ConnectionPool(url, min_size=0, max_size=pool_size, open=False, timeout=CONNECT_TIMEOUT,
-                                    kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": False},
-                                    name="omnivoice-voices")
+        self.timeouts = timeouts or StoreTimeouts()
+        self._state = StoreState()
+        self._pool: ConnectionPool = make_pool(url, self.timeouts, pool_size)
         self._pool.open(wait=False)
 
     # --- the connection --------------------------------------------------------------------------
@@ -116,12 +128,19 @@ class PostgresVoiceStore(VoiceStore):
                                 "saved voices are unavailable until the database answers: check that it is "
                                 "running and reachable, then try again.")
 
+    def state(self) -> StoreState:
+        return self._state
+
+    def note_unavailable(self, message: str) -> None:
+        """A front end gave up waiting for the store (``api.store_calls``): said by ``state`` until a use succeeds."""
+        self._state = StoreState("unavailable", time.time(), message)
+
     def _connect_failure(self) -> Optional[str]:
-        """Why a connection to the database fails now (one try, ``CONNECT_TIMEOUT`` at most), or None."""
+        """Why a connection to the database fails now (one try, the connect timeout at most), or None."""
         import psycopg
 
         try:
-            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT).close()
+            psycopg.connect(self.url, connect_timeout=max(2, math.ceil(self.timeouts.connect))).close()
         except psycopg.Error as exc:
             return " ".join(str(exc).split()) or type(exc).__name__
         return None
@@ -137,16 +156,20 @@ class PostgresVoiceStore(VoiceStore):
         from psycopg_pool import PoolTimeout
 
         try:
-            with self._pool.connection() as connection:
+            with self._pool.connection() as connection, silence_limit(connection, self.timeouts.silence):
                 with connection.cursor() as cursor:
                     if owner is not None:
                         cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("omnivoice-voices:" + owner,))
                     yield cursor
         except pg_errors.UniqueViolation:   # the constraint: another process took the name between check and write
+            self._state = StoreState("up", time.time())
             raise InvalidInput("A voice of that name was saved by another server just now; choose another name.",
                                param="name") from None
         except (psycopg.Error, PoolTimeout) as exc:
-            raise self._unavailable(exc) from None
+            failure = self._unavailable(exc)
+            self._state = StoreState("unavailable", time.time(), str(failure))
+            raise failure from None
+        self._state = StoreState("up", time.time())
 
     def check(self) -> None:
         """Connect, and make or migrate the schema (once, whichever process starts first)."""
@@ -186,16 +209,50 @@ class PostgresVoiceStore(VoiceStore):
         self.check()
         with self._transaction() as cursor:
             cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (self.owner(session),))
-            return sorted((row[0] for row in cursor.fetchall()), key=str.casefold)
+            return sorted((name for (name,) in cursor.fetchall() if usable_row_name(name)), key=str.casefold)
+
+    def find(self, name: str, session: Optional[str] = None) -> Optional[str]:
+        """The saved voice ``name`` asks for (one indexed query), or None."""
+        self.check()
+        with self._transaction() as cursor:
+            return self._lookup(cursor, name, self.owner(session))
+
+    @staticmethod
+    def _lookup(cursor, name: str, owner: str) -> Optional[str]:
+        if not isinstance(name, str) or not name or len(name) > 4 * 60:
+            return None
+        cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s AND name_key = %s",
+                       (owner, look_alike_key(name)))
+        found = find_name(name, [row[0] for row in cursor.fetchall()])   # the same key, not only a look-alike
+        return checked_row_name(found) if found is not None else None
 
     def _found(self, cursor, name: str, owner: str) -> str:
-        cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
-        names = sorted((row[0] for row in cursor.fetchall()), key=str.casefold)
-        found = find_name(name, names)
+        found = self._lookup(cursor, name, owner)
         if found is None:
-            raise InvalidInput(f"There is no saved voice named {excerpt(name)}; the saved voices are: "
-                               f"{', '.join(names) or 'none'} (save one from the Clone tab first).", param="voice")
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)} (save one from the Clone tab first, "
+                               "or list the saved voices).", param="voice")
         return found
+
+    def listing(self, session: Optional[str] = None, limit: int = 100,
+                after: Optional[str] = None) -> tuple[list[VoiceEntry], bool]:
+        """A page of the saved voices in one query: at most ``limit`` (name, created_at, tags), ordered by the
+        name's key, those after the voice ``after`` (any name: its key); and whether more follow."""
+        self.check()
+        limit = max(1, min(int(limit), 10_000))
+        entries: list[VoiceEntry] = []
+        key = look_alike_key(after) if after else ""
+        with self._transaction() as cursor:
+            while True:   # rows whose names no voice may have are left out, and the page filled after them
+                need = limit - len(entries)
+                cursor.execute("SELECT name, created_at, tags, name_key FROM omnivoice_voices WHERE owner = %s "
+                               "AND name_key COLLATE \"C\" > %s ORDER BY name_key COLLATE \"C\" LIMIT %s",
+                               (self.owner(session), key, need + 1))
+                rows = cursor.fetchall()
+                entries += [VoiceEntry(name, int(created), list(tags)) for name, created, tags, _ in rows[:need]
+                            if usable_row_name(name)]
+                if len(rows) <= need or len(entries) >= limit:
+                    return entries, len(rows) > need
+                key = rows[need - 1][3]
 
     def _voice(self, owner: str, name: str, version: int, data: Optional[bytes]) -> Voice:
         """The voice of a row: the cached one when its version is the row's, else read from ``data``."""
@@ -206,7 +263,7 @@ class PostgresVoiceStore(VoiceStore):
             return copy.deepcopy(cached[1])
         if data is None:
             raise LookupError(key)
-        voice = _voice_of_bytes(bytes(data), name)
+        voice = _voice_of_bytes(bytes(data), checked_row_name(name))
         voice.name = name
         with self._cache_lock:
             self._cache[key] = (version, voice)
@@ -256,14 +313,15 @@ class PostgresVoiceStore(VoiceStore):
         return int(row[0])
 
     def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
-        """A local ``.npz`` of the voice ``name`` (for batch workers, which read voices from files): written
-        under ``root/db-cache`` by owner, name and version, once."""
+        """A local ``.npz`` of the voice ``name`` (for batch workers, which read voices from files): the checked
+        voice written once under ``root/db-cache``, named by a digest of its owner and name and by its version
+        (never by the row's name, which any writer of the table chose)."""
         voice = self.load(name, session)
         owner = self.owner(session)
         with self._cache_lock:
             version = self._cache[(owner, voice.name)][0]
-        folder = self.root / "db-cache" / (owner or "library")
-        target = folder / f"{voice.name}.v{version}.npz"
+        digest = hashlib.sha256(f"{owner}\0{voice.name}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        target = self.root / "db-cache" / (owner or "library") / f"{digest}.v{int(version)}.npz"
         if not target.is_file():
             voice.save(target)
         return target
@@ -301,6 +359,8 @@ class PostgresVoiceStore(VoiceStore):
             cursor.execute("SELECT data FROM omnivoice_voices WHERE owner = %s AND name = %s FOR UPDATE",
                            (owner, found))
             row = cursor.fetchone()
+            if row is None:
+                raise InvalidInput(f"There is no saved voice named {excerpt(name)}.", param="voice")
             voice = update(_voice_of_bytes(bytes(row[0]), found))
             voice.name = found
             cursor.execute("UPDATE omnivoice_voices SET data = %s, tags = %s, "
@@ -315,6 +375,7 @@ class PostgresVoiceStore(VoiceStore):
         owner = self.owner(session)
         with self._transaction(owner) as cursor:
             old = self._found(cursor, name, owner)
+            check_not_built_in(new_name)
             cursor.execute("SELECT name FROM omnivoice_voices WHERE owner = %s", (owner,))
             check_free(new_name, [row[0] for row in cursor.fetchall()], itself=old)
             if new_name != old:
@@ -345,12 +406,40 @@ def _bytes_of_voice(voice: Voice) -> bytes:
     return data
 
 
+def usable_row_name(name) -> bool:
+    """Whether a row's name is one a saved voice may have (``clean_name`` leaves it as it is); others are left
+    out of lists and refused when asked for (``checked_row_name``)."""
+    try:
+        return checked_row_name(name) == name
+    except InvalidInput:
+        return False
+
+
+def checked_row_name(name) -> str:
+    """A row's name, checked as an uploaded voice's name is (``clean_name``: letters, digits, spaces, ``- _ .``,
+    no path): a row written by another program with ``../`` or ``/`` in its name is refused, never used."""
+    try:
+        usable = isinstance(name, str) and clean_name(name) == name
+        name.encode("utf-8")
+    except (InvalidInput, UnicodeEncodeError, AttributeError):
+        usable = False
+    if not usable:
+        raise InvalidInput(f"The voice store holds a voice named {excerpt(str(name))}, which is not a name a saved "
+                           "voice may have (letters, digits, spaces, - _ . only); it is not used. The store's "
+                           "operator should rename or delete that row.", param="voice")
+    return name
+
+
 def _voice_of_bytes(data: bytes, name: str) -> Voice:
     """A voice from its ``.npz`` bytes, checked as a file is (``Voice.load``, the loosest bounds: what the
-    front end asks for is checked by its own ``max_frames``)."""
+    front end asks for is checked by its own ``max_frames``): its size first, then every field, in a private
+    temporary folder under a fixed name (never the row's)."""
+    if len(data) > MAX_VOICE_BYTES:
+        raise InvalidInput(f"The saved voice {excerpt(name)} in the store is {len(data)} bytes, over the "
+                           f"{MAX_VOICE_BYTES} a voice may be; it is not used.", param="voice")
     roomy = Limits.local()
     with tempfile.TemporaryDirectory(prefix="omnivoice-voice-") as folder:
-        path = pathlib.Path(folder) / f"{name}.npz"   # a clean name (``clean_name``): a file name as well
+        path = pathlib.Path(folder) / "voice.npz"
         path.write_bytes(data)
         voice = Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=MAX_VOICE_BYTES)
     voice.name = name

@@ -13,6 +13,7 @@ import pathlib
 from typing import Optional
 
 from ..errors import InvalidInput
+from ..settings.store import StoreTimeouts, add_store_timeout_arguments, store_timeouts_from_arguments
 from .voices import VoiceLibrary, VoiceStore
 
 VOICE_STORE_ENV = "OMNIVOICE_VOICE_STORE"
@@ -20,14 +21,15 @@ DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
 
 def open_voice_store(url: Optional[str | os.PathLike] = None, private: bool = False, max_variants: Optional[int] = None,
-                     **kwargs) -> VoiceStore:
-    """The store of ``url`` (None: ``$OMNIVOICE_VOICE_STORE``, else the default folder)."""
+                     timeouts: Optional[StoreTimeouts] = None, **kwargs) -> VoiceStore:
+    """The store of ``url`` (None: ``$OMNIVOICE_VOICE_STORE``, else the default folder); ``timeouts``: how long a
+    database may take (``settings.store``; a folder has nothing to wait for)."""
     url = os.fspath(url) if url else os.environ.get(VOICE_STORE_ENV) or None
     more = dict(kwargs, **({"max_variants": max_variants} if max_variants is not None else {}))
     if url and url.startswith(DATABASE_SCHEMES):
         from .voice_db import PostgresVoiceStore
 
-        return PostgresVoiceStore(url, private=private, **more)
+        return PostgresVoiceStore(url, private=private, timeouts=timeouts, **more)
     if url and "://" in url and not url.startswith("file://"):
         raise InvalidInput(f"--voice-store {url.split('://')[0]}://... is not a store this program knows: give a "
                            "folder (a path or file://PATH) or postgresql://USER@HOST:PORT/DATABASE.",
@@ -42,11 +44,13 @@ def add_voice_store_argument(parser) -> None:
                         help=f"where saved voices are kept: a folder (the default: the data folder's voices) or "
                              f"postgresql://USER:PASSWORD@HOST:PORT/DATABASE, shared by every process and machine "
                              f"that names it (default: ${VOICE_STORE_ENV}; the database needs the store extra)")
+    add_store_timeout_arguments(parser)
 
 
 def store_from_arguments(args, private: bool = False, max_variants: Optional[int] = None) -> VoiceStore:
     """The store of a command line's ``--voice-store``, checked now (a database: connected, its schema made or
     migrated), so a store that cannot be used stops the start with one line."""
-    store = open_voice_store(getattr(args, "voice_store", None), private=private, max_variants=max_variants)
+    store = open_voice_store(getattr(args, "voice_store", None), private=private, max_variants=max_variants,
+                             timeouts=store_timeouts_from_arguments(args))
     store.check()
     return store

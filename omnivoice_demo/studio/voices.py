@@ -17,6 +17,7 @@ other visitor's voices, the library is made per browser session
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -35,9 +36,10 @@ from ..settings.limits import Limits
 from ..errors import InvalidInput, ResourceLimitExceeded, StorageNotWritable, excerpt
 from ..storage.voice_file import Voice, stored_tags
 from .variants import check_variants, variant_listing
-from ..text.voice_names import check_free, clean_name, find_name
+from ..text.voice_names import check_free, clean_name, find_name, look_alike_key
 
-__all__ = ["VoiceLibrary", "VoiceStore", "clean_name", "data_dir", "export_voice", "write_voice"]
+__all__ = ["StoreState", "VoiceEntry", "VoiceLibrary", "VoiceStore", "clean_name", "data_dir", "export_voice",
+           "write_voice"]
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +59,31 @@ def data_dir() -> pathlib.Path:
     return pathlib.Path(os.path.expanduser(base)) / APP_DIR_NAME
 
 
+@dataclasses.dataclass(frozen=True)
+class VoiceEntry:
+    """One saved voice as a list shows it: its name, when it was saved (Unix seconds) and its style tags."""
+
+    name: str
+    created_at: int
+    tags: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreState:
+    """How the store's last use went (``status``: ``up``, ``unavailable``, or ``unknown`` before any), when
+    (Unix seconds) and why not; read without asking the store (``/ready``)."""
+
+    status: str = "unknown"
+    since: Optional[float] = None
+    message: str = ""
+
+
 class VoiceStore:
     """Saved voices by name, per owner (``session``: in shared mode each owner's own; else one library).
 
     The methods every store has (``VoiceLibrary``: a folder; ``voice_db.PostgresVoiceStore``: a database):
-    ``names``, ``load``, ``save``, ``change``, ``rename``, ``delete``, ``tags``, ``created_at``, ``path`` (a
+    ``names``, ``find`` (the saved voice a name asks for, or None), ``listing`` (a page of names, dates and tags),
+    ``state`` (how the last use went), ``load``, ``save``, ``change``, ``rename``, ``delete``, ``tags``, ``created_at``, ``path`` (a
     local ``.npz`` of the voice, for batch workers), ``sweep`` (at start-up), ``export`` and ``import_file``
     (through ``load`` and ``save``: a file exported from one store imports into another).  Names are compared
     as ``text.voice_names`` says; a name taken is an ``InvalidInput`` with ``param="name"``."""
@@ -95,6 +117,28 @@ class VoiceStore:
     def names(self, session: Optional[str] = None) -> list[str]:
         raise NotImplementedError
 
+    def find(self, name: str, session: Optional[str] = None) -> Optional[str]:
+        """The saved voice ``name`` asks for (``find_name``), or None."""
+        return find_name(name, self.names(session))
+
+    def listing(self, session: Optional[str] = None, limit: int = 100,
+                after: Optional[str] = None) -> tuple[list[VoiceEntry], bool]:
+        """A page of the saved voices: at most ``limit``, ordered by the name's key (``look_alike_key``), those
+        whose key comes after ``after``'s; and whether more follow."""
+        limit = max(1, int(limit))
+        names = sorted(self.names(session), key=look_alike_key)
+        if after:
+            names = [name for name in names if look_alike_key(name) > look_alike_key(after)]
+        page = [entry for entry in (self._entry(name, session) for name in names[:limit]) if entry is not None]
+        return page, len(names) > limit
+
+    def _entry(self, name: str, session: Optional[str]) -> Optional[VoiceEntry]:
+        return VoiceEntry(name, self.created_at(name, session), self.tags(name, session))
+
+    def state(self) -> StoreState:
+        """How the store's last use went (a folder is always up)."""
+        return StoreState("up")
+
     def load(self, name: str, session: Optional[str] = None, max_frames: Optional[int] = None) -> Voice:
         raise NotImplementedError
 
@@ -124,6 +168,7 @@ class VoiceStore:
         ``max_voices``, its variants) and give it its name.  Returns the saved voice it replaces (``overwrite``
         of the same name, ``find_name``), else None.  Every store calls it inside its one step of saving."""
         same = find_name(name, names) if overwrite else None
+        check_not_built_in(name)
         check_free(name, names, itself=same)
         if same is None and len(names) >= self.max_voices:
             raise ResourceLimitExceeded(f"There are {self.max_voices} saved voices already, the most kept for "
@@ -152,6 +197,18 @@ class VoiceStore:
         name = clean_name(name or voice.name or pathlib.Path(path).stem)
         self.save(voice, name, session)
         return name
+
+
+def check_not_built_in(name: str) -> str:
+    """``name``, or ``InvalidInput`` when it is a built-in voice's (``auto``, a named design, a design word):
+    those are resolved before the saved voices, without asking the store, so a saved voice could not be
+    asked for by it."""
+    from .vocabulary import is_built_in
+
+    if is_built_in(name):
+        raise InvalidInput(f"{excerpt(name)} is the name of a built-in voice (GET /v1/audio/voices lists them); "
+                           "choose another name for the saved voice.", param="name")
+    return name
 
 
 def owner_key(session: Optional[str]) -> str:
@@ -236,6 +293,18 @@ class VoiceLibrary(VoiceStore):
             return []
         return sorted((p.stem for p in folder.glob("*.npz") if p.is_file() and _is_text(p.stem)), key=str.casefold)
 
+    def _entry(self, name: str, session: Optional[str]) -> Optional[VoiceEntry]:
+        path = self.folder(session) / f"{name}.npz"
+        try:
+            created = int(path.stat().st_mtime)
+        except OSError:   # deleted since it was listed
+            return None
+        try:
+            tags = stored_tags(path)
+        except InvalidInput:
+            tags = []
+        return VoiceEntry(name, created, tags)
+
     def path(self, name: str, session: Optional[str] = None) -> pathlib.Path:
         """Where the voice ``name`` is (a saved one's own file, found by ``find_name``) or would be saved."""
         found = find_name(name, self.names(session))
@@ -272,11 +341,10 @@ class VoiceLibrary(VoiceStore):
         return Voice.load(path) if max_frames is None else Voice.load(path, max_frames=max_frames)
 
     def _existing(self, name: str, session: Optional[str]) -> pathlib.Path:
-        names = self.names(session)
-        found = find_name(name, names)
+        found = find_name(name, self.names(session))
         if found is None:
-            raise InvalidInput(f"There is no saved voice named {excerpt(name)}; the saved voices are: "
-                               f"{', '.join(names) or 'none'} (save one from the Clone tab first).", param="voice")
+            raise InvalidInput(f"There is no saved voice named {excerpt(name)} (save one from the Clone tab first, "
+                               "or list the saved voices).", param="voice")
         return self.folder(session) / f"{found}.npz"
 
     def created_at(self, name: str, session: Optional[str] = None) -> int:
@@ -294,6 +362,7 @@ class VoiceLibrary(VoiceStore):
         new_name = clean_name(new_name)
         with self._writing():
             old = self._existing(name, session)
+            check_not_built_in(new_name)
             check_free(new_name, self.names(session), itself=old.stem)
             if new_name == old.stem:
                 return new_name
