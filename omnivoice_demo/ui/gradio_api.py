@@ -151,8 +151,9 @@ def add_listing_endpoints(studio) -> None:
     def voices(request: gr.Request = None):
         """The saved voices (for /speak's voice) and the named voice designs (their instruct text)."""
         session = session_of(request)
-        return voice_list(studio.voices.names(session), lambda name: studio.voices.created_at(name, session),
-                          lambda name: listed_variants(name, studio.voices.tags(name, session)))
+        entries = {entry.name: entry for entry in studio.voices.listing(session, limit=10_000)[0]}   # one query
+        return voice_list(list(entries), lambda name: entries[name].created_at,
+                          lambda name: listed_variants(name, entries[name].tags))
 
     gr.Button(visible=False).click(voices, inputs=[], outputs=gr.JSON(label="voices"), api_name="voices",
                                    queue=False)

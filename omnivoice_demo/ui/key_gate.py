@@ -7,7 +7,9 @@ the key as the password); without it, only what is on the allow-list passes:
 
 * the login page and what it loads: ``GET /`` (Gradio answers the login form there), its assets, the
   ``POST /login`` itself;
-* ``/health`` and the HTTP API under ``/v1`` and ``/dev``, which asks for the Bearer key itself (its own 401);
+* the probes ``/health``, ``/ready`` and ``/metrics`` (docs/deploy.md: a Space's health check and a scrape need
+  no key; they say nothing private), and the HTTP API under ``/v1`` and ``/dev``, which asks for the Bearer key
+  itself (its own 401);
 * ``/gradio_api/startup-events`` until it has run once: the launch calls it on the server it just started.
 
 Everything else is a 401 that says how to log in.  Wrong passwords are slowed down (``LoginThrottle``).
@@ -28,8 +30,8 @@ OPEN_PATHS = {("GET", "/"), ("HEAD", "/"), ("POST", "/login"), ("POST", "/login/
               ("GET", "/manifest.json"), ("GET", "/robots.txt"), ("GET", "/theme.css"),
               ("GET", "/gradio_api/theme.css")}
 OPEN_PREFIXES = ("/assets/", "/static/", "/svelte/")
-#: routes that answer for themselves: /health is public, /v1 and /dev ask for the Bearer key (their own 401)
-SELF_GUARDED_PATHS, SELF_GUARDED_PREFIX = {"/health"}, ("/v1/", "/dev/")
+#: routes that answer for themselves: the probes are public, /v1 and /dev ask for the Bearer key (their own 401)
+SELF_GUARDED_PATHS, SELF_GUARDED_PREFIX = {"/health", "/ready", "/metrics"}, ("/v1/", "/dev/")
 STARTUP_EVENTS = "/gradio_api/startup-events"
 LOGIN_PATHS = ("/login", "/login/")
 NEEDS_KEY = ("This server needs its API key: log in on its page (any user name, the key as the password; "

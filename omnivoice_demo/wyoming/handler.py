@@ -50,7 +50,8 @@ from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
 from ..settings.presets import DEFAULT_PRESET
 from ..text.normalize_choice import normalization_note
 from ..constants import SAMPLE_RATE
-from ..errors import Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded, excerpt
+from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded,
+                      StoreUnavailable, excerpt)
 from ..studio.stream_audio import chunk_output, pcm16
 from ..studio.messages import error_text
 from ..studio.variants import read_voice_description
@@ -75,6 +76,8 @@ LISTED_BY = "the voices of this server's Wyoming info (Home Assistant's voice me
 PEER_CHECK_SECONDS = 0.2
 #: how long a connection closed for a malformed event reads what the client still sends (seconds)
 LINGER_SECONDS = 2.0
+#: how long ``describe`` waits for the saved voices (seconds); after it, the built-in voices are offered alone
+DESCRIBE_STORE_SECONDS = 2.0
 
 
 @dataclasses.dataclass
@@ -93,13 +96,32 @@ class WyomingContext:
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
 
-    def info_event(self) -> Event:
+    def _label(self) -> str:
         try:
-            label = self.models.get().label
+            return self.models.get().label
         except Exception:  # noqa: BLE001 - no model yet: the voices are listed all the same
-            label = ""
-        names = self.saved_names()
-        return build_info(names, label, tags={name: self.voices.tags(name, self.session) for name in names}).event()
+            return ""
+
+    def info_event(self) -> Event:
+        """The info: the saved voices (a page at a time, one query each, with their tags) and the built-in ones."""
+        tags: dict[str, list[str]] = {}
+        after, more = None, True
+        while more:
+            entries, more = self.voices.listing(self.session, limit=1000, after=after)
+            tags.update((entry.name, entry.tags) for entry in entries)
+            after = entries[-1].name if entries else None
+            more = more and after is not None
+        return build_info(list(tags), self._label(), tags=tags).event()
+
+    async def describe(self) -> Event:
+        """``info_event`` off the event loop, waited for ``DESCRIBE_STORE_SECONDS`` at most: a voice store that is
+        down or stalled leaves the built-in voices offered alone (logged), never a client that waits on it."""
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(self.info_event), DESCRIBE_STORE_SECONDS)
+        except (asyncio.TimeoutError, StoreUnavailable) as exc:
+            log.warning("Wyoming describe: the saved voices are left out (%s)",
+                        self.redact(str(exc)) or f"the voice store did not answer in {DESCRIBE_STORE_SECONDS:g} s")
+            return build_info([], self._label()).event()
 
 
 @dataclasses.dataclass
@@ -198,7 +220,7 @@ class SpeechHandler(AsyncEventHandler):
     async def handle_event(self, event: Event) -> bool:
         try:
             if Describe.is_type(event.type):
-                await self.write_event(self.context.info_event())
+                await self.write_event(await self.context.describe())
             elif Synthesize.is_type(event.type):
                 if self._stream is None:  # inside a stream it is the copy for older servers
                     self._queue(Piece(text_of(event), parse_request(event.data)))
@@ -315,7 +337,8 @@ class SpeechHandler(AsyncEventHandler):
         """The engine's plan of a piece (every check of the engine and its limits, before the queue)."""
         engine = loaded.engine
         max_frames = engine.limits.max_reference_frames
-        voices = functools.partial(resolve_voice, saved_names=self.context.saved_names(),
+        voices = functools.partial(resolve_voice, saved_names=functools.partial(self.context.voices.find,
+                                                                                session=self.context.session),
                                    load_saved=lambda name: self.context.voices.load(name, self.context.session,
                                                                                     max_frames=max_frames),
                                    listed_by=LISTED_BY, auto_name=DEFAULT_VOICE)

@@ -23,7 +23,7 @@ router = APIRouter(tags=["speech"])
 async def captioned_speech(request: Request, body: SpeechBody, context: Context):
     parsed, stream = captioned.parse(await read_json(request))   # ``body`` checked it; stream defaults to true here
     loaded = model_for(context, parsed.model)
-    plan, description = await asyncio.to_thread(plan_request, context, loaded, parsed, context.saved_names())
+    plan, description = await asyncio.to_thread(plan_request, context, loaded, parsed)
     job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                  lock=loaded.lock, label="http")
     headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks)),

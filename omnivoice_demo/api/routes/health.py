@@ -1,6 +1,12 @@
 """``GET /health`` (liveness: the model state, the queue and the formats), ``GET /ready`` (readiness: 200 once a
 model serves requests, else 503 with ``Retry-After``) and ``GET /metrics`` (Prometheus' text format,
-``studio.metrics``); no key needed for any of them."""
+``studio.metrics``); no key needed for any of them, and none of them asks the voice store (a stalled database
+must not fail a liveness probe).
+
+``/ready`` is about the model: a store that is down leaves it 200 (speech with a built-in voice or a design
+still works, and every replica shares the one database: a 503 from each would take them all out of the load
+balancer for what only the saved voices need); its body's ``voice_store`` says how the store's last use went
+(``VoiceStore.state``: ``up``, ``unavailable`` with its message and since when, or ``unknown``)."""
 
 from __future__ import annotations
 
@@ -41,13 +47,26 @@ async def ready(context: Context):
     """200 when a model serves requests; else 503 with ``Retry-After`` and what the server is doing."""
     active = _active(context)
     if active is not None:
-        return JSONResponse({"status": "ready", "model": active})
+        return JSONResponse({"status": "ready", "model": active, "voice_store": _store_state(context)})
     status = context.models.status
     loading = status.state == "loading" or context.models.loading
     message = context.redact(status.message) if status.message else "no model is loaded"
     return JSONResponse({"status": "loading" if loading else (status.state or "idle"), "message": message},
                         status_code=503,
                         headers={"Retry-After": str(RETRY_LOADING if loading else RETRY_FAILED)})
+
+
+def _store_state(context) -> dict:
+    """How the voice store's last use went (no query: ``VoiceStore.state``)."""
+    state = context.voices.state() if hasattr(context.voices, "state") else None
+    if state is None:
+        return {"status": "unknown"}
+    said: dict = {"status": state.status}
+    if state.since is not None:
+        said["since"] = int(state.since)
+    if state.status != "up" and state.message:
+        said["message"] = context.redact(state.message)
+    return said
 
 
 @router.get("/metrics")

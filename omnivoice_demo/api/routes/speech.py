@@ -7,13 +7,14 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+from typing import Optional
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from ...text.descriptions import read_description
 from ...studio.results import checks_header, details
-from ...studio.vocabulary import resolve_voice
+from ...studio.vocabulary import SavedNames, resolve_voice
 from .. import encoding, speech
 from ..context import ApiContext, Context
 from ..headers import capped_response_headers
@@ -28,8 +29,7 @@ router = APIRouter(tags=["speech"])
 async def create_speech(request: Request, body: SpeechBody, context: Context):
     parsed = body.request()
     loaded = model_for(context, parsed.model)
-    names = context.saved_names()
-    plan, description = await asyncio.to_thread(plan_request, context, loaded, parsed, names)
+    plan, description = await asyncio.to_thread(plan_request, context, loaded, parsed)
     job = context.service.submit(lambda: loaded.engine.run(plan), estimate=loaded.engine.estimate_seconds(plan),
                                  lock=loaded.lock, label="http")
     headers = {"X-OmniVoice-Seed": str(plan.config.seed), "X-OmniVoice-Chunks": str(len(plan.chunks)),
@@ -67,10 +67,13 @@ async def speech_details(token: str, context: Context):
     return {"headers": kept}
 
 
-def plan_request(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: list[str]):
-    """(the engine's plan, the voice description) of a checked request: its voices resolved among the saved
-    ``names``, the server's lexicon under the request's pronunciations."""
+def plan_request(context: ApiContext, loaded, parsed: speech.SpeechRequest, names: Optional[SavedNames] = None):
+    """(the engine's plan, the voice description) of a checked request (in a worker thread): its voices resolved
+    (``vocabulary.choose_voice``: a built-in voice or design without asking the store; a saved one by one query of
+    ``VoiceStore.find``, or among ``names`` when given), the server's lexicon under the request's pronunciations."""
     max_frames = loaded.engine.limits.max_reference_frames
+    if names is None:
+        names = functools.partial(_find_saved, context)
     voices = functools.partial(resolve_voice, saved_names=names, load_saved=lambda name: context.voices.load(
         name, context.session(), max_frames=max_frames))
     if context.lexicon:
@@ -80,6 +83,10 @@ def plan_request(context: ApiContext, loaded, parsed: speech.SpeechRequest, name
     voice, design = voices(parsed.voice)
     voice, instruct, description = speech.instruct_for(loaded.engine, parsed, voice, design)
     return speech.plan_for(loaded.engine, parsed, voice, instruct, voices), description
+
+
+def _find_saved(context: ApiContext, name: str) -> Optional[str]:
+    return context.voices.find(name, context.session())
 
 
 async def until_done_or_gone(job, request: Request):

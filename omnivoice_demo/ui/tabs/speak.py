@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Iterator, Optional
 
@@ -41,7 +42,7 @@ def chosen_voice(studio: Studio, name: Optional[str], session: Optional[str],
     if studio.shared:
         return resolve_voice(name, studio.browser_voices.names(browser),
                              lambda saved: studio.browser_voices.load(browser, saved), listed_by="/voices")
-    return resolve_voice(name, studio.voices.names(session), listed_by="/voices",
+    return resolve_voice(name, lambda asked: studio.voices.find(asked, session), listed_by="/voices",
                          load_saved=lambda saved: studio.voices.load(saved, session,
                                                                      max_frames=studio.limits.max_reference_frames))
 
@@ -141,7 +142,8 @@ def build_api(studio: Studio) -> None:
     """/speak (inside the app's hidden column): async through the studio's service, so a cancel stops the engine."""
     @api_errors
     async def handle(values: dict, session: Optional[str], owner: Optional[str]):
-        voice, design = chosen_voice(studio, values.pop("voice", "") or NO_VOICE, session)
+        # the store off the event loop (a built-in voice or design does not ask it at all)
+        voice, design = await asyncio.to_thread(chosen_voice, studio, values.pop("voice", "") or NO_VOICE, session)
         own = pronunciations_field(values.pop("pronunciations", ""))   # over the server's and the studio's
         values["pronunciations"] = studio.lexicons.for_generation().merged(own)
         text, speakers = values.pop("text"), speakers_field(values.pop("script", False), values.pop("speakers", ""))
