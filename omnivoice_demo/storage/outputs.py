@@ -33,7 +33,7 @@ from typing import Optional
 
 from .atomic import storage_error
 
-__all__ = ["DEFAULT_MAX_BYTES", "OutputFolder"]
+__all__ = ["DEFAULT_MAX_BYTES", "OutputFolder", "text_stem"]
 
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 DEFAULT_MAX_AGE_SECONDS = 6 * 3600
@@ -43,6 +43,26 @@ DEFAULT_COPIES_KEPT_SECONDS = 24 * 3600
 _TOKEN = re.compile(r"-([0-9a-f]{24})(?=\.)")
 #: a stem longer than this (in UTF-8 bytes) is cut, so Gradio's copy keeps the whole name and its token
 MAX_STEM_BYTES = 120
+
+
+#: the most characters of the text a download's name begins with
+TEXT_STEM_CHARS = 40
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def text_stem(text: str, fallback: str, limit: int = TEXT_STEM_CHARS) -> str:
+    """The start of a download's name, from the words of the text it says: lower case, joined by ``-``, at most
+    ``limit`` characters cut at a word's end (a first word longer than that is cut), ``fallback`` when the text
+    has no word.  ``path`` then adds the token and the suffix: ``hello-there-<24 hex digits>.wav`` (issue 58: the
+    names were 80 characters of date, time, tab, seed and two random parts)."""
+    words = [word for word in _NOT_WORD.split(str(text).lower()) if word]
+    stem = ""
+    for word in words:
+        joined = f"{stem}-{word}" if stem else word
+        if len(joined) > limit:
+            return stem or word[:limit]
+        stem = joined
+    return stem or fallback
 
 
 class OutputFolder:

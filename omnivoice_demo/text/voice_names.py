@@ -79,8 +79,9 @@ def check_free(name: str, existing: Iterable[str], itself: Optional[str] = None)
     """``name``, or ``InvalidInput`` naming the voice of ``existing`` it would be taken for."""
     other = colliding(name, existing, itself)
     if other is not None:
-        same = "exists already" if name_key(other) == name_key(name) else "looks the same"
-        raise InvalidInput(f"A voice named {excerpt(other)} {same}; choose another name for {excerpt(name)}.",
+        if name_key(other) == name_key(name):   # the same name: said once (issue 58)
+            raise InvalidInput(f"A voice named {excerpt(other)} exists already; choose another name.", param="name")
+        raise InvalidInput(f"A voice named {excerpt(other)} looks the same as {excerpt(name)}; choose another name.",
                            param="name")
     return name
 

@@ -21,6 +21,7 @@ from ..audio.processing import audio_bytes, save_audio
 from ..batch.subtitles import word_subtitles
 from ..storage.atomic import write_atomically
 from ..storage.codes_file import save_codes
+from ..storage.outputs import text_stem
 from ..constants import AUDIO_MASK_ID, FRAME_RATE, NUM_CODEBOOKS
 from ..engine.events import GenerationPlan
 from ..text.normalize_choice import normalization_note
@@ -205,7 +206,7 @@ def run_generation(studio: Studio, text: str, values: dict, voice: Optional[Voic
             log.info("generation %s stopped before the end (%d of %d chunks done)", run_id, len(finished), num_chunks)
     if result is None:
         return
-    stem = f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab.lower()}-{result.seed}-{run_id}"
+    stem = text_stem(text, fallback=f"omnivoice-{tab.lower()}")   # the download's name: the text's first words
     files = _save_outputs(studio, result, stem, text, owner)
     history = (list(history or []) + [_history_entry(tab, text, result, files["wav"])])[-studio.history_limit:]
     yield {"progress": progress_html(1.0, "Done", f"{result.duration:.2f} s of audio in "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import html
-import secrets
 import time
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -20,6 +19,7 @@ import gradio as gr
 from ..audio.processing import audio_bytes
 from ..engine.events import ChunkEvent, StepEvent
 from ..engine.streaming import playback_piece
+from ..storage.outputs import text_stem
 from ..storage.voice_file import Voice
 from ..errors import InvalidInput, excerpt
 from ..studio import Studio, session_of
@@ -138,7 +138,7 @@ def _shown(studio: Studio, result: SentenceResult, history: Optional[list], tab:
            headline: str, seconds: float) -> dict:
     """The panel after a sentence changed: the whole result (joined again), its new files, the sentences."""
     current = result.result({"total": seconds})
-    stem = f"omnivoice-{time.strftime('%Y%m%d-%H%M%S')}-{tab.lower()}-{result.seed}-{secrets.token_hex(4)}"
+    stem = text_stem(result.text, fallback=f"omnivoice-{tab.lower()}")   # the download's name: the text's words
     files = _save_outputs(studio, current, stem, result.text, owner, sentence_seeds=result.seeds())
     history = (list(history or []) + [_history_entry(tab, result.text, current, files["wav"])])[-studio.history_limit:]
     return {"progress": progress_html(1.0, headline, f"{current.duration:.2f} s of audio in {fmt_seconds(seconds)}",
