@@ -146,7 +146,7 @@ def test_a_description_is_applied_and_what_it_ignored_is_one_line_on_stderr(tiny
     assert last.startswith("error:") and "cheerful" in last and "Known items" in last
     assert "Traceback" not in strict.stderr
     for bad, words in (("<speak>male</speak>", "markup"), ("male\x01", "control character"),
-                       ("word " * 10_000, "max_text_chars")):
+                       ("word " * 10_000, "max_description_words")):
         refused = run_cli("synth", "--model", str(tiny_fp32_folder), "--text", "Hi.", "--instruct", bad,
                           "--output", str(tmp_path / "no.wav"))
         assert refused.returncode == 2 and words in refused.stderr.strip().splitlines()[-1], refused.stderr
