@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from omnivoice_demo.backbones import builds as backbone_builds
 from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.engine.onnx_model import OmniVoiceOnnx
@@ -37,8 +38,8 @@ def hidden(model) -> np.ndarray:
 @pytest.fixture
 def counted_builds(monkeypatch):
     builds = []
-    real = backbone_choice.write_rebuilt
-    monkeypatch.setattr(backbone_choice, "write_rebuilt", lambda *a, **k: builds.append(a[1]) or real(*a, **k))
+    real = backbone_builds.write_rebuilt
+    monkeypatch.setattr(backbone_builds, "write_rebuilt", lambda *a, **k: builds.append(a[1]) or real(*a, **k))
     return builds
 
 
@@ -80,14 +81,14 @@ def test_a_changed_cached_build_is_built_again(tiny_fp32_folder, tmp_path, count
 
 
 def test_a_build_that_fails_again_is_refused_naming_the_cache(tiny_fp32_folder, tmp_path, monkeypatch):
-    real = backbone_choice.write_rebuilt
+    real = backbone_builds.write_rebuilt
 
     def damaged(*args, **kwargs):    # every build comes out changed after its record was written
         graph = real(*args, **kwargs)
         flip_bytes(graph.parent / (graph.name + ".data"))
         return graph
 
-    monkeypatch.setattr(backbone_choice, "write_rebuilt", damaged)
+    monkeypatch.setattr(backbone_builds, "write_rebuilt", damaged)
     with pytest.raises(ModelFolderError) as caught:
         choose(tiny_fp32_folder, "int8-row", tmp_path)
     message = str(caught.value)

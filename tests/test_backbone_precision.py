@@ -19,6 +19,7 @@ from onnx import helper, numpy_helper
 
 from omnivoice_demo import OmniVoiceEngine
 from omnivoice_demo.backbones import calibration as backbone_calibration
+from omnivoice_demo.backbones import builds as backbone_builds
 from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones.precision import BLOCK, WeightProduct, int8_blocks, int8_columns, rebuild
 from omnivoice_demo.backbones.dequantize import dequantize_weight
@@ -153,8 +154,8 @@ def test_outlier_channels_are_found_and_the_gate_ordering_holds(planted_folder, 
 def test_eight_bit_backbones_are_bidirectional_cached_and_reused(tiny_fp32_folder, tmp_path, monkeypatch):
     monkeypatch.setenv("OMNIVOICE_CACHE", str(tmp_path))
     builds = []
-    real_rebuild = backbone_choice.rebuild
-    monkeypatch.setattr(backbone_choice, "rebuild", lambda *a, **k: builds.append(a[1]) or real_rebuild(*a, **k))
+    real_rebuild = backbone_builds.rebuild
+    monkeypatch.setattr(backbone_builds, "rebuild", lambda *a, **k: builds.append(a[1]) or real_rebuild(*a, **k))
     exact = OmniVoiceEngine(tiny_fp32_folder, verify="none", calibrate=False)
     ids, mask = check_sequence(exact.model, 64)
     for precision in backbone_choice.EIGHT_BIT:

@@ -15,6 +15,7 @@ import struct
 import numpy as np
 import pytest
 
+from omnivoice_demo.backbones import builds as backbone_builds
 from omnivoice_demo.backbones import choice as backbone_choice
 from omnivoice_demo.backbones.probe import ProbeResult
 from omnivoice_demo.backbones.checkpoint import CheckpointWeights, read_header
@@ -110,8 +111,8 @@ def test_auto_with_the_weights_keeps_the_most_faithful_of_a_near_tie():
 
 def test_two_starts_building_from_the_weights_build_once(tiny_checkpoint, tiny_int4_folder, tmp_path, monkeypatch):
     builds = []
-    real = backbone_choice.write_rebuilt
-    monkeypatch.setattr(backbone_choice, "write_rebuilt", lambda *a, **k: builds.append(a[1]) or real(*a, **k))
+    real = backbone_builds.write_rebuilt
+    monkeypatch.setattr(backbone_builds, "write_rebuilt", lambda *a, **k: builds.append(a[1]) or real(*a, **k))
     weights = weights_of(tiny_checkpoint, tmp_path)
     graphs = at_once(lambda: backbone_choice.open_cached_backbone(
         tiny_int4_folder / GRAPH, "int8-row", OmniVoiceOnnx(tiny_int4_folder, threads=1), providers_for("cpu"),

@@ -12,7 +12,7 @@ definition; zero point 8 when the graph stores none), so the weights are exactly
 those of the int4 folder, at 8x their memory; the products differ slightly, as
 ``MatMulNBits`` at accuracy level 4 rounds the activations to int8 and fp32 does not.
 
-``backbone_choice.dequantized_backbone`` rewrites the graph with
+``builds.dequantized_backbone`` rewrites the graph with
 ``backbone_precision.rebuild`` (which also makes the 8-bit choices); the fp32
 weights reach ONNX Runtime as ``OrtValue``s through
 ``SessionOptions.add_external_initializers`` (no 2 GB protobuf limit, no copy

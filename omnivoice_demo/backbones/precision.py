@@ -285,7 +285,7 @@ def rebuild(model, precision: str, outliers: Optional[dict[str, list[int]]] = No
     With ``store``, the constants are initializers of the graph instead, in the order an ``onnx.save_model``
     of the result writes them (the graph's kept initializers, then the new ones as they were made), each
     handed to ``store`` (a TensorProto) as soon as it is final, so the caller can write its data out then
-    (``choice.write_rebuilt``): one product's weights are in memory at a time, not all of them.  Returns {}.
+    (``builds.write_rebuilt``): one product's weights are in memory at a time, not all of them.  Returns {}.
 
     The graph's attention is rewritten in ONNX's own operators (``attention.rewrite_attention``: the same numbers,
     faster) unless ``standard_attention`` is False (``benchmarks/attention_forms.py`` times both).
