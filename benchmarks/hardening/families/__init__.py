@@ -10,6 +10,8 @@ from . import (
                batch_runs,
                bodies,
                book_faults,
+               book_links,
+               book_reuse,
                books,
                busy_launch,
                cancel_benchmark,
@@ -27,6 +29,9 @@ from . import (
                other_visitors,
                outputs_folder,
                rebuilt_backbone,
+               store_rows,
+               store_secrets,
+               store_stalled,
                strangers,
                truncated_model,
                unreadable_voices,
@@ -42,7 +47,8 @@ SHARED_ORDER = [malformed_inputs, large_body, disk, other_visitors, voice_names,
                 cancel_benchmark]
 #: the families with servers or processes of their own, after the shared server has stopped
 OWN_ORDER = [kill_during_writes, truncated_model, batch_runs, rebuilt_backbone, unreadable_voices, wyoming,
-             api_key_scope, busy_launch, key_default_scope, word_timings, strangers, books, book_faults]
+             api_key_scope, busy_launch, key_default_scope, word_timings, strangers, books, book_faults,
+             store_stalled, store_secrets, store_rows, book_links, book_reuse]
 
 MODULES = {module.FAMILY: module for module in sorted(SHARED_ORDER + OWN_ORDER, key=lambda module: module.FAMILY)}
 #: family number -> what it probes
