@@ -48,6 +48,9 @@ non-finite output or drift.
 Graphs below ``EXTERNAL_DATA_THRESHOLD`` bytes keep their weights inside the
 ``.onnx`` file; larger ones get exactly one ``<graph>.onnx.data`` file.
 
+The torch modules traced are ``codec_torch.py``'s; the Olive runs and the graphs' saving,
+``olive_runs.py``'s (shared with ``pipeline.py``).
+
     python -m convert.codec --checkpoint CKPT --output DIR [--precision fp16]
 """
 
@@ -56,14 +59,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import shutil
 import sys
 import tempfile
 import time
-import warnings
 from typing import Callable
+
+from convert.codec_torch import graph_modules, load_torch_codec, trace_inputs
+from convert.olive_runs import (EXTERNAL_DATA_THRESHOLD, olive_telemetry_off, run_olive_workflow,  # noqa: F401
+                                save_graph)
 
 #: I/O names of each graph, in input order.
 GRAPH_IO: dict[str, tuple[list[str], list[str]]] = {
@@ -106,252 +111,16 @@ FP16_KEEP_FP32 = ("quantizer_encoder",)
 FP16_DECODER_MIN_SNR_DB = 30.0
 
 OPSET = 20
-EXTERNAL_DATA_THRESHOLD = 512 * 1024 * 1024
 CODEC_FILES = ("config.json", "preprocessor_config.json")
-#: Traced example: batch 2, 10 frames (shapes unlike batch 1 so nothing is specialised to it).
-TRACE_BATCH, TRACE_FRAMES = 2, 10
-
-
-# --------------------------------------------------------------------------- torch wrappers
-
-
-def _wrappers():
-    """The four graph modules (defined lazily so importing this file needs no torch)."""
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    def conv_length(length, convs, rounding_mode):
-        for conv in convs:
-            numerator = length + 2 * conv.padding[0] - conv.dilation[0] * (conv.kernel_size[0] - 1) - 1
-            length = torch.div(numerator, conv.stride[0], rounding_mode=rounding_mode) + 1
-        return length
-
-    class AcousticEncoder(nn.Module):
-        """waveform_24k [B,1,N] -> acoustic_features [B,A,T], with encode()'s padding rule."""
-
-        def __init__(self, codec):
-            super().__init__()
-            cfg = codec.config
-            self.encoder = codec.acoustic_encoder
-            self.pad = int(codec.pad)
-            # the reference's _get_conv1d_output_lengths: every Conv1d, int() truncation
-            self.acoustic_convs = list(codec._get_conv1d_layers(codec.acoustic_encoder))
-            g = math.gcd(int(cfg.sample_rate), int(cfg.semantic_sample_rate))
-            self.resample_orig = int(cfg.sample_rate) // g
-            self.resample_new = int(cfg.semantic_sample_rate) // g
-            sem = cfg.semantic_model_config
-            self.hubert_convs = list(zip(sem.conv_kernel, sem.conv_stride))
-            self.downsample = int(cfg.semantic_downsample_factor)
-            self.semantic_convs = [m for m in codec.encoder_semantic.modules() if isinstance(m, nn.Conv1d)]
-
-        def forward(self, waveform_24k):
-            n = torch._shape_as_tensor(waveform_24k)[2]
-            acoustic_len = conv_length(n, self.acoustic_convs, "trunc")
-            # semantic frame count: torchaudio resample length, F.pad(160,160), HuBERT convs,
-            # [::downsample], the semantic encoder convs
-            sem = torch.div(n * self.resample_new + self.resample_orig - 1, self.resample_orig,
-                            rounding_mode="floor") + 320
-            for kernel, stride in self.hubert_convs:
-                sem = torch.div(sem - kernel, stride, rounding_mode="floor") + 1
-            sem = torch.div(sem + self.downsample - 1, self.downsample, rounding_mode="floor")
-            sem = conv_length(sem, self.semantic_convs, "floor")
-            pad = torch.where(acoustic_len != sem, self.pad, 0)
-            padded = F.pad(waveform_24k, (self.pad, self.pad))
-            index = torch.arange(self.pad - pad, self.pad + n + pad)
-            return self.encoder(padded.index_select(2, index))
-
-    class SemanticEncoder(nn.Module):
-        """waveform_16k [B,N'] -> semantic_features [B,S,T]."""
-
-        def __init__(self, codec):
-            super().__init__()
-            self.semantic_model = codec.semantic_model
-            self.encoder_semantic = codec.encoder_semantic
-            self.downsample = int(codec.config.semantic_downsample_factor)
-
-        def forward(self, waveform_16k):
-            values = F.pad(waveform_16k, (160, 160))
-            outputs = self.semantic_model(values, output_hidden_states=True)
-            features = torch.stack(list(outputs.hidden_states), dim=1).mean(dim=1)
-            if self.downsample > 1:
-                features = features[:, :: self.downsample, :]
-            return self.encoder_semantic(features.transpose(1, 2))
-
-    class QuantizerEncoder(nn.Module):
-        """acoustic [B,A,T], semantic [B,S,T] -> audio_codes int64 [Q,B,T]."""
-
-        def __init__(self, codec):
-            super().__init__()
-            self.fc = codec.fc
-            self.quantizer = codec.quantizer
-            self.bandwidth = codec.config.target_bandwidths[-1]  # encode(bandwidth=None)
-
-        def forward(self, acoustic_features, semantic_features):
-            embeddings = torch.cat([acoustic_features, semantic_features], dim=1)
-            embeddings = self.fc(embeddings.transpose(1, 2)).transpose(1, 2)
-            return self.quantizer.encode(embeddings, self.bandwidth)
-
-    class Decoder(nn.Module):
-        """audio_codes int64 [Q,B,T] -> waveform_24k [B,1,hop*T]."""
-
-        def __init__(self, codec):
-            super().__init__()
-            self.quantizer = codec.quantizer
-            self.fc2 = codec.fc2
-            self.acoustic_decoder = codec.acoustic_decoder
-
-        def forward(self, audio_codes):
-            quantized = self.quantizer.decode(audio_codes)
-            quantized = self.fc2(quantized.transpose(1, 2)).transpose(1, 2)
-            return self.acoustic_decoder(quantized)
-
-    return {
-        "acoustic_encoder": AcousticEncoder,
-        "semantic_encoder": SemanticEncoder,
-        "quantizer_encoder": QuantizerEncoder,
-        "higgs_decoder": Decoder,
-    }
-
-
-def _fold_snake(codec) -> int:
-    """Replace every DAC ``Snake1d`` by one holding ``1 / (alpha + 1e-9)`` as a buffer; return the count.
-
-    ``Snake1d`` recomputes that reciprocal of a parameter on every call; the
-    legacy exporter leaves it in the graph, where the fp16 build cannot fold it
-    (onnxruntime warns on every session).  The buffer is the same float32 value
-    torch computes, so the function is unchanged.  The no-op reshape to
-    ``[B, C, -1]`` of a 3-D input is dropped too.
-    """
-    import torch
-    import torch.nn as nn
-
-    class FoldedSnake(nn.Module):
-        def __init__(self, alpha):
-            super().__init__()
-            self.register_buffer("alpha", alpha.detach().clone())
-            self.register_buffer("inv_alpha", (alpha.detach() + 1e-9).reciprocal())
-
-        def forward(self, hidden_states):
-            return hidden_states + self.inv_alpha * torch.sin(self.alpha * hidden_states).pow(2)
-
-    count = 0
-    for parent in list(codec.modules()):
-        for child_name, child in list(parent.named_children()):
-            if type(child).__name__ == "Snake1d":
-                setattr(parent, child_name, FoldedSnake(child.alpha))
-                count += 1
-    return count
-
-
-def load_torch_codec(codec_dir: str | pathlib.Path, fold_snake: bool = False):
-    """The PyTorch codec in eval mode, fp32, weight-norm parametrisations folded into plain weights.
-
-    Folding computes the same ``g * v / ||v||`` once, so the graph holds one
-    weight per conv instead of the norm arithmetic.  ``fold_snake`` applies
-    ``_fold_snake`` (export only).
-    """
-    from torch.nn.utils import parametrize
-    from transformers import HiggsAudioV2TokenizerModel
-
-    codec = HiggsAudioV2TokenizerModel.from_pretrained(str(codec_dir)).float().eval()
-    for module in codec.modules():
-        if parametrize.is_parametrized(module):
-            for name in list(module.parametrizations.keys()):
-                parametrize.remove_parametrizations(module, name, leave_parametrized=True)
-    if fold_snake:
-        _fold_snake(codec)
-    return codec
-
-
-def _dummy_inputs(name: str, codec) -> tuple:
-    import torch
-
-    cfg = codec.config
-    hop = int(cfg.hop_length)
-    n24 = TRACE_FRAMES * hop
-    generator = torch.Generator().manual_seed(0)
-    if name == "acoustic_encoder":
-        return (0.1 * torch.randn(TRACE_BATCH, 1, n24, generator=generator),)
-    if name == "semantic_encoder":
-        n16 = math.ceil(n24 * cfg.semantic_sample_rate / cfg.sample_rate)
-        return (0.1 * torch.randn(TRACE_BATCH, n16, generator=generator),)
-    if name == "quantizer_encoder":
-        a = cfg.acoustic_model_config.hidden_size
-        s = cfg.semantic_model_config.hidden_size
-        return (torch.randn(TRACE_BATCH, a, TRACE_FRAMES, generator=generator),
-                torch.randn(TRACE_BATCH, s, TRACE_FRAMES, generator=generator))
-    if name == "higgs_decoder":
-        q = codec.quantizer.get_num_quantizers_for_bandwidth(cfg.target_bandwidths[-1])
-        return (torch.randint(0, cfg.codebook_size, (q, TRACE_BATCH, TRACE_FRAMES), generator=generator),)
-    raise KeyError(name)
 
 
 # --------------------------------------------------------------------------- Olive steps
 
 
-class _QuietRunHistory:
-    """Logging filter: drop Olive's INFO run-history lines (printed whatever the configured level)."""
-
-    def filter(self, record) -> bool:
-        return record.levelno > 20 or "run history" not in record.getMessage()
-
-
-def olive_telemetry_off() -> None:
-    """Keep Olive from sending anything: our builds run on users' machines and offline ones.
-
-    Olive 0.13 logs a heartbeat (a device id, the OS) *before* it reads ``OLIVE_DISABLE_TELEMETRY``;
-    only CI variables skip it, and on a machine with no network its export thread then prints a
-    traceback into the build's output.  Its ``Telemetry`` is a singleton whose every method does
-    nothing while its logger is None, so we make that instance first, already initialised with no
-    logger.  A user who wants Olive's telemetry sets ``OLIVE_DISABLE_TELEMETRY=0``."""
-    os.environ.setdefault("OLIVE_DISABLE_TELEMETRY", "1")
-    if os.environ["OLIVE_DISABLE_TELEMETRY"] != "1":
-        return
-    from olive.telemetry.telemetry import Telemetry
-
-    instance = Telemetry.__new__(Telemetry)
-    if not instance._initialized:
-        instance._logger = None
-        instance._cache_handler = None
-        instance._initialized = True
-    else:  # made earlier in this process: stop what it would still send
-        instance.disable_telemetry()
-
-
-def run_olive_workflow(config: dict, work: pathlib.Path) -> pathlib.Path:
-    """Run one Olive workflow given as a dict (outputs and cache under ``work``); return the produced
-    model.onnx.  Shared by convert/pipeline.py."""
-    olive_telemetry_off()
-    import logging
-
-    from olive.workflows import run
-
-    # Olive forces INFO to print its run history; keep the export's progress readable
-    engine_logger = logging.getLogger("olive.engine.engine")
-    if not any(isinstance(f, _QuietRunHistory) for f in engine_logger.filters):
-        engine_logger.addFilter(_QuietRunHistory())
-
-    out_dir = work / "out"
-    config = {
-        **config,
-        "cache_dir": str(work / "cache"),
-        "output_dir": str(out_dir),
-        "log_severity_level": 3,
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run(config)
-    model = out_dir / "model.onnx"
-    if not model.is_file():
-        raise RuntimeError(f"Olive produced no model in {out_dir}: {sorted(p.name for p in out_dir.glob('*'))}")
-    return model
-
-
 def _olive_convert(name: str, codec, work: pathlib.Path) -> pathlib.Path:
     """torch -> ONNX fp32 with Olive's OnnxConversion (legacy exporter, opset 20)."""
-    module = _wrappers()[name](codec).eval()
-    dummy = _dummy_inputs(name, codec)
+    module = graph_modules()[name](codec).eval()
+    dummy = trace_inputs(name, codec)
     inputs, outputs = GRAPH_IO[name]
     config = {
         "input_model": {
@@ -381,24 +150,6 @@ def _olive_fp16(model_path: pathlib.Path, op_block_list: list[str], work: pathli
         },
     }
     return run_olive_workflow(config, work)
-
-
-def save_graph(source: pathlib.Path, target: pathlib.Path, threshold: int | None = None) -> list[pathlib.Path]:
-    """Copy ``source`` to ``target``: weights inline below ``threshold`` bytes (default
-    ``EXTERNAL_DATA_THRESHOLD``), else one ``<name>.data`` file.  Shared by convert/pipeline.py."""
-    import onnx
-
-    model = onnx.load(str(source), load_external_data=True)
-    for stale in (target, target.with_name(target.name + ".data")):
-        stale.unlink(missing_ok=True)
-    size = sum(init.ByteSize() for init in model.graph.initializer)
-    if size < (EXTERNAL_DATA_THRESHOLD if threshold is None else threshold):
-        onnx.save_model(model, str(target))
-        return [target]
-    data_name = target.name + ".data"
-    onnx.save_model(model, str(target), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=data_name, size_threshold=1024)
-    return [target, target.with_name(data_name)]
 
 
 def _copy_graph(source: pathlib.Path, target: pathlib.Path) -> pathlib.Path:

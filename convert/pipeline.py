@@ -113,7 +113,7 @@ def olive_workflow(checkpoint_dir: pathlib.Path, loader: str, dummy_inputs: str,
 def run_olive(workflow: dict, destination: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
     """Run ``workflow`` in ``work`` and save its model as ``destination``, weights in one
     ``<name>.data`` file beside it (inline only below 1 MiB), as the published layout has them."""
-    from convert.codec import run_olive_workflow, save_graph
+    from convert.olive_runs import run_olive_workflow, save_graph
 
     save_graph(run_olive_workflow(workflow, work), destination, threshold=1 << 20)
     return destination

@@ -465,11 +465,11 @@ def test_large_graphs_get_one_external_data_file(export_fp32, tmp_path, monkeypa
     """Above EXTERNAL_DATA_THRESHOLD a graph is saved with exactly one ``<graph>.onnx.data`` beside it."""
     import onnxruntime as ort
 
-    import convert.codec as codec_export
+    import convert.olive_runs as olive_runs
 
     source = export_fp32[0] / "audio_tokenizer" / "quantizer_encoder.onnx"
-    monkeypatch.setattr(codec_export, "EXTERNAL_DATA_THRESHOLD", 0)
-    written = codec_export.save_graph(source, tmp_path / "quantizer_encoder.onnx")
+    monkeypatch.setattr(olive_runs, "EXTERNAL_DATA_THRESHOLD", 0)
+    written = olive_runs.save_graph(source, tmp_path / "quantizer_encoder.onnx")
     assert [p.name for p in written] == ["quantizer_encoder.onnx", "quantizer_encoder.onnx.data"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quantizer_encoder.onnx", "quantizer_encoder.onnx.data"]
     rng = np.random.default_rng(0)

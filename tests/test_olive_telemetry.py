@@ -1,5 +1,5 @@
 """Our builds send nothing to Olive's telemetry: Olive 0.13 queues a heartbeat before it reads
-OLIVE_DISABLE_TELEMETRY, so ``convert.codec.olive_telemetry_off`` makes its singleton inert first."""
+OLIVE_DISABLE_TELEMETRY, so ``convert.olive_runs.olive_telemetry_off`` makes its singleton inert first."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CI_VARIABLES = ("CI", "TF_BUILD", "GITHUB_ACTIONS", "JENKINS_URL", "CODEBUILD_BUILD_ID", "BUILDKITE",
                 "SYSTEM_TEAMFOUNDATIONCOLLECTIONURI")
 PROBE = """
-from convert.codec import olive_telemetry_off
+from convert.olive_runs import olive_telemetry_off
 olive_telemetry_off()
 from olive.telemetry.telemetry import Telemetry
 instance = Telemetry()
