@@ -22,7 +22,7 @@ import httpx
 from ..database import execute, insert_rows, start, voice_bytes
 from ..probe import Probe
 from ..visitor import clear_4xx, create_voice, message_of, short, speak
-from .store_stalled import app_on_store, timed
+from .store_stalled import app_on_store, log_clean, timed
 
 FAMILY = 65
 WHAT = "rows written straight into the voice table (../ and / in a name, bytes no voice), 1,200 voices listed"
@@ -97,13 +97,13 @@ def run(probe: Probe) -> None:
         def nothing_written() -> tuple[str, str]:
             found = files_named(marker, probe.work)
             listed, _, bad = whole_list(client)
-            shown = [name for name in listed if marker in (name or "")]
+            shown = [name for name in listed if name in (escaping, f"a/{marker}")]
             held = not found and not shown and not bad and "Bob" in listed and "Anna" in listed
             return ("held" if held else "broke"), (f"files named after the rows: {found or 'none'}; rows listed: "
                                                    f"{shown or 'none'}; listing {len(listed)} ids")
         probe.guarded(server, 65, "after those requests: files named after the rows, and the listing",
                       "no file named after a row anywhere (the work folder, the folders above it and above /tmp); "
-                      "the rows no voice may be named as are not listed, Anna and Bob are", nothing_written)
+                      "the rows no voice may be named as (../, /) are not listed, Anna and Bob are", nothing_written)
 
         def good_row() -> tuple[str, str]:
             spoken = speak(client, "Bob")
@@ -150,6 +150,7 @@ def run(probe: Probe) -> None:
             return ("held" if held else "broke"), f"{short(spoken)} ({len(message)} characters)"
         probe.guarded(server, 65, f"speech with an unknown voice beside {MANY + 2} saved ones",
                       "a clear 4xx naming the voice asked for, not the saved ones", unknown)
+        log_clean(probe, server, 65)
     finally:
         server.stop()
         pg.stop()

@@ -26,6 +26,9 @@ WHAT = "a database password in every form libpq takes: start-up and usage errors
 SHARED = False
 
 SECRET_PARTS = ("SECRET", "Zq9")
+#: the forms a server runs on (libpq reads them); the others (a raw @ or / in the password, PASSWORD= in capitals,
+#: which libpq does not know, key=value strings) are refused at start-up, before connecting, by the first case
+SERVED = ("userinfo", "percent-encoded", "query")
 
 
 def forms(host: str, port: int, database: str = "voices") -> dict[str, str]:
@@ -114,7 +117,7 @@ def run(probe: Probe) -> None:
         execute(pg.url(), "CREATE ROLE tts LOGIN")
         execute(pg.url(), "CREATE DATABASE voices OWNER tts")
         servers = {name: app_on_store(probe, url, f"secrets-{index}") for index, (name, url) in
-                   enumerate(forms("127.0.0.1", pg.port).items()) if "://" in url and name not in ("raw @", "raw /")}
+                   enumerate(forms("127.0.0.1", pg.port).items()) if name in SERVED}
         try:
             served(probe, pg, servers)
         finally:

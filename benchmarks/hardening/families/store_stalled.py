@@ -14,10 +14,13 @@ import time
 
 import httpx
 
+from tests.support.app_server import free_port
+
 from ..database import CALL_SECONDS, FAST_FLAGS, pg_ctl, stalled, start
 from ..probe import Probe
 from ..server import KEY, Server
 from ..visitor import create_voice, names_of, short, speak
+from .wyoming import wyoming_exchange
 
 FAMILY = 63
 WHAT = "the voice store stalled, restarted and down (a real PostgreSQL); the app's probes without its key"
@@ -41,9 +44,9 @@ def unavailable(answer: httpx.Response) -> bool:
         answer.headers.get("Retry-After", "").isdigit() and "Traceback" not in answer.text
 
 
-def app_on_store(probe: Probe, url: str, name: str) -> Server:
+def app_on_store(probe: Probe, url: str, name: str, wyoming_port: int = 0) -> Server:
     args = ["--model", str(probe.model), "--precision", "fp32", "--offline", "--api-key", KEY, "--voice-store", url,
-            *FAST_FLAGS]
+            *FAST_FLAGS, *(["--wyoming-uri", f"tcp://127.0.0.1:{wyoming_port}"] if wyoming_port else [])]
     return Server(probe.repo, probe.python, probe.work / name, args, name)
 
 
@@ -62,7 +65,8 @@ def run(probe: Probe) -> None:
     if pg is None:
         probe.notes.append(f"family 63 skipped: {why}")
         return
-    server = app_on_store(probe, pg.url(), "stalled")
+    wyoming_port = free_port()
+    server = app_on_store(probe, pg.url(), "stalled", wyoming_port)
     try:
         server.start()
         client = server.http()
@@ -70,7 +74,8 @@ def run(probe: Probe) -> None:
         if made.status_code not in (200, 201):
             probe.add(63, "a saved voice made through the API", "200", "broke", short(made))
             return
-        cases(probe, server, pg, client)
+        cases(probe, server, pg, client, wyoming_port)
+        log_clean(probe, server, 63)
     finally:
         server.stop()
         pg.stop()
@@ -89,7 +94,16 @@ def kept(client: httpx.Client, deadline: float = 20.0) -> tuple[bool, str]:
     return False, f"listing {short(listed) if listed else '-'}; speech {short(spoken) if spoken else '-'}"
 
 
-def cases(probe: Probe, server: Server, pg, client: httpx.Client) -> None:
+def describe(port: int) -> tuple[list[str], float]:
+    """The voices Wyoming's describe offers (their names), and the seconds its answer took."""
+    started = time.monotonic()
+    events = wyoming_exchange(port, b"", timeout=60)
+    seconds = time.monotonic() - started
+    info = next((event["data"] for event in events if event["type"] == "info"), {})
+    return [voice.get("name", "") for program in info.get("tts", []) for voice in program.get("voices", [])], seconds
+
+
+def cases(probe: Probe, server: Server, pg, client: httpx.Client, wyoming_port: int) -> None:
     def keyless_probes() -> tuple[str, str]:
         held, seen = probes_at_once(server)
         guarded = httpx.get(server.url + "v1/audio/voices", timeout=30).status_code
@@ -97,6 +111,13 @@ def cases(probe: Probe, server: Server, pg, client: httpx.Client) -> None:
     probe.guarded(server, 63, "the app's /health, /ready and /metrics without the key (--api-key, scope all)",
                   "each 200 within 1 s (docs/deploy.md: a probe needs no key); the API still asks for it",
                   keyless_probes)
+
+    def describe_up() -> tuple[str, str]:
+        voices, seconds = describe(wyoming_port)
+        return ("held" if "alloy" in voices and "Anna" in voices else "broke"), \
+            f"{len(voices)} voices in {seconds:.1f} s: alloy {'alloy' in voices}, Anna {'Anna' in voices}"
+    probe.guarded(server, 63, "Wyoming's describe with the store up (the app's --wyoming-uri)",
+                  "offers the built-in voices and the saved one", describe_up)
 
     def stalled_database() -> tuple[str, str]:
         waiting: dict = {}
@@ -111,21 +132,25 @@ def cases(probe: Probe, server: Server, pg, client: httpx.Client) -> None:
             probes_held, probes_seen = probes_at_once(server)   # while the listing waits on the database
             builtin, builtin_s = timed(lambda: speak(client, "alloy"))
             saved, saved_s = timed(lambda: speak(client, "Anna"))
+            voices, describe_s = describe(wyoming_port)
             thread.join(CALL_SECONDS + 20)
             ready = httpx.get(server.url + "ready", timeout=10)
         listing, listing_s = waiting.get("answer"), waiting.get("seconds", -1)
         held = probes_held and builtin.status_code == 200 and unavailable(saved) and listing is not None and \
-            unavailable(listing) and max(saved_s, listing_s) < CALL_SECONDS + 3 and ready.status_code == 200
+            unavailable(listing) and max(saved_s, listing_s) < CALL_SECONDS + 3 and ready.status_code == 200 and \
+            "alloy" in voices and describe_s < 4
         back, said = kept(client)
         if not back:
             return "data lost", f"after the stall: {said}"
         return ("held" if held else "broke"), (
             f"{probes_seen}; alloy {short(builtin)} in {builtin_s:.1f} s; Anna {short(saved)} "
             f"(Retry-After {saved.headers.get('Retry-After')}) in {saved_s:.1f} s; listing "
-            f"{short(listing) if listing is not None else 'no answer'} in {listing_s:.1f} s; /ready {ready.status_code} "
-            f"{ready.text[:120]}; after: {said}")
+            f"{short(listing) if listing is not None else 'no answer'} in {listing_s:.1f} s; Wyoming describe "
+            f"{len(voices)} voices (alloy {'alloy' in voices}, Anna {'Anna' in voices}) in {describe_s:.1f} s; "
+            f"/ready {ready.status_code}; after: {said}")
     probe.guarded(server, 63, "every process of the database stopped (SIGSTOP) while a voices listing waits",
-                  "/health, /ready, /metrics within 1 s; a built-in voice speaks; the saved voice and the listing a "
+                  "/health, /ready, /metrics within 1 s; a built-in voice speaks; Wyoming's describe offers the built-in "
+                  "voices within 4 s (the handler waits 2 s on the store); the saved voice and the listing a "
                   "503 voice_store_unavailable with Retry-After within the store's call time; after SIGCONT the "
                   "voice is there", stalled_database)
 
@@ -158,3 +183,13 @@ def cases(probe: Probe, server: Server, pg, client: httpx.Client) -> None:
                   "a built-in voice speaks within 3 s (it needs no saved voice); the saved voice a 503 "
                   "voice_store_unavailable with Retry-After; /ready 200 naming the store's state; the voice back "
                   "after the start", down)
+
+
+def log_clean(probe: Probe, server: Server, family: int) -> None:
+    """The server's whole log: no traceback (an error is said in its own words)."""
+    def check() -> tuple[str, str]:
+        log = server.log_path.read_text(errors="replace")
+        found = log.count("Traceback")
+        return ("held" if not found else "broke"), f"{len(log.splitlines())} lines, {found} tracebacks" + \
+            (f": {log[log.index('Traceback'):][:300]}" if found else "")
+    probe.guarded(server, family, "the server's log after every case above", "no traceback", check)
