@@ -6,8 +6,8 @@ Read next to ``omnivoice/models/omnivoice.py``:
                                     target length, duration and speed, chunking decision)
 * ``OmniVoiceEngine._rows``      <- ``_prepare_inference_inputs`` (the conditional row) and the
                                     unconditional row of ``_generate_iterative`` (target frames only)
-* ``OmniVoiceEngine._unmask``    <- ``_generate_iterative``'s step loop (one forward per row,
-                                    ``sampling.decode_step`` for the scoring and selection)
+* ``OmniVoiceEngine._unmask``    <- ``_generate_iterative``'s step loop (``steps.unmask``: one forward per
+                                    row, the heads and ``sampling.decode_step`` where cells are still masked)
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
 Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
@@ -58,10 +58,11 @@ from ..text.normalize_choice import choose_normalization
 from ..text.text_work import check_number_bounds, without_numbers
 from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, model_content, verify_files
 from . import render_key as render_keys
-from .onnx_model import OmniVoiceOnnx, PromptPast, attention_ratio
+from .onnx_model import OmniVoiceOnnx, attention_ratio
 from ..settings.presets import prompt_refresh_for
 from ..runtime.sessions import providers_for, session_options
-from .sampling import decode_step, guidance_schedule, unmask_schedule
+from .sampling import decode_step
+from .steps import CellHeads, unmask
 from .read_ahead import StreamedPlan, read_ahead_plan
 from .segments import SegmentsPlan, plan_segments, run_segments
 from ..text.ssml import looks_like_ssml
@@ -132,6 +133,8 @@ class OmniVoiceEngine:
                 "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
             )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
+        # the heads at the cells still masked, on the steps where few are (steps.py)
+        self.cell_heads = CellHeads(self.folder, providers_for(provider), session_options(threads))
         self.model_content = model_content(self.manifest)   # the render key's model: kept in the manifest
         weights = None
         if backbone_weights is not None:  # the original checkpoint: the backbone's choices are built from it
@@ -682,60 +685,6 @@ class OmniVoiceEngine:
     def _unmask(self, tokens: np.ndarray, cond_ids: np.ndarray, cond_audio_mask: np.ndarray,
                 rng: np.random.Generator, config: GenerationConfig, timer: Timer,
                 prompt_refresh: int = 1) -> Iterator[tuple[int, np.ndarray]]:
-        """``_generate_iterative`` for one item: decides ``tokens`` in place, yields (step, decided).
-        ``prompt_refresh``: the conditional row whole on every k-th step only (``presets.prompt_refresh_for``)."""
-        frames = tokens.shape[-1]
-        length = cond_ids.shape[-1]
-        target = slice(length - frames, length)
-        guided = config.guidance_scale != 0
-        # the unconditional row is the target frames alone, all audio, positions 0..T-1
-        uncond_audio_mask = np.ones((1, frames), dtype=bool)
-        schedule = unmask_schedule(frames, self.num_codebooks, config.num_step, config.t_shift)
-        runs_uncond = guidance_schedule(schedule, config.guidance_every)
-        # prompt_refresh: the conditional row runs whole on these steps and its prompt's keys and values are
-        # kept (``PromptPast``); the steps between run its target frames alone on them
-        model, estimator = self.model, self.estimator
-        refresh = prompt_refresh if model.keeps_prompt else 1  # a graph without past inputs runs whole
-        runs_whole = guidance_schedule(schedule, refresh)
-        prompt = PromptPast(length - frames) if refresh > 1 else None
-        last_uncond = None  # the last unconditional logits, reused on steps that skip its forward
-        for step, (k, fresh, whole) in enumerate(zip(schedule, runs_uncond, runs_whole), start=1):
-            if k <= 0:  # the reference computes this step's forward and then skips the item
-                yield step, np.zeros(tokens.shape, dtype=bool)
-                continue
-            fresh = guided and fresh
-            tick = time.perf_counter()
-            cond_ids[0, :, target] = tokens
-            rows = slice(None) if whole else target
-            cond_embeds = model.embed(cond_ids[:, :, rows], cond_audio_mask[:, rows])
-            uncond_embeds = model.embed(tokens[np.newaxis], uncond_audio_mask) if fresh else None
-            tick = timer.add("embeddings", tick)
-            cond = (cond_embeds, [cond_embeds.shape[1]])
-            if prompt is not None:  # kept on whole steps, given as the past on the others
-                cond += (None, prompt) if whole else (prompt,)
-            with self.backbone_watch.gate.step():  # never while a probe made again swaps the backbone
-                tick = time.perf_counter()
-                if fresh:  # both rows' forwards side by side where the model can (``hidden_states_pair``)
-                    cond_hidden, uncond_hidden = model.hidden_states_pair(cond, (uncond_embeds, [frames]))
-                else:
-                    cond_hidden = model.hidden_states(*cond)
-                seconds = time.perf_counter() - tick
-            estimator.observe_step(length, frames, seconds, paired=fresh, whole=whole)
-            self.backbone_watch.observe_step(length, frames, seconds, paired=fresh, whole=whole)
-            cond_hidden = cond_hidden[:, -frames:]
-            tick = timer.add("backbone", tick)
-            # both rows' target frames through the heads in one call (one larger GEMM is faster)
-            logits = model.audio_logits(np.concatenate([cond_hidden, uncond_hidden]) if fresh else cond_hidden)
-            # decode_step computes in the logits' buffers: what is kept for reuse is a copy
-            if fresh and config.guidance_every > 1:
-                last_uncond = logits[1].copy()
-            uncond_logits = logits[1] if fresh else (last_uncond.copy() if guided else None)
-            tick = timer.add("heads", tick)
-            decided = decode_step(tokens, logits[0], uncond_logits, k,
-                                  guidance_scale=config.guidance_scale,
-                                  class_temperature=config.class_temperature,
-                                  layer_penalty_factor=config.layer_penalty_factor,
-                                  position_temperature=config.position_temperature,
-                                  rng=rng, mask_id=self.mask_id, overwrite=True)
-            timer.add("sampling", tick)
-            yield step, decided
+        """``_generate_iterative`` for one item (``steps.unmask``): decides ``tokens`` in place, yields
+        (step, decided).  ``prompt_refresh``: the conditional row whole on every k-th step only."""
+        return unmask(self, tokens, cond_ids, cond_audio_mask, rng, config, timer, prompt_refresh, decode_step)

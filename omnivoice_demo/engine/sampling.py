@@ -292,22 +292,36 @@ def decode_step(
     (when ``position_temperature > 0``) from ``rng``, in the reference's
     order; nothing happens, and nothing is drawn, when ``k <= 0``.  Returns
     the boolean mask of the cells decided.
+
+    Only the undecided cells are scored (the reference scores every cell, then
+    gives the decided ones -inf): ``score_tokens`` runs on their logits alone,
+    which gives each of them the same bits (every operation is per cell, along
+    the classes), and the noise is drawn over the whole grid as the reference
+    draws it, then read at those cells, so the random stream is the same.  The
+    logits of decided cells are never read (they may be anything finite).
+    ``overwrite``: the logits may be computed in when every cell is undecided
+    (else the undecided cells' logits are a copy and the arrays are left as given).
     """
     if k <= 0:
         return np.zeros(tokens.shape, dtype=bool)
     if rng is None:
         rng = np.random.default_rng()
-    pred, confidence = score_tokens(
-        cond_logits,
-        uncond_logits,
-        guidance_scale,
-        class_temperature,
-        rng,
-        mask_id=mask_id,
-        overwrite=overwrite,
-    )
+    undecided = tokens == mask_id
+    noise = _uniform(rng, tuple(np.shape(cond_logits))) if class_temperature > 0.0 else None
+    if undecided.all():   # the first step: every cell, the arrays as they are (flattened views where contiguous)
+        cells = [np.reshape(a, (-1, np.shape(a)[-1])) if a is not None else None
+                 for a in (cond_logits, uncond_logits, noise)]
+    else:
+        cells = [np.asarray(a)[undecided] if a is not None else None for a in (cond_logits, uncond_logits, noise)]
+        overwrite = True   # copies of their own
+    pred_cells, confidence_cells = score_tokens(cells[0], cells[1], guidance_scale, class_temperature, cells[2],
+                                                mask_id=mask_id, overwrite=overwrite)
+    confidence = np.full(tokens.shape, -np.inf, dtype=_F32)
+    confidence[undecided] = confidence_cells
     decided = select_positions(
         confidence, tokens, k, layer_penalty_factor, position_temperature, rng, mask_id=mask_id
     )
+    pred = np.full(tokens.shape, mask_id, dtype=np.int64)
+    pred[undecided] = pred_cells
     tokens[decided] = pred[decided]
     return decided
