@@ -75,7 +75,7 @@ def test_a_checked_runs_timings_are_per_take_and_its_transcriptions_are_learnt()
 
 def test_the_queue_waits_for_a_checked_jobs_takes(engine, monkeypatch):
     """The studio's queue takes each job's estimate from the engine: a checked request's counts its takes."""
-    monkeypatch.setattr("omnivoice_demo.engine.loop.require_recognizer", lambda recognizer: None)
+    monkeypatch.setattr("omnivoice_demo.engine.planner.require_recognizer", lambda recognizer: None)
     fitted = estimator()
     monkeypatch.setattr(engine, "estimator", fitted)
     text = "A sentence to wait for in the queue."

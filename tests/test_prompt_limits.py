@@ -34,7 +34,7 @@ def test_prompt_tokens_are_bounded_in_total(engine, limited):
     """Text and transcript each within the characters, together over the prompt's tokens."""
     text, transcript = "one two three four five six. " * 10, "seven eight nine ten eleven. " * 10
     plan = engine.prepare(text, voice=a_voice(transcript=transcript), num_step=1)
-    tokens = engine.prompt_tokens(plan)
+    tokens = engine.planner.prompt_tokens(plan)
     assert tokens > len(engine.tokenizer.encode(text).ids) + len(engine.tokenizer.encode(transcript).ids)
     limited(max_prompt_tokens=tokens - 1)
     with pytest.raises(ResourceLimitExceeded, match="max_prompt_tokens") as caught:

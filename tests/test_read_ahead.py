@@ -51,7 +51,7 @@ def todays_streaming_plan(engine, text, language, **kwargs):
     """The plan today's streaming makes: the whole text read as words, then planned (before read_ahead)."""
     plan = engine.prepare(text, language=language, normalize_text=True, sentence_streaming=True, **kwargs)
     whole = normalize.normalize_text(text, language)
-    return engine.checked_plan(engine.plan_of(whole, plan.language, None, None, plan.config, plan.normalization))
+    return engine.planner.checked_plan(engine.planner.plan_of(whole, plan.language, None, None, plan.config, plan.normalization))
 
 
 @pytest.mark.parametrize("language, text", [(lang, text) for lang, texts in LOCAL.items() for text in texts])

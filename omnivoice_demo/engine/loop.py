@@ -1,28 +1,27 @@
-"""OmniVoice's generation loop on ONNX Runtime, step by step as the reference runs it.
+"""OmniVoice on ONNX Runtime: ``OmniVoiceEngine``, the model a library user meets, and its generation loop.
 
-Read next to ``omnivoice/models/omnivoice.py``:
+What a user does is a method: ``generate``, ``stream``, ``clone_voice`` / ``load_voice``, word timings
+(``word_timestamps=True``: ``result.words``); and what front ends need besides: ``prepare`` (a request checked
+and planned before any compute; ``prepare_turns``, ``prepare_sentence``), ``run`` / ``run_sentence``,
+``estimate`` / ``estimate_seconds``, ``render_key`` / ``render_parts``, ``encode`` / ``decode`` / ``load_audio``,
+``describe`` (docs/engine.md lists them; tests/test_engine_surface.py holds the class to that list).  The work
+behind them lives in modules of one job: a request's checks and plan (``planner``), the folder opened
+(``opening``), voices and the codec (``voices``), render keys (``render_key``), time (``estimate``, ``work``),
+the join (``join``), the step loop (``steps``) and one step's scoring (``sampling``).
 
-* ``OmniVoiceEngine.prepare``    <- ``generate`` / ``_preprocess_all`` (language, instruct,
-                                    target length, duration and speed, chunking decision)
+The loop, read next to ``omnivoice/models/omnivoice.py``:
+
+* ``Planner.prepare``            <- ``generate`` / ``_preprocess_all`` (language, instruct, target length,
+                                    duration and speed, chunking decision)
 * ``OmniVoiceEngine._rows``      <- ``_prepare_inference_inputs`` (the conditional row) and the
                                     unconditional row of ``_generate_iterative`` (target frames only)
 * ``OmniVoiceEngine._unmask``    <- ``_generate_iterative``'s step loop (``steps.unmask``: one forward per
                                     row, the heads and ``sampling.decode_step`` where cells are still masked)
 * ``OmniVoiceEngine._run``       <- ``_generate_chunked`` (chunk 0 is the reference of later
                                     chunks when there is no voice) and ``_decode_and_post_process``
-Options, off by default (then token-exact with the reference): ``sentence_streaming`` (streaming.py),
-``guidance_every``, ``prompt_refresh`` (the prompt's keys and values kept between whole forwards:
-``onnx_model.PromptPast``); time estimates: estimate.py.  ``backbone="auto"`` (the default) runs an int4
-folder's backbone as the fastest choice on this machine that passes the fidelity gate (as built,
-its weights dequantized to fp32, or an 8-bit rebuild: backbone_choice.py); a folder built in fp32
-runs as built (the exact model); any choice can be pinned by name.  ``backbone_weights`` (the
-original checkpoint: a folder, its ``model.safetensors`` or a Hub repo such as ``k2-fsa/OmniVoice``)
-builds the fp32 and 8-bit choices from the real weights instead of the folder's.
-
-One difference of form, not of result: the reference runs the conditional and
-unconditional rows as one batch padded to the longer row, each row attending
-only within its own length; here they are two unpadded forwards, which
-compute the same function without the padding's cost.
+Off by default (then token-exact with the reference): ``sentence_streaming``, ``guidance_every``,
+``prompt_refresh``.  The reference runs its two rows as one batch padded to the longer row; here they are two
+unpadded forwards, the same function without the padding's cost.
 """
 
 from __future__ import annotations
@@ -30,108 +29,66 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import pathlib
-import secrets
 import time
+import warnings
 from typing import Generator, Iterator, Optional, Union
 
 import numpy as np
 
-from ..audio import processing as audio_ops
 from ..asr.lazy import LazyRecognizer
 from ..audio.codec import AudioCodec
-from ..audio.loudness import normalise_loudness, require_pyloudnorm
+from ..backbones.choice import BackboneWatch, choose_backbone
+from ..constants import AUDIO_MASK_ID, NUM_CODEBOOKS, SAMPLE_RATE
+from ..errors import InvalidInput, ModelFolderError
+from ..runtime.sessions import providers_for, session_options
 from ..settings.generation import GenerationConfig
 from ..settings.limits import Limits
-from ..constants import AUDIO_MASK_ID, FRAME_RATE, HOP_LENGTH, NUM_CODEBOOKS, SAMPLE_RATE
-from ..backbones.choice import BackboneWatch, choose_backbone
-from .duration import chunk_for_generation, chunk_reference, chunk_target_frames, needs_chunking, plan_target_frames
-from ..errors import InvalidInput, ModelFolderError
-from .estimate import PipelineEstimator
-from .work import plan_work
-from . import word_times
-from .guard import Guard, require_aligner, require_recognizer
-from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
-from ..text.languages import resolve_language
-from ..text.lexicon import as_lexicon
-from ..text.normalize import read_as_words, read_sentences_as_words
-from ..text.normalize_choice import choose_normalization
-from ..text.text_work import check_number_bounds, without_numbers
-from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, load_manifest, model_content, verify_files
-from . import render_key as render_keys
-from .onnx_model import OmniVoiceOnnx, attention_ratio
 from ..settings.presets import prompt_refresh_for
-from ..runtime.sessions import providers_for, session_options
-from .sampling import decode_step
-from .steps import CellHeads, unmask
-from .read_ahead import StreamedPlan, read_ahead_plan
-from .segments import SegmentsPlan, plan_segments, run_segments
-from ..text.ssml import looks_like_ssml
-from .streaming import playback_piece, sentence_chunks, splitting_language
-from .turns import TurnsPlan, prepare_turns, run_turns
-from ..text.prompt import (
-    add_punctuation,
-    build_condition_ids,
-    collapse_whitespace_runs,
-    load_text_tokenizer,
-    special_tokens,
-    validate_text,
-)
-from ..errors import check_control_tokens, check_unicode
+from ..storage.manifest import BACKBONE_GRAPHS, CODEC_DIR, model_content
 from ..storage.voice_file import Voice
-from ..text.voice_design import has_chinese, resolve_instruct
+from ..text.prompt import build_condition_ids, load_text_tokenizer
+from . import render_key as render_keys
+from . import voices, word_times
+from .duration import chunk_reference, chunk_target_frames
+from .estimate import PipelineEstimator
+from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
+from .guard import Guard
+from .join import join_chunks  # noqa: F401 - also where callers import it from
+from .onnx_model import OmniVoiceOnnx, attention_ratio
+from .opening import open_folder, refuse_backbone
+from .planner import Planner
+from .read_ahead import StreamedPlan
+from .sampling import decode_step
+from .segments import SegmentsPlan, run_segments
+from .steps import CellHeads, unmask
+from .streaming import playback_piece
+from .turns import TurnsPlan, run_turns
+from .work import plan_work
 
-
-# --- the join ----------------------------------------------------------------------------
-
-def join_chunks(chunk_audio: list[np.ndarray], ref_rms: Optional[float], config: GenerationConfig) -> np.ndarray:
-    """The output of a generation from its chunks' decoded audio (``_decode_and_post_process``): the chunks
-    cross-faded (``cross_fade_chunks``), post-processed at the voice's loudness (``ref_rms``; None without a
-    voice), then brought to the delivery loudness when ``config.loudness`` asks.  float32 ``[N]``.
-
-    What every generation ends with, and what a result with one sentence made again is joined with."""
-    joined = audio_ops.cross_fade_chunks([np.asarray(a, dtype=np.float32)[np.newaxis, :] for a in chunk_audio],
-                                         SAMPLE_RATE)
-    final = audio_ops.postprocess_audio(joined, ref_rms, postprocess=config.postprocess,
-                                        pad_duration=config.pad_duration, fade_duration=config.fade_duration,
-                                        sample_rate=SAMPLE_RATE)
-    if config.loudness is not None:  # delivery loudness, off by default (the exact output)
-        final = normalise_loudness(final[0], SAMPLE_RATE, config.loudness)[0][np.newaxis]
-    return np.ascontiguousarray(final[0], dtype=np.float32)
+#: the planner's methods the engine once had, and their names on ``engine.planner`` (``__getattr__``)
+MOVED_TO_PLANNER = {"plan_of": "plan_of", "checked_plan": "checked_plan", "check_planned_frames":
+                    "check_planned_frames", "prompt_tokens": "prompt_tokens", "_check_prompt_text":
+                    "check_prompt_text", "_require_for": "require_installed"}
 
 
 # --- the engine --------------------------------------------------------------------------
 
 class OmniVoiceEngine:
-    """Loads a model folder and generates speech with the reference's loop.
+    """An OmniVoice model folder, loaded: speech from text (``generate``, ``stream``) with the reference's loop.
 
-    ``model_dir`` is a folder in the layout of ``convert`` (ours, or a repaired
-    copy of the published export).  The manifest and the files are checked
-    (``verify="sha256"`` re-hashes every file, ``"size"`` only checks sizes);
-    then a two-forward probe checks that the backbone attends in both
-    directions, so no folder can silently run the wrong (causal) model.
+    ``model_dir`` is a folder in the layout of ``convert`` (ours, or a repaired copy of the published export).
+    The manifest and the files are checked (``verify="sha256"`` re-hashes every file, ``"size"`` only checks
+    sizes); then a two-forward probe checks that the backbone attends in both directions, so no folder can
+    silently run the wrong (causal) model.  ``limits`` bound every request (``settings.limits.Limits``);
+    ``recognizer`` transcribes references given without a transcript (made, and downloaded, on first use).
     """
 
     def __init__(self, model_dir: Union[str, pathlib.Path], provider: str = "cpu", threads: Optional[int] = None,
                  verify: str = "sha256", limits: Optional[Limits] = None, calibrate: bool = True,
                  backbone: str = "auto", recognizer=None, backbone_weights=None):
-        self.limits = limits or Limits()
-        # transcribes references given without a transcript; made (and downloaded) on first use
-        self.recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
-        self.folder = pathlib.Path(model_dir)
-        if not self.folder.is_dir():
-            raise ModelFolderError(f"{self.folder} is not a folder; give the path of an OmniVoice ONNX model folder.")
-        self.manifest = load_manifest(self.folder)
-        if verify not in ("sha256", "size", "none"):
-            raise InvalidInput("verify must be 'sha256', 'size' or 'none'")
-        if verify != "none":
-            verify_files(self.folder, self.manifest, checksums=verify == "sha256")
+        recognizer = recognizer if recognizer is not None else LazyRecognizer(provider=provider, threads=threads)
+        self.folder, self.manifest = open_folder(model_dir, verify, provider)
         self.provider, self.threads = provider, threads
-        if self.manifest.get("execution_provider") == "cuda" and provider != "cuda":
-            raise ModelFolderError(
-                f"{self.folder} was built for the CUDA provider (profile {self.profile}): its backbone uses "
-                "attention features onnxruntime implements only on CUDA. Use provider='cuda' on a machine "
-                "with a GPU, or a CPU folder (precision int4, fp16 or fp32)."
-            )
         self.model = OmniVoiceOnnx(self.folder, provider=provider, threads=threads)
         # the heads at the cells still masked, on the steps where few are (steps.py)
         self.cell_heads = CellHeads(self.folder, providers_for(provider), session_options(threads))
@@ -150,12 +107,14 @@ class OmniVoiceEngine:
                                                weights=weights, watch=self.backbone_watch)
         verdict = self.model.attention_verdict()
         if verdict != "bidirectional":
-            self._refuse_backbone(verdict)
+            refuse_backbone(self.folder, self.backbone_choice, verdict)
         constants = self.manifest.get("model", {})
         self.num_codebooks = int(constants.get("num_codebooks", NUM_CODEBOOKS))
         self.mask_id = int(constants.get("audio_mask_id", AUDIO_MASK_ID))
         self.tokenizer = load_text_tokenizer(self.folder)
-        self.control_tokens = special_tokens(self.tokenizer)   # refused in every user text (check_control_tokens)
+        # every check of a request, and its plan, before any compute (planner.py)
+        self.planner = Planner(self.tokenizer, limits, recognizer)
+        self.control_tokens = self.planner.control_tokens   # refused in every user text (check_control_tokens)
         codec_dir = self.folder / CODEC_DIR
         self.codec = (AudioCodec(codec_dir, providers_for(provider), session_options(threads))
                       if codec_dir.is_dir() else None)
@@ -163,34 +122,28 @@ class OmniVoiceEngine:
         self.estimator = PipelineEstimator(attention_ratio=attention_ratio(self.folder))
         self.warmup_seconds = self.estimator.calibrate(self) if calibrate else 0.0
 
-    def _refuse_backbone(self, verdict: str) -> None:
-        """The backbone failed its check at load (``attention_verdict``): a ``ModelFolderError`` naming the real
-        cause.  A backbone rebuilt in our cache is removed (never kept for the next run to fail on again)."""
-        cache = self.backbone_choice.get("cache")
-        if cache:
-            import shutil
+    # what the planner holds and the engine's callers set: one value, the planner's
+    limits = property(lambda self: self.planner.limits, lambda self, value: setattr(self.planner, "limits", value),
+                      doc="The request limits (``settings.limits.Limits``), the planner's.")
+    recognizer = property(lambda self: self.planner.recognizer,
+                          lambda self, value: setattr(self.planner, "recognizer", value),
+                          doc="The speech recogniser (references without a transcript, checks, word timings).")
 
-            shutil.rmtree(cache, ignore_errors=True)
-        where = f"The backbone rebuilt in our cache ({cache}, now removed)" if cache else f"The backbone in {self.folder}"
-        if verdict == "not finite":
-            raise ModelFolderError(
-                f"{where} gives NaN or infinite outputs: its weights hold NaN or infinities (its graphs attend in "
-                "both directions; the weights are at fault). Give weights that are finite: the original checkpoint "
-                "(python -m convert refuses a poisoned one, naming the tensor), or download the folder again.")
-        if cache:
-            raise ModelFolderError(
-                f"{where} does not attend in both directions, though its files passed their check; the next load "
-                "builds it again.")
-        raise ModelFolderError(
-            f"The backbone in {self.folder} attends causally, so it computes a different model than "
-            "OmniVoice (the published ONNX export has this bug). Repair it into a new folder with "
-            "omnivoice_demo.backbones.repair.make_bidirectional(folder, new_folder), or let resolve_model() do it.")
+    def __getattr__(self, name: str):
+        """The planner's methods under their old names on the engine, with a warning saying where they went."""
+        if name in MOVED_TO_PLANNER and "planner" in self.__dict__:
+            new = MOVED_TO_PLANNER[name]
+            warnings.warn(f"OmniVoiceEngine.{name} is deprecated: use engine.planner.{new} (engine/planner.py)",
+                          DeprecationWarning, stacklevel=2)
+            return getattr(self.planner, new)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def profile(self) -> str:
         return self.manifest.get("profile", "unknown")
 
     def describe(self) -> dict:
+        """What runs: the folder, its profile and precision, the provider and threads, the backbone's compute."""
         return {"folder": str(self.folder), "profile": self.profile, "provider": self.provider,
                 "threads": self.threads, "precision": self.manifest.get("precision", {}),
                 "backbone_attention": "bidirectional", "repairs": self.manifest.get("repairs", []),
@@ -202,255 +155,46 @@ class OmniVoiceEngine:
                                    "build it with `python -m convert ... --include-higgs`.")
         return self.codec
 
-    # --- codec round trip and voices --------------------------------------------------
-
-    def encode(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
-        """Codes ``[8, T]`` of any audio: mixed to mono, resampled to 24 kHz, cut to a multiple of 960."""
-        sample_rate = audio_ops.check_sample_rate(sample_rate, "audio")
-        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
-        self.limits.check("The audio", round(frames / sample_rate, 1), "max_codec_input_seconds", " s")
-        wav = audio_ops.as_float_audio(audio, "audio")
-        wav = audio_ops.to_mono(wav)
-        if sample_rate != SAMPLE_RATE:
-            from ..audio.resample import resample
-
-            wav = resample(wav, int(sample_rate), SAMPLE_RATE)
-        usable = wav.shape[-1] // HOP_LENGTH * HOP_LENGTH
-        if usable == 0:
-            raise InvalidInput("The audio is shorter than one codec frame (40 ms); give a longer clip.")
-        return self._require_codec().encode(np.ascontiguousarray(wav[0, :usable]))
-
-    def decode(self, codes: np.ndarray) -> np.ndarray:
-        """Audio (float32, 24 kHz) of codes ``[8, T]`` (at most ``limits.max_decode_frames``)."""
-        frames = np.shape(codes)[-1] if np.ndim(codes) else 0
-        self.limits.check("The codes' length", frames, "max_decode_frames", " frames")
-        return self._require_codec().decode(codes)
-
-    def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:
-        """A saved voice, checked against this engine's limits (reference length, file size)."""
-        voice = Voice.load(path, max_frames=self.limits.max_reference_frames, max_bytes=self.limits.max_upload_bytes)
-        self._check_prompt_text(voice.transcript, "The voice's transcript")
-        return voice
-
-    def load_audio(self, path: Union[str, pathlib.Path], purpose: str = "reference") -> tuple[np.ndarray, int]:
-        """(float32 ``[C, N]``, rate) of an audio file, bounded by this engine's limits before decoding.
-
-        ``purpose`` is ``"reference"`` (``max_reference_seconds``) or ``"codec"``
-        (``max_codec_input_seconds``); ``max_upload_bytes`` bounds the file.
-        """
-        seconds = (self.limits.max_codec_input_seconds if purpose == "codec" else self.limits.max_reference_seconds)
-        return audio_ops.load_audio_file(path, max_seconds=seconds, max_bytes=self.limits.max_upload_bytes,
-                                         what="audio file" if purpose == "codec" else "reference audio")
+    # --- voices and the codec (voices.py) ------------------------------------------------
 
     def clone_voice(self, audio: Union[np.ndarray, str, pathlib.Path], sample_rate: Optional[int] = None,
                     transcript: Optional[str] = None, preprocess: bool = True, name: str = "") -> Voice:
-        """A reusable voice from a reference clip and its transcript (``create_voice_clone_prompt``).
+        """A reusable voice from a reference clip (an array with its ``sample_rate``, or a file) and its
+        transcript, transcribed by ``recognizer`` when not given (``create_voice_clone_prompt``)."""
+        return voices.clone_voice(self._require_codec(), self.limits, self.recognizer, self.planner.check_prompt_text,
+                                  audio, sample_rate, transcript, preprocess, name)
 
-        ``audio`` is an array (``[samples]`` or ``[channels, samples]``) with its
-        ``sample_rate``, or the path of an audio file.  Without a transcript the
-        processed clip is transcribed by ``self.recognizer`` (as the reference does
-        with Whisper), and the voice records that it was recognised and in which language.
-        """
-        if isinstance(audio, (str, pathlib.Path)):
-            audio, sample_rate = self.load_audio(audio)
-        if sample_rate is None:
-            raise InvalidInput("sample_rate is required with an audio array", param="sample_rate")
-        sample_rate = audio_ops.check_sample_rate(sample_rate, "reference audio")
-        frames = np.shape(audio)[-1] if np.ndim(audio) else 0
-        self.limits.check("The reference audio", round(frames / sample_rate, 1), "max_reference_seconds", " s")
-        typed = transcript is not None and bool(transcript.strip())
-        if typed:
-            self._check_prompt_text(transcript, "The transcript")
-        wav, rms = audio_ops.prepare_reference(audio_ops.as_float_audio(audio, "reference audio"), sample_rate,
-                                               transcript_given=typed, preprocess=preprocess,
-                                               max_seconds=self.limits.max_reference_seconds)
-        language = None
-        if not typed:
-            recognised = self.recognizer.transcribe(wav[0], SAMPLE_RATE)
-            if not recognised.text:
-                raise InvalidInput("No words were recognised in the reference audio: type what is said in the clip, "
-                                   "or record a clip of clear speech.")
-            transcript, language = recognised.text, recognised.language
-        codes = self._require_codec().encode(np.ascontiguousarray(wav[0]))
-        text = add_punctuation(transcript) if preprocess else transcript.strip()
-        return Voice(codes=codes, transcript=text, rms=rms, name=name,
-                     transcript_source="typed" if typed else "recognised", language=language)
+    def load_voice(self, path: Union[str, pathlib.Path]) -> Voice:
+        """A saved voice, checked against this engine's limits (reference length, file size)."""
+        return self.planner.load_voice(path)
 
-    # --- planning ---------------------------------------------------------------------
+    def load_audio(self, path: Union[str, pathlib.Path], purpose: str = "reference") -> tuple[np.ndarray, int]:
+        """(float32 ``[C, N]``, rate) of an audio file, bounded by the limits of ``purpose`` (``"reference"`` or
+        ``"codec"``) before decoding."""
+        return voices.load_audio(self.limits, path, purpose)
 
-    def prepare(self, text: str, *, language: Optional[str] = None, instruct: Optional[str] = None,
-                voice: Union[Voice, str, pathlib.Path, None] = None, config: Optional[GenerationConfig] = None,
-                pronunciations=None, ssml: Optional[bool] = False, voices=None, read_ahead: bool = False,
-                **overrides) -> Union[GenerationPlan, SegmentsPlan, StreamedPlan]:
-        """Validate a request and decide its length and chunks (``_preprocess_all``); no compute.
+    def encode(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """Codes ``[8, T]`` of any audio: mixed to mono, resampled to 24 kHz, cut to a multiple of 960."""
+        return voices.encode(self._require_codec(), self.limits, audio, sample_rate)
 
-        ``config`` (default ``GenerationConfig()``, the reference's settings) with
-        any of its fields given as keyword ``overrides``, e.g. ``num_step=16``.  ``pronunciations``: a
-        ``lexicon.Lexicon`` or its JSON form (``{"word": "[B EY1 S]"}``), applied to the text first.
-        ``ssml``: the text is SSML (``None``: when it starts with ``<speak``), planned segment by segment
-        (``segments.plan_segments``; ``voices`` resolves its ``<voice name>``s).
-        Every check, this engine's ``limits`` included, happens here, before any work.
-        ``read_ahead``: with sentence streaming and numbers read as words, a ``read_ahead.StreamedPlan`` when the
-        text has later sentences: the first is read now (with every check of the text as written and the first
-        chunk's), the others on a worker while it is generated; the whole plan's checks are then made before any
-        audio is given out (``run``).
-        """
-        if ssml or (ssml is None and looks_like_ssml(text)):
-            return plan_segments(self, text, language=language, instruct=instruct, voice=voice, config=config,
-                                 pronunciations=pronunciations, voices=voices, **overrides)
-        config = (config or GenerationConfig()).replace(**overrides).validate()
-        text = validate_text(text)
-        self.limits.check("The text", len(text), "max_text_chars", " characters")
-        check_control_tokens(text, "The text", self.control_tokens)
-        text = collapse_whitespace_runs(text)  # planned from what is read: runs of whitespace read as one character
-        self.limits.check("num_step", config.num_step, "max_steps")
-        code = resolve_language(language)
-        if pronunciations:   # before normalisation, which keeps their brackets and pinyin as they are
-            text = as_lexicon(pronunciations).apply(text)
-            self.limits.check("The text with its pronunciations", len(text), "max_text_chars", " characters")
-            check_control_tokens(text, "The text with its pronunciations (a lexicon respelling)", self.control_tokens)
-        if instruct is not None:
-            self._check_prompt_text(instruct, "The instruct")
-        if isinstance(voice, (str, pathlib.Path)):
-            voice = self.load_voice(voice)
-        if voice is not None and not isinstance(voice, Voice):
-            raise InvalidInput("voice must be a Voice (from clone_voice or Voice.load) or the path of a saved voice",
-                               param="voice")
-        if voice is not None:
-            self.limits.check("The voice's reference", voice.frames, "max_reference_frames", " frames")
-            self._check_prompt_text(voice.transcript, "The voice's transcript")
-        ref_text = voice.transcript if voice else None
-        ref_frames = voice.frames if voice else None
-        if config.seed is None:
-            config = config.replace(seed=secrets.randbelow(2**31))
-        # whether, and in which language, numbers are read as words (the user's language, else the text's own);
-        # the model still gets ``code``, the user's language or none, as the reference
-        normalization = choose_normalization(text, code, config.normalize_text, self.limits)
-        if normalization.language is not None:   # the reference's place: the target text only, before its length
-            self._check_before_normalising(text, ref_text, ref_frames, config)
-            if read_ahead and config.sentence_streaming:   # the first sentence now, the others while it is made
-                self._require_for(config)
-                streamed = read_ahead_plan(self, text, code, instruct, voice, config, normalization)
-                if streamed is not None:
-                    return streamed
-            # sentence streaming reads each sentence alone (so the first can be read first); else the whole text,
-            # as the reference
-            text, failed = (read_sentences_as_words(text, normalization.language) if config.sentence_streaming
-                            else read_as_words(text, normalization.language))
-            normalization = normalization.with_failures(failed)   # said in the result and the response
-        plan = self.checked_plan(self.plan_of(text, code, instruct, voice, config, normalization))
-        self._require_for(config)
-        return plan
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Audio (float32, 24 kHz) of codes ``[8, T]`` (at most ``limits.max_decode_frames``)."""
+        return voices.decode(self._require_codec(), self.limits, codes)
 
-    def plan_of(self, text: str, code: Optional[str], instruct: Optional[str], voice: Optional[Voice],
-                config: GenerationConfig, normalization=None) -> GenerationPlan:
-        """The plan of a text as it is read (numbers already in words): its length and chunks
-        (``_preprocess_all``), unchecked (``checked_plan``)."""
-        resolved_instruct = resolve_instruct(instruct, use_zh=has_chinese(text))
-        target, plan_speed = plan_target_frames(text, voice.transcript if voice else None,
-                                                voice.frames if voice else None, speed=config.speed,
-                                                duration=config.duration)
-        # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
-        chunks = (sentence_chunks(text, target, config.chunk_duration, language=splitting_language(code, normalization))
-                  if config.sentence_streaming else [text])
-        if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
-            chunks = chunk_for_generation(text, target, config.chunk_duration)
-        return GenerationPlan(text=text, chunks=chunks, target_frames=target, speed=plan_speed, language=code,
-                              instruct=resolved_instruct, voice=voice, config=config, normalization=normalization)
+    # --- planning (planner.py) and estimates (estimate.py) ------------------------------
 
-    def checked_plan(self, plan: GenerationPlan) -> GenerationPlan:
-        """``plan``, held to the limits: its planned speech (times the sentence check's takes), chunks and prompt;
-        and every chunk as it is read (after the lexicon, SSML and numbers in words) free of control tokens,
-        before any work (the prompt builder checks the ids it builds again, the last word)."""
-        for chunk in plan.chunks:
-            check_control_tokens(chunk, "The text as it is read (pronunciations applied, numbers in words)",
-                                 self.control_tokens)
-        self.check_planned_frames(plan.target_frames, plan.config)
-        self._check_chunks(plan)
-        return plan
-
-    def check_planned_frames(self, frames: int, config: GenerationConfig) -> None:
-        self.limits.check("The planned speech", round(frames / FRAME_RATE, 1), "max_audio_seconds", " s")
-        if config.guard:  # every take counts: a request cannot multiply its cost past the limit
-            self.limits.check(f"The planned speech times guard_tries ({config.guard_tries})",
-                              round(frames / FRAME_RATE * config.guard_tries, 1), "max_audio_seconds", " s")
-
-    def _require_for(self, config: GenerationConfig) -> None:
-        """What the settings need installed, refused now with what to download rather than run without it."""
-        if config.guard:
-            require_recognizer(self.recognizer)
-        if config.word_timestamps:
-            require_aligner(self.recognizer)
-        if config.loudness is not None:
-            require_pyloudnorm()
-
-    def _check_before_normalising(self, text: str, ref_text: Optional[str], ref_frames: Optional[int],
-                                  config: GenerationConfig) -> None:
-        """The cheap bounds of a text about to be normalised (its cost grows with them; text_work.py): its
-        characters, the digits of each number, its numbers, and the length planned from the text without its
-        numbers (a floor of the length after normalisation)."""
-        self.limits.check("The text read through normalize_text", len(text), "max_normalize_chars", " characters")
-        check_number_bounds(text, self.limits)
-        if config.duration is None:
-            floor, _ = plan_target_frames(without_numbers(text) or ".", ref_text, ref_frames, speed=config.speed)
-            self.limits.check("The planned speech (before normalize_text)", round(floor / FRAME_RATE, 1),
-                              "max_audio_seconds", " s")
-
-    def _check_chunks(self, plan: GenerationPlan) -> None:
-        self.limits.check("The number of chunks", len(plan.chunks), "max_chunks")
-        self.limits.check("The prompt (instruct, reference transcript and text)", self.prompt_tokens(plan),
-                          "max_prompt_tokens", " tokens")
-
-    def prepare_sentence(self, text: str, sentences: list[str], index: int, **kwargs) -> GenerationPlan:
-        """The plan of making sentence ``index`` of an earlier result again (``run_sentence``).
-
-        ``prepare(text, **kwargs)`` (every check, with the voice and settings given now) with the earlier
-        result's chunks ``sentences``, so the sentence keeps its text, its place and its planned length."""
-        plan = self.prepare(text, **kwargs)
-        if (not isinstance(sentences, (list, tuple)) or not sentences
-                or not all(isinstance(s, str) and s.strip() for s in sentences)):
-            raise InvalidInput("sentences must be the earlier result's chunks: a list of texts", param="sentences")
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(sentences):
-            raise InvalidInput(f"There is no sentence {index!r}: the result has {len(sentences)} "
-                               f"(numbered from 0).", param="sentence")
-        if list(sentences) != plan.chunks:
-            self.limits.check("The sentences", sum(len(s) for s in sentences), "max_text_chars", " characters")
-            plan = dataclasses.replace(plan, chunks=list(sentences))
-            self._check_chunks(plan)
-        return plan
-
-    def prompt_tokens(self, plan: GenerationPlan) -> int:
-        """Text tokens of ``plan``'s longest conditional prompt: the style, the reference transcript and the
-        text of its longest chunk (every forward of that chunk carries them all, so its cost grows with them)."""
-        voice, chunks = plan.voice, plan.chunks
-        # without a voice, chunk 0 is the reference of every later chunk (chunk_reference)
-        later = range(1, len(chunks)) if voice is None and len(chunks) > 1 else range(len(chunks))
-        index = max(later, key=lambda i: len(chunks[i]))
-        ref_text, _ = chunk_reference(index, (voice.transcript, None) if voice else None, (chunks[0], None))
-        return len(build_condition_ids(chunks[index], self.tokenizer, ref_text=ref_text, language=plan.language,
-                                       instruct=plan.instruct, denoise=plan.config.denoise,
-                                       has_reference=ref_text is not None))
-
-    def _check_prompt_text(self, text: str, what: str) -> None:
-        """A text that enters the prompt besides the text to speak (a transcript, an instruct): valid Unicode
-        and within ``max_text_chars`` and ``max_prompt_tokens`` on its own, before it is tokenised with the rest."""
-        if not isinstance(text, str):
-            raise InvalidInput(f"{what} must be text, not {type(text).__name__}.")
-        check_unicode(text, what)
-        self.limits.check(what, len(text), "max_text_chars", " characters")
-        check_control_tokens(text, what, self.control_tokens)
-        self.limits.check(what, len(self.tokenizer.encode(text).ids), "max_prompt_tokens", " tokens")
-
-    def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):
-        if isinstance(plan, StreamedPlan):   # its whole plan once its later sentences are read, else its head
-            plan = plan.now()
-        return plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt, sentence=sentence,
-                         takes=[len(check.takes) for check in checks] if checks else None)
+    def prepare(self, text: str, **kwargs) -> Union[GenerationPlan, SegmentsPlan, StreamedPlan]:
+        """A request validated and planned (its length and chunks), before any compute: ``Planner.prepare``,
+        whose arguments it takes (``language``, ``instruct``, ``voice``, ``config`` and any of its fields ...)."""
+        return self.planner.prepare(text, **kwargs)
 
     def prepare_turns(self, turns, **kwargs) -> TurnsPlan:
-        """Several voices in one output (``turns.Turn``: speaker, text, voice or design), planned as ``prepare``
-        plans one (its other arguments) and held as a whole to the same limits; ``run`` runs it."""
-        return prepare_turns(self, turns, **kwargs)
+        """Several voices in one output (``turns.Turn``s), planned together: ``Planner.prepare_turns``."""
+        return self.planner.prepare_turns(turns, **kwargs)
+
+    def prepare_sentence(self, text: str, sentences: list[str], index: int, **kwargs) -> GenerationPlan:
+        """The plan of making sentence ``index`` of an earlier result again (``run_sentence``)."""
+        return self.planner.prepare_sentence(text, sentences, index, **kwargs)
 
     def estimate(self, plan: Union[GenerationPlan, TurnsPlan], sentence: Optional[int] = None):
         """The predicted time of ``plan`` (of its chunk ``sentence`` alone: ``run_sentence``; a script's turns
@@ -471,6 +215,12 @@ class OmniVoiceEngine:
             seconds = [self.estimate_seconds(item) for item in plan.plans]
             return None if None in seconds else sum(seconds)
         return getattr(self.estimate(plan, sentence), "total", None)
+
+    def _work(self, plan: GenerationPlan, sentence: Optional[int] = None, checks=None):
+        if isinstance(plan, StreamedPlan):   # its whole plan once its later sentences are read, else its head
+            plan = plan.now()
+        return plan_work(plan, self.tokenizer, self.num_codebooks, self.model.keeps_prompt, sentence=sentence,
+                         takes=[len(check.takes) for check in checks] if checks else None)
 
     # --- generation -----------------------------------------------------------------
 
