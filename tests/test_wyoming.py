@@ -23,6 +23,7 @@ from wyoming.info import Describe, Info
 from wyoming.tts import (Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop,
                          SynthesizeVoice)
 
+from omnivoice_demo.text.sentences import sentence_texts
 from omnivoice_demo.text.voice_design import resolve_instruct
 from omnivoice_demo.errors import InvalidInput
 from omnivoice_demo.studio.vocabulary import DESIGNS
@@ -171,16 +172,19 @@ def test_requests_accept_any_language_by_code_or_name_and_the_seed_extension():
 
 
 def test_text_stream_completes_sentences_only_at_a_boundary():
-    """A sentence is given out once the splitter cuts after it and a whole word has come after the cut
-    (``text.sentences.decided_end``; more cases in tests/test_sentence_splitter.py)."""
+    """A sentence is given out once the splitter cuts after it and no later text can move the cut: 30 bytes of
+    whole words have come after it (``text_stream.released_sentences``; more in tests/test_wyoming_text_stream.py)."""
     stream = TextStream("en")
     assert stream.add("It costs 3.") == ""            # "3." may go on as "3.5"
-    assert stream.add("5 euros. And th") == "It costs 3.5 euros."
+    assert stream.add("5 euros. And th") == ""
     assert stream.add("en?” More") == ""              # "More" may still be "More." or "Moreover"
-    assert stream.add(" of it. ") == "And then?”"
-    assert stream.finish() == "More of it." and stream.total == len("It costs 3.5 euros. And then?” More of it. ")
+    assert stream.add(" of it comes later, much later, ") == "It costs 3.5 euros. And then?”"
+    assert stream.add("when it is done. ") == ""
+    assert stream.finish() == "More of it comes later, much later, when it is done."
+    assert stream.total == len("It costs 3.5 euros. And then?” More of it comes later, much later, when it is done. ")
     chinese = TextStream("zh")
-    assert chinese.add("你好。再") == "你好。" and chinese.finish() == "再"
+    assert chinese.add("你好。再") == "" and chinese.add("见，我们明天一起去公园散步。") == "你好。"
+    assert chinese.finish() == "再见，我们明天一起去公园散步。"
 
 
 # --- synthesize -----------------------------------------------------------------------------------
@@ -258,8 +262,8 @@ def test_the_first_sentence_is_generated_while_the_later_ones_are_read_as_words(
 
 def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, engine, monkeypatch):
     record = recording_run(engine, monkeypatch)
-    parts = ["The first sentence is here, and it goes on for a while. The sec", "ond sentence follows it. The th",
-             "ird sentence comes last."]
+    parts = ["The first sentence is here, and it goes on for a while. The second sentence follows it, slowly. The th",
+             "ird sentence comes last, as it should", " be."]
     sent = {"next": 1}
 
     async def feed(client, received):
@@ -278,8 +282,8 @@ def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, e
     types = [event.type for _, event in received]
     assert types[-1] == "synthesize-stopped" and "error" not in types, types
     texts = [plan.text for plan in record["plans"]]
-    assert texts == ["The first sentence is here, and it goes on for a while.", "The second sentence follows it.",
-                     "The third sentence comes last."]
+    assert texts == ["The first sentence is here, and it goes on for a while.", "The second sentence follows it, slowly.",
+                     "The third sentence comes last, as it should be."]
     assert types.count("audio-start") == types.count("audio-stop") == 3
     assert {plan.config.seed for plan in record["plans"]} == {SEED}
     # one speaker: the first piece's first chunk is the reference of the later pieces
@@ -290,11 +294,43 @@ def test_streamed_text_is_spoken_sentence_by_sentence_while_it_arrives(server, e
         assert later.voice.transcript == first.chunks[0]
 
 
+#: a quoted question the sentence goes on from (streamed, it was cut in two, its quote spoken with the sentence before)
+QUOTED_QUESTION = 'It is late. "Are you coming?" she asked from the door. Nobody answered her for a long while.'
+
+
+def test_a_streamed_quoted_question_is_synthesised_as_the_whole_text_s_sentences(server, engine, monkeypatch):
+    """Issue 58, point 5, through the real server: the text in chunks of three characters, as a model streams it;
+    every piece the engine speaks is whole sentences of the whole text (the quoted question is not cut from the
+    words that go on from it), all of them once, in order (more in tests/test_wyoming_text_stream.py)."""
+    record = recording_run(engine, monkeypatch)
+    chunks = [SynthesizeChunk(text=QUOTED_QUESTION[i:i + 3]) for i in range(0, len(QUOTED_QUESTION), 3)]
+    start = _Extended(SynthesizeStart(), {"seed": SEED, "language": "en"})
+    received = talk(server.port, [start, *chunks, SynthesizeStop()], until=("synthesize-stopped", "error"))
+    types = [event.type for _, event in received]
+    assert types[-1] == "synthesize-stopped" and "error" not in types, types
+    pieces = [squeezed(plan.text) for plan in record["plans"]]   # the engine's text (its spaces tidied)
+    assert types.count("audio-start") == types.count("audio-stop") == len(pieces)
+    sentences = sentence_texts(QUOTED_QUESTION, "en")
+    assert sentences[1] == '"Are you coming?" she asked from the door.'
+    at = 0
+    for piece in pieces:                     # each piece: the next sentences of the whole text, whole
+        taken = next((n for n in range(1, len(sentences) - at + 1) if squeezed(*sentences[at:at + n]) == piece),
+                     None)
+        assert taken is not None, (piece, pieces)
+        at += taken
+    assert at == len(sentences), pieces
+
+
+def squeezed(*texts: str) -> str:
+    return "".join("".join(texts).split())
+
+
 def test_text_stream_keeps_ssml_whole_until_its_end():
     stream = TextStream()
     assert stream.add("<speak>Hello there. <break time=") == ""       # no sentence cut out of markup
     assert stream.add('"200ms"/>Second part.</speak> ') == '<speak>Hello there. <break time="200ms"/>Second part.</speak>'
-    assert stream.add("Plain text. Then more") == "Plain text."         # plain text after it: sentence by sentence
+    assert stream.add("Plain text. Then more") == ""                    # plain text after it: sentence by sentence
+    assert stream.add(" words come, enough to decide the cut") == "Plain text."
 
 
 def test_ssml_over_streamed_text_is_read_as_ssml(server, engine, monkeypatch):
