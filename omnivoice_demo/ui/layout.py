@@ -27,13 +27,28 @@ INTRO = ("Zero-shot text-to-speech in 600+ languages with [OmniVoice](https://gi
 
 __all__ = ["TITLE", "build_app", "css"]
 
+#: the model bar's buttons that open a tab (``tabs.model.MODEL_TAB_LINK``): the tab's own button, or, where the tabs
+#: do not fit (a phone), the same name under "More tabs"; then the tabs are scrolled into sight
+MODEL_BAR_JS = """
+element.addEventListener("click", (event) => {
+  const link = event.target.closest("[data-ov-tab]");
+  if (!link || !element.contains(link)) return;
+  const name = link.dataset.ovTab;
+  const named = (selector) => Array.from(document.querySelectorAll(selector)).find((b) => b.innerText.trim() === name);
+  const tab = named('button[role="tab"]') || named(".overflow-menu .overflow-dropdown button");
+  if (!tab) return;
+  tab.click();
+  requestAnimationFrame(() => (tab.closest(".tabs") || tab).scrollIntoView({block: "start"}));
+});
+"""
+
 
 def build_app(studio: Studio, model_spec: Optional[str] = None, precision: Optional[str] = None,
               provider: str = "cpu", queue_size: int = 16) -> gr.Blocks:
     """The Blocks (queue configured).  Launch with ``launch(css=css(), max_file_size=...)``."""
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(3600, 6 * 3600)) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}")
-        bar = gr.HTML(model.model_bar(studio), elem_id="model-bar")
+        bar = gr.HTML(model.model_bar(studio), elem_id="model-bar", js_on_load=MODEL_BAR_JS)
         history = SessionHistory()
         # shared mode: each visitor's saved voices live in their own browser (encrypted local storage)
         browser_voices = (gr.BrowserState({}, storage_key="omnivoice-voices",

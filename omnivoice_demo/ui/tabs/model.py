@@ -17,6 +17,12 @@ from ...studio import Studio
 from . import benchmark as benchmark_tab
 
 
+#: the bar's way to the Model tab: a button that opens it (the bar's script, ``layout.MODEL_BAR_JS``), and where
+#: it is when the tabs do not fit (a phone: under "More tabs", the ⋯ at the tabs' right)
+MODEL_TAB_LINK = ('<button type="button" class="ov-tab-link" data-ov-tab="Model">Model tab</button> '
+                  '(on a narrow screen: under ⋯, More tabs, at the right of the tabs)')
+
+
 def model_bar(studio: Studio) -> str:
     """HTML: the active model, or what is loading (with progress), or what went wrong and what to do."""
     manager = studio.models
@@ -46,11 +52,12 @@ def model_bar(studio: Studio) -> str:
                      f'<b>{html.escape(status.stage)}</b>: {shown(status.message)}{bar}')
     elif status.state == "error":
         parts.append(f'<span class="ov-badge ov-error">not loaded</span> {shown(status.request)}: '
-                     f'{shown(status.message)}<br><span class="ov-dim">What to do: give a local model folder '
-                     f'in the Model tab (or start with <code>--model DIR</code>), or connect this machine to the '
-                     f'internet so the model can be downloaded from the Hugging Face Hub, then press Load.</span>')
+                     f'{shown(status.message)}<br><span class="ov-dim">What to do: open the {MODEL_TAB_LINK} and '
+                     f'give a local model folder there (or start with <code>--model DIR</code>), or connect this '
+                     f'machine to the internet so the model can be downloaded from the Hugging Face Hub, then press Load.'
+                     f'</span>')
     elif active is None:
-        parts.append('<span class="ov-badge ov-error">no model</span> No model is loaded. Open the <b>Model</b> tab, '
+        parts.append(f'<span class="ov-badge ov-error">no model</span> No model is loaded. Open the {MODEL_TAB_LINK}, '
                      'give a model folder or a Hub repo and press <b>Load</b>, or start the app with '
                      '<code>--model DIR</code>.')
     for notice in status.notices[-3:]:
@@ -248,7 +255,8 @@ class ModelTab:
 
 
 #: what an idle progress bar says with no model (Speak would only fail)
-NO_MODEL_PROGRESS = "No model is loaded yet: see the bar at the top (the Model tab loads one)."
+NO_MODEL_PROGRESS = ("No model is loaded yet: see the bar at the top (the Model tab loads one; on a narrow screen "
+                     "it is under ⋯, More tabs).")
 
 
 def readiness(studio: Studio, count: int, progress: Sequence) -> tuple:
