@@ -435,22 +435,23 @@ def test_background_load_and_two_models_side_by_side(studio, tiny_fp32_folder, t
 # --- settings from GenerationConfig, errors, codes file, assets -----------------------------
 
 def test_controls_are_built_from_generation_config():
+    from omnivoice_demo.ui.control_specs import control
     from omnivoice_demo.ui.speed_controls import APP_DEFAULTS
 
     with gr.Blocks():
         built = controls.generation_controls("t", with_voice=True)
     assert "preprocess_prompt" not in built  # applied when cloning: the Clone tab's own checkbox
     for name in controls.tab_settings():
-        setting, widget = GenerationConfig.setting(name), built[name]
-        assert widget.elem_id == "t-" + name.replace("_", "-") and widget.label == setting.label, name
+        setting, shown, widget = GenerationConfig.setting(name), control(name), built[name]
+        assert widget.elem_id == "t-" + name.replace("_", "-") and widget.label == shown.label, name
         if isinstance(widget, gr.Slider):
-            assert widget.minimum == (setting.low if setting.ui_low is None else setting.ui_low), name
-            assert widget.maximum == (setting.high if setting.ui_high is None else setting.ui_high), name
+            assert widget.minimum == (setting.low if shown.low is None else shown.low), name
+            assert widget.maximum == (setting.high if shown.high is None else shown.high), name
             assert widget.value == GenerationConfig.default(name), name
         elif isinstance(widget, gr.Checkbox):  # the app starts with sentence streaming on (speed_controls)
             assert widget.value == APP_DEFAULTS.get(name, GenerationConfig.default(name)), name
     assert set(controls.advanced_settings()) == {n for n in controls.tab_settings()
-                                                 if GenerationConfig.setting(n).advanced}
+                                                 if control(n).advanced}
     assert sorted(controls.api_settings()) == sorted(controls.tab_settings())
 
 

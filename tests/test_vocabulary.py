@@ -189,8 +189,10 @@ def test_messages_name_only_flags_that_exist_where_they_are_read():
 
 def test_every_setting_has_a_label_a_person_reads():
     """Issue 19: ``t_shift`` showed its code name as its label."""
+    from omnivoice_demo.ui.control_specs import control
+
     for name in GenerationConfig.names():
-        label = GenerationConfig.setting(name).label
+        label = control(name).label
         assert label and label != name and "_" not in label, name
 
 

@@ -2,11 +2,12 @@
 
 ``GenerationConfig`` holds every setting of the reference's ``generate``
 (``OmniVoiceGenerationConfig`` and its keyword arguments), with the
-reference's defaults.  Each field carries a ``Setting`` in its metadata: the
-range ``validate()`` enforces, the help text, and the slider range the app
-shows.  The engine, the CLI (a flag per field, generated here), the app and
-the APIs all read this one class, so a new setting is one field here plus its
-widget.
+reference's defaults.  A plain options dataclass: each field's
+default, and in its metadata a ``Setting``: the range ``validate()`` enforces
+and the help text.  The engine, the CLI (a flag per field, generated here), the
+app and the APIs all read this one class; how the app shows a field (its label,
+slider range and step, whether it sits under "Advanced") is the app's own
+description, ``omnivoice_demo/ui/control_specs.py``.
 
 What one request may cost is ``settings.limits.Limits``.
 """
@@ -28,18 +29,13 @@ NORMALIZE_AUTO = "auto"
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """How one ``GenerationConfig`` field is checked and shown."""
+    """How one ``GenerationConfig`` field is checked and described (its widget: ``ui/control_specs.py``)."""
 
     help: str
     low: Optional[float] = None          # valid range (inclusive), None for booleans
     high: Optional[float] = None
-    ui_low: Optional[float] = None       # slider range in the app (defaults to low/high)
-    ui_high: Optional[float] = None
-    ui_step: Optional[float] = None
-    label: str = ""
     reference_name: str = ""             # the reference's name where it differs
     flags: tuple[str, ...] = ()          # extra CLI spellings (kept for compatibility)
-    advanced: bool = True                # under "Advanced" in the app
 
 
 def _field(default, **setting):
@@ -55,77 +51,75 @@ class GenerationConfig:
     needs the ``normalize`` extra (WeTextProcessing, num2words: text/normalize.py).
     """
 
-    num_step: int = _field(32, low=1, high=256, ui_low=1, ui_high=64, ui_step=1, label="Steps",
+    num_step: int = _field(32, low=1, high=256,
                            help="unmasking steps (32 in the reference; fewer is faster and approximate)",
                            flags=("--steps",))
-    guidance_scale: float = _field(2.0, low=0.0, high=20.0, ui_high=5.0, ui_step=0.1, label="Guidance scale",
+    guidance_scale: float = _field(2.0, low=0.0, high=20.0,
                                    help="classifier-free guidance weight (0 runs the conditional row alone)")
-    t_shift: float = _field(0.1, low=1e-3, high=10.0, ui_low=0.01, ui_high=1.0, ui_step=0.01, label="Schedule shift",
+    t_shift: float = _field(0.1, low=1e-3, high=10.0,
                             help="time-step shift of the unmasking schedule (small = back-loaded)")
-    layer_penalty_factor: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5, label="Layer penalty",
+    layer_penalty_factor: float = _field(5.0, low=0.0, high=100.0,
                                          help="confidence penalty per codebook index (decides low codebooks first)")
-    position_temperature: float = _field(5.0, low=0.0, high=100.0, ui_high=20.0, ui_step=0.5,
-                                         label="Position temperature",
+    position_temperature: float = _field(5.0, low=0.0, high=100.0,
                                          help="Gumbel temperature of the choice of positions (0 = greedy)")
-    class_temperature: float = _field(0.0, low=0.0, high=100.0, ui_high=2.0, ui_step=0.05,
-                                      label="Class temperature",
+    class_temperature: float = _field(0.0, low=0.0, high=100.0,
                                       help="sampling temperature of the tokens (0 = argmax)")
-    denoise: bool = _field(True, label="Denoise", help="add the <|denoise|> token when cloning")
-    preprocess_prompt: bool = _field(True, label="Preprocess reference",
+    denoise: bool = _field(True, help="add the <|denoise|> token when cloning")
+    preprocess_prompt: bool = _field(True,
                                      help="trim silence and normalise the reference clip when cloning")
-    postprocess: bool = _field(True, label="Post-process (trim silence, loudness)", reference_name="postprocess_output",
+    postprocess: bool = _field(True, reference_name="postprocess_output",
                                help="remove long silences, set loudness, fade and pad the output")
-    pad_duration: float = _field(0.1, low=0.0, high=2.0, ui_step=0.05, label="Padding (s)",
+    pad_duration: float = _field(0.1, low=0.0, high=2.0,
                                  help="seconds of silence added on each side of the output")
-    fade_duration: float = _field(0.1, low=0.0, high=2.0, ui_step=0.05, label="Fade (s)",
+    fade_duration: float = _field(0.1, low=0.0, high=2.0,
                                   help="seconds of fade-in and fade-out of the output")
-    speed: float = _field(1.0, low=0.5, high=2.0, ui_step=0.05, label="Speed", advanced=False,
+    speed: float = _field(1.0, low=0.5, high=2.0,
                           help="speaking rate (1 = the estimated natural length)")
-    duration: Optional[float] = _field(None, low=0.1, high=600.0, label="Duration (s, 0 = automatic)", advanced=False,
+    duration: Optional[float] = _field(None, low=0.1, high=600.0,
                                        help="seconds of speech (default: estimated from the text)")
-    chunk_duration: float = _field(15.0, low=1.0, high=120.0, label="Chunk length (s)",
+    chunk_duration: float = _field(15.0, low=1.0, high=120.0,
                                    reference_name="audio_chunk_duration",
                                    help="seconds of speech per chunk when a long text is split")
-    chunk_threshold: float = _field(30.0, low=1.0, high=600.0, label="Chunking threshold (s)",
+    chunk_threshold: float = _field(30.0, low=1.0, high=600.0,
                                     reference_name="audio_chunk_threshold",
                                     help="texts estimated longer than this are split into chunks")
     normalize_text: Union[bool, str] = _field(
-        False, label="Read numbers as words", advanced=False,
+        False,
         help="numbers in words before speaking (the reference's normalize_text; needs the normalize extra): "
              "true reads numbers, dates, money and units in English and Chinese and bare integers in other "
              "languages (num2words), in the language given or else detected in the text; 'auto' does so only "
              "for English and Chinese (text/normalize_choice.py)")
-    seed: Optional[int] = _field(None, low=0, high=MAX_SEED, label="Seed", advanced=False,
+    seed: Optional[int] = _field(None, low=0, high=MAX_SEED,
                                  help="random seed (default: a new one each run, reported with the result)")
     # --- this program's speed options (off / 1 = the reference's behaviour) -------------------
-    guidance_every: int = _field(1, low=1, high=16, ui_high=4, ui_step=1, label="Guidance every k steps",
+    guidance_every: int = _field(1, low=1, high=16,
                                  help="run the unconditional (guidance) forward on every k-th step only and "
                                       "reuse its last logits in between (1 = every step, the reference)")
-    sentence_streaming: bool = _field(False, label="Sentence streaming",
+    sentence_streaming: bool = _field(False,
                                       help="generate the first sentence on its own (a long one cut at a clause) "
                                            "so its audio comes first, then the rest in chunks of chunk_duration")
-    prompt_refresh: int = _field(1, low=1, high=256, ui_high=8, ui_step=1, label="Prompt refresh every k steps",
+    prompt_refresh: int = _field(1, low=1, high=256,
                                  help="run the conditional row whole on every k-th step only and keep its "
                                       "prompt's keys and values (instruct, text, reference) for the steps between, "
                                       "which run the target frames alone; at most num_step (1 = every step, the "
                                       "reference)")
     # --- the sentence check (off = the reference's output; engine/guard.py) ------------------
-    guard: bool = _field(False, label="Check each sentence", advanced=False,
+    guard: bool = _field(False,
                          help="transcribe each chunk (sentence) after it is made, score it against its text, and "
                               "generate it again with the next seed when it fails (needs the speech recogniser)")
-    guard_cer: float = _field(0.2, low=0.0, high=1.0, ui_step=0.05, label="Check: error threshold",
+    guard_cer: float = _field(0.2, low=0.0, high=1.0,
                               help="a chunk whose character error rate (plus 1 for short speech, a long silence "
                                    "or clipping) is over this is generated again")
-    guard_tries: int = _field(3, low=1, high=8, ui_step=1, label="Check: takes per chunk",
+    guard_tries: int = _field(3, low=1, high=8,
                               help="most takes of one chunk; the best is kept")
     # --- word times (off = nothing aligned; engine/word_times.py) -------------------------------
-    word_timestamps: bool = _field(False, label="Word timings (read-along)",
+    word_timestamps: bool = _field(False,
                                    help="align each chunk with its text (the speech recogniser's cross-attention) "
                                         "and report every word's start and end in the result and the stream; the "
                                         "app shows the words under the player, the one heard highlighted, and "
                                         "offers word subtitles (needs the speech recogniser)")
     # --- delivery (off = the exact output; audio/loudness.py) ----------------------------------
-    loudness: Optional[float] = _field(None, low=-40.0, high=-5.0, label="Loudness of the result and downloads", advanced=False,
+    loudness: Optional[float] = _field(None, low=-40.0, high=-5.0,
                                        help="normalise the final audio to this integrated loudness (EBU R128; "
                                             "-16 for podcasts, -23 for broadcast) with its true peak at most "
                                             "-1 dBTP (needs the loudness extra: pyloudnorm)")

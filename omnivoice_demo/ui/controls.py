@@ -1,10 +1,10 @@
 """The generation controls of Speak and Clone, and of the /speak and /clone API, built from ``GenerationConfig``.
 
-Every widget's label, range, step and default is the field's ``Setting`` (config.py):
-``speed``, ``duration``, ``normalize_text`` and ``seed`` (``advanced=False``) sit in the main column, every
-other field is generated under "Advanced".  A new ``GenerationConfig`` field therefore
-appears in both tabs and both API endpoints with no edit here; give it ``ui_low`` /
-``ui_high`` / ``ui_step`` / ``label`` in its ``Setting`` to shape its widget.
+Every widget's default, valid range and help is the field's (``GenerationConfig``); its label, slider range,
+step and place are the app's own description of the control (``control_specs.CONTROLS``): ``speed``,
+``duration``, ``normalize_text`` and ``seed`` (``advanced=False``) sit in the main column, every other field is
+generated under "Advanced".  A new ``GenerationConfig`` field therefore appears in both tabs and both API
+endpoints with no edit here; give it a ``Control`` in ``control_specs.py`` to shape its widget.
 
 The values come back as a ``dict`` (name -> value); ``generation_request`` turns them
 into the engine's arguments: ``language``, ``instruct`` and a validated ``GenerationConfig``.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import math
 import secrets
 from typing import Any, Callable, Optional, cast
 
@@ -30,6 +29,7 @@ from ..studio.variants import read_voice_description
 from ..settings.presets import preset_values
 from ..text.normalize import unavailable_note
 from ..asr.scoring import jiwer_missing_note
+from .control_specs import control, slider_range
 from .owners import owner_of
 from .design import AUTO, DESIGN_CATEGORIES, compose_instruct, design_widgets
 from .speed_controls import APP_DEFAULTS, DEFAULT_PRESET, preset_choices, preset_controls, preset_of
@@ -56,7 +56,7 @@ def tab_settings() -> list[str]:
 
 
 def advanced_settings() -> list[str]:
-    return [name for name in tab_settings() if GenerationConfig.setting(name).advanced]
+    return [name for name in tab_settings() if control(name).advanced]
 
 
 def api_settings() -> list[str]:
@@ -72,12 +72,10 @@ def setting_widget(name: str, prefix: str):
     """A slider (numbers) or a checkbox (booleans) for one ``GenerationConfig`` field."""
     setting, kind, default = GenerationConfig.setting(name), GenerationConfig.kind(name), GenerationConfig.default(name)
     default = APP_DEFAULTS.get(name, default)
-    label, elem_id = setting.label or name, _element_id(prefix, name)
+    label, elem_id = control(name).label, _element_id(prefix, name)
     if kind is bool:
         return gr.Checkbox(value=default, label=label, info=setting.help, elem_id=elem_id)
-    low = setting.ui_low if setting.ui_low is not None else setting.low
-    high = setting.ui_high if setting.ui_high is not None else setting.high
-    step = setting.ui_step or (1 if kind is int else 10.0 ** math.floor(math.log10((high - low) / 100)))
+    low, high, step = slider_range(name)
     return gr.Slider(low, high, value=low if default is None else default, step=step, label=label,
                      info=setting.help, elem_id=elem_id)
 
@@ -93,7 +91,7 @@ def normalize_widget(prefix: str):
             "and units in words; other languages are read as written. Always: other languages' bare integers in "
             "words too (num2words). What was done is under the text box.")
     return gr.Radio(NORMALIZE_CHOICES, value=APP_DEFAULTS["normalize_text"],
-                    label=GenerationConfig.setting("normalize_text").label,
+                    label=control("normalize_text").label,
                     info=info if note is None else f"{info} {note}", elem_id=_element_id(prefix, "normalize_text"))
 
 
@@ -112,7 +110,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     with gr.Row(elem_classes=QUICK):
         c["speed"] = setting_widget("speed", prefix)
         duration = GenerationConfig.setting("duration")
-        c["duration"] = gr.Number(value=0, label=duration.label, minimum=0, maximum=duration.high,
+        c["duration"] = gr.Number(value=0, label=control("duration").label, minimum=0, maximum=duration.high,
                                   info=duration.help, elem_id=f"{prefix}-duration")
     c["normalize_text"] = normalize_widget(prefix)
     c["preset"] = gr.Radio(preset_choices(), value=DEFAULT_PRESET, label="Speed preset",
@@ -130,7 +128,7 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
                     c[name] = setting_widget(name, prefix)
     _wire_preset(c)
     with gr.Row(equal_height=True):
-        c["seed"] = gr.Number(value=SEED_SHOWN, label=GenerationConfig.setting("seed").label, precision=0, minimum=0,
+        c["seed"] = gr.Number(value=SEED_SHOWN, label=control("seed").label, precision=0, minimum=0,
                               elem_id=f"{prefix}-seed")
         c["randomize"] = gr.Checkbox(value=True, label="Random seed each run (the seed used is written back)",
                                      elem_id=f"{prefix}-randomize")
@@ -138,10 +136,10 @@ def generation_controls(prefix: str, with_voice: bool) -> dict:
     with gr.Row(equal_height=True):
         missing = jiwer_missing_note()   # greyed out up front, with what to install, rather than refused on Speak
         c["guard"] = setting_widget("guard", prefix) if missing is None else gr.Checkbox(
-            value=False, interactive=False, label=GenerationConfig.setting("guard").label, info=missing,
+            value=False, interactive=False, label=control("guard").label, info=missing,
             elem_id=_element_id(prefix, "guard"))
         loudness = GenerationConfig.setting("loudness")
-        c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=loudness.label, info=loudness.help,
+        c["loudness"] = gr.Dropdown(LOUDNESS_CHOICES, value=0, label=control("loudness").label, info=loudness.help,
                                     elem_id=f"{prefix}-loudness")
     c["autoplay"] = gr.Checkbox(value=True, label="Autoplay the result (when it was not already played chunk by chunk)",
                                 elem_id=f"{prefix}-autoplay")

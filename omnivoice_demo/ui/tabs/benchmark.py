@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 
 import gradio as gr
 
+from ..control_specs import control
 from ..gradio_api import api_errors, describe
 from ...settings.generation import GenerationConfig
 from ...constants import STAGES
@@ -22,7 +23,7 @@ from ...studio import Studio
 BENCH_COLUMNS = (["model", "profile", "num_step", "frames", "audio_s"] + [f"{stage}_s" for stage in STAGES]
                  + ["total_s", "per_step_ms", "rtf", "peak_rss_mb"])
 MAX_REPEATS = 10
-STEPS_SETTING = GenerationConfig.setting("num_step")
+STEPS_CONTROL = control("num_step")   # the Steps slider of Speak and Clone
 
 
 def _whole(value, default: int, name: str) -> int:
@@ -66,7 +67,7 @@ def benchmark_updates(studio: Studio, labels: Optional[list[str]], length: str =
     if length not in TEXTS:
         raise InvalidInput(f"Text length must be one of {', '.join(TEXTS)}, got {excerpt(length)}.", param="length")
     num_step = _whole(num_step, GenerationConfig.default("num_step"), "num_step")
-    low, high = int(STEPS_SETTING.ui_low), int(STEPS_SETTING.ui_high)
+    low, high = int(STEPS_CONTROL.low or 1), int(STEPS_CONTROL.high or 64)
     if not low <= num_step <= high:
         raise InvalidInput(f"Steps must be between {low} and {high} in the benchmark, got {num_step}.",
                            param="num_step")
@@ -228,7 +229,7 @@ def build(studio: Studio) -> gr.CheckboxGroup:
             models = gr.CheckboxGroup(studio.models.labels(), value=ticked(studio), label="Models", scale=3,
                                       elem_id="bench-models")
             length = gr.Radio(list(TEXTS), value="short", label="Text length", elem_id="bench-length")
-            steps = gr.Slider(STEPS_SETTING.ui_low, STEPS_SETTING.ui_high, value=16, step=1, label="Steps",
+            steps = gr.Slider(STEPS_CONTROL.low, STEPS_CONTROL.high, value=16, step=1, label="Steps",
                               elem_id="bench-steps")
             repeats = gr.Slider(1, MAX_REPEATS, value=1, step=1, label="Repetitions", elem_id="bench-repeats")
         go, stop = go_stop_buttons("bench", "Run benchmark")
