@@ -10,11 +10,13 @@ The runs, in an order that rotates from round to round (each after one warm-up):
 * ours at the Reference preset (32 steps, guidance on every step) and at Fast (8 steps, guidance on every
   second), the engine as ``--backbone`` chooses (``auto``);
 * the PyTorch reference's ``OmniVoice.generate`` (fp32, 32 steps, guidance on every step) of ``--reference``;
-* the GGML port ``omnivoice.cpp`` (``--ggml-cli``, its ``omnivoice-tts``; built from source by hand: no build of
-  it is kept here) on the GGUFs its own ``convert.py`` made of the same checkpoint, the backbone quantised to
-  ``--ggml-quant`` (Q8_0) by its own tool, the codec F32: 32 steps and 8 steps, guidance on every step (its
-  only schedule), the thread count from ``OMNIVOICE_CPP_THREADS``, which the port reads only where its
-  ``backend_cpu_n_threads()`` was changed to (it has no thread flag);
+* the GGML port ``omnivoice.cpp`` (``--ggml-cli``, its ``omnivoice-tts``) on the GGUFs its own ``convert.py`` made
+  of the same checkpoint, the backbone quantised to ``--ggml-quant`` (Q8_0) by its own tool, the codec F32: 32 steps
+  and 8 steps, guidance on every step (its only schedule), the thread count from ``OMNIVOICE_CPP_THREADS``, which
+  the port reads only with ``ggml_peer_threads.patch`` applied (it has no thread flag).  No build of it is kept
+  here: ``bash benchmarks/build_ggml_peer.sh --dest DIR --checkpoint CKPT`` clones it at the recorded commit,
+  applies that patch, builds it and converts the checkpoint with its own tools, and records what it built in
+  ``DIR/peer-build.json``, which this script reports;
 * OpenVINO (``--openvino-python``: a Python with ``openvino`` beside this project's packages) running our loop's
   backbone and codec decoder on the same folder's weights (``peer_runtimes.py``), at both presets.
 
@@ -28,15 +30,18 @@ machine may be shared).  ``x ours`` is the synthesis time over ours at the same 
 not given or not installed is named as such and left out of the table.
 
 The figures other projects published on other CPUs are printed after, marked as published, never rerun here.
+The command line, our commit and each peer's version are printed first and kept in ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import pathlib
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -66,8 +71,33 @@ RUNS = {
 }
 NAMES = {"ours": "ours (ONNX Runtime)", "pytorch": "PyTorch reference, fp32", "ggml": "GGML port omnivoice.cpp",
          "openvino": "OpenVINO (our loop, its backbone and decoder)"}
+BUILD_GGML = "bash benchmarks/build_ggml_peer.sh --dest DIR --checkpoint CKPT"
 PERF_TOTAL = re.compile(r"\[Perf\] Total ([0-9.]+) ms \(T=(\d+), audio ([0-9.]+) s")
 CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
+
+
+def our_commit() -> str | None:
+    """This checkout's commit, ``-dirty`` when its tracked files differ from it; None outside git."""
+    try:
+        found = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True,
+                               text=True, timeout=30, cwd=pathlib.Path(__file__).resolve().parent.parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
+
+
+def command_line(argv: list[str]) -> str:
+    """The command as run, with the cache folder it used."""
+    cache = os.environ.get("OMNIVOICE_CACHE")
+    return (f"OMNIVOICE_CACHE={shlex.quote(cache)} " if cache else "") + shlex.join(["python", "benchmarks/peers.py",
+                                                                                   *argv])
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def cpu_flags() -> list[str]:
@@ -123,6 +153,9 @@ class GgmlPort:
         usage = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=60)
         self.facts = {"version": (usage.stderr or usage.stdout).splitlines()[0].strip(), "model": self.model.name,
                       "codec": self.codec.name, "threads_env": "OMNIVOICE_CPP_THREADS"}
+        record = cli.resolve().parent.parent / "peer-build.json"  # build_ggml_peer.sh's: DIR/build/omnivoice-tts
+        if record.is_file():
+            self.facts["build"] = json.loads(record.read_text(encoding="utf-8"))
         self.generate(1)  # warm-up: the GGUFs into the page cache
 
     def generate(self, steps: int) -> dict:
@@ -170,10 +203,13 @@ def start_peers(args, scratch: pathlib.Path) -> tuple[dict, dict]:
         absent["pytorch"] = "not run: give --reference (the PyTorch checkpoint folder)"
     else:
         runners["pytorch"] = Worker(python, "pytorch", args.reference, args, scratch / "pytorch.log")
+        runners["pytorch"].facts["omnivoice"] = package_version("omnivoice")  # the worker runs this Python
+    build = (f"build it with `{BUILD_GGML}`, then give --ggml-cli DIR/build/omnivoice-tts and "
+             "--ggml-models DIR/models")
     if not args.ggml_cli or not args.ggml_models:
-        absent["ggml"] = "not installed: give --ggml-cli (omnivoice.cpp's omnivoice-tts) and --ggml-models"
+        absent["ggml"] = f"not installed: {build}"
     elif not pathlib.Path(args.ggml_cli).is_file():
-        absent["ggml"] = f"not installed: no program at --ggml-cli {args.ggml_cli}"
+        absent["ggml"] = f"not installed: no program at --ggml-cli {args.ggml_cli}; {build}"
     else:
         runners["ggml"] = GgmlPort(pathlib.Path(args.ggml_cli), pathlib.Path(args.ggml_models), args.ggml_quant, args,
                                    scratch)
@@ -222,9 +258,26 @@ def summary(rounds: list[dict]) -> dict:
     return out
 
 
+def versions(facts: dict) -> str:
+    """Each peer's commit or version, as its runner reported it."""
+    said = []
+    if "ours" in facts:
+        said.append(f"ours {facts['ours'].get('commit') or 'commit unknown'} (onnxruntime {facts['ours'].get('onnxruntime')})")
+    if "pytorch" in facts:
+        said.append(f"PyTorch {facts['pytorch'].get('torch')}, omnivoice {facts['pytorch'].get('omnivoice')}")
+    if "ggml" in facts:
+        build = facts["ggml"].get("build")
+        said.append(facts["ggml"]["version"] + (f", ggml {build['ggml']['commit'][:7]} from {build['ggml']['source']}, "
+                                                f"{' '.join(build['cmake'])}" if build else
+                                                ", ggml unknown (no peer-build.json beside its build folder)"))
+    if "openvino" in facts:
+        said.append(f"OpenVINO {facts['openvino'].get('openvino')}")
+    return "; ".join(said)
+
+
 def markdown(result: dict) -> str:
     lines = [f"CPU {result['cpu']} ({', '.join(result['cpu_flags']) or 'flags unknown'}), {result['threads']} threads, "
-             f"{result['rounds']} round(s), {DURATION:g} s of speech",
+             f"{result['rounds']} round(s), {DURATION:g} s of speech", "", f"Versions: {versions(result['facts'])}",
              "", "| runtime | runs | wall s | synthesis s | RTF | peak RSS MB | load before | others' cores | "
              "x ours (synthesis) |", "|---|---|---|---|---|---|---|---|---|"]
     for row in result["summary"].values():
@@ -260,16 +313,19 @@ def main(argv=None) -> int:
     unknown = set(args.runs.split(",")) - set(RUNS) if args.runs else set()
     if unknown:
         parser.error(f"unknown run {', '.join(sorted(unknown))}; the runs are {', '.join(RUNS)}")
+    command, commit = command_line(sys.argv[1:] if argv is None else argv), our_commit()
+    print(json.dumps({"command": command, "commit": commit}), flush=True)  # the log's head says what ran
     with tempfile.TemporaryDirectory(prefix="omnivoice-peers-") as scratch:
         runners, absent = start_peers(args, pathlib.Path(scratch))
         try:
             facts = {peer: runner.facts for peer, runner in runners.items()}
+            facts["ours"]["commit"] = commit
             rounds = measure(runners, args.rounds, args.runs.split(",") if args.runs else [])
         finally:
             for runner in runners.values():
                 runner.close()
-    result = {"cpu": cpu_name(), "cpu_flags": cpu_flags(), "threads": args.threads, "rounds": args.rounds,
-              "facts": facts, "not_run": absent, "runs": rounds, "summary": summary(rounds)}
+    result = {"command": command, "cpu": cpu_name(), "cpu_flags": cpu_flags(), "threads": args.threads,
+              "rounds": args.rounds, "facts": facts, "not_run": absent, "runs": rounds, "summary": summary(rounds)}
     print()
     print(markdown(result))
     print("\n" + json.dumps({"facts": facts}))
