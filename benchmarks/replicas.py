@@ -2,12 +2,16 @@
 given, in one run (issue 52): the scaling shape on this machine, not a record.
 
     python -m benchmarks.replicas --model /work/models/full-int4 --replicas 1,2 --requests 12 \
-        [--clients 2] [--backbone int4] [--replica-threads 1]
+        [--clients 2] [--backbone int4] [--replica-threads 1] [--text paragraph] [--preset reference]
+
+Requests sent together (issue 58): ``--clients 6 --requests 6 --text paragraph`` sends six paragraphs at once;
+the span is the time until the last one is whole.
 
 For each N: starts ``python -m omnivoice_demo serve --replicas N --replica-threads T`` (a local Ray cluster) on a
 free port, waits until ``/health`` has answered from N replicas, sends one warm-up request per replica, then
 ``--requests`` requests from ``--clients`` clients at once (closed loop: each client sends its next request when
-its answer is whole), the same short text (``TEXT``, seed 1, voice ``alloy``, WAV, not streamed, preset ``fast``).
+its answer is whole), the same text (``TEXT``, or ``PARAGRAPH`` with ``--text paragraph``; seed 1, voice ``alloy``,
+WAV, not streamed, preset ``--preset``, default ``fast``).
 Prints per N: requests per minute over the measured span, p50 and p95 of the request latency, which replicas
 answered, and the ratio of requests per minute to the first N's.  The machine's CPU and load are printed first.
 """
@@ -30,6 +34,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank."
+PARAGRAPH = ("The old lighthouse keeper climbed the winding stairs every evening. He lit the great lamp and "
+             "wiped the salt from the glass. Far below, the ships passed safely through the narrow channel. "
+             "He watched them until the first grey light of morning, then wrote their names in his book.")
 
 
 def free_port() -> int:
@@ -76,19 +83,19 @@ def wait_replicas(process, url: str, replicas: int, timeout: float) -> set:
             raise RuntimeError(f"serve --replicas {replicas} did not start (its log has why)")
         try:
             answer = httpx.get(url + "/health", timeout=5)
-            if answer.status_code == 200 and answer.json().get("replica"):
-                seen.add(answer.json()["replica"]["id"])
+            if answer.status_code == 200:   # the proxy's answer over every replica's report
+                seen = {replica["id"] for replica in answer.json().get("replicas", []) if replica.get("model")}
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
     return seen
 
 
-def one(url: str) -> tuple[float, str]:
+def one(url: str, text: str = TEXT, preset: str = "fast") -> tuple[float, str]:
     started = time.perf_counter()
     answer = httpx.post(url + "/v1/audio/speech", timeout=900,
-                        json={"input": TEXT, "voice": "alloy", "response_format": "wav", "stream": False,
-                              "preset": "fast", "seed": 1})
+                        json={"input": text, "voice": "alloy", "response_format": "wav", "stream": False,
+                              "preset": preset, "seed": 1})
     answer.raise_for_status()
     return time.perf_counter() - started, answer.headers.get("X-OmniVoice-Replica", "?")
 
@@ -99,9 +106,10 @@ def measure(args, replicas: int, workdir: pathlib.Path) -> dict:
         ids = wait_replicas(process, url, replicas, args.start_timeout)
         with concurrent.futures.ThreadPoolExecutor(replicas) as pool:   # each replica's first request
             list(pool.map(lambda _: one(url), range(replicas)))
+        text = PARAGRAPH if args.text == "paragraph" else TEXT
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
-            results = list(pool.map(lambda _: one(url), range(args.requests)))
+            results = list(pool.map(lambda _: one(url, text, args.preset), range(args.requests)))
         span = time.perf_counter() - started
     finally:
         process.send_signal(signal.SIGTERM)
@@ -126,13 +134,16 @@ def main(argv=None) -> int:
     parser.add_argument("--replica-threads", type=int, default=1)
     parser.add_argument("--requests", type=int, default=12)
     parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--text", choices=("short", "paragraph"), default="short")
+    parser.add_argument("--preset", choices=("fast", "balanced", "reference"), default="fast")
     parser.add_argument("--start-timeout", type=float, default=900)
     parser.add_argument("--workdir", default="/tmp/omnivoice-bench-replicas")
     args = parser.parse_args(argv)
     workdir = pathlib.Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}")
-    print(f"text: {TEXT!r}, preset fast, {args.requests} requests from {args.clients} clients, "
+    print(f"text: {PARAGRAPH if args.text == 'paragraph' else TEXT!r}, preset {args.preset}, "
+          f"{args.requests} requests from {args.clients} clients, "
           f"{args.replica_threads} thread(s) a replica")
     rows = []
     for replicas in [int(n) for n in args.replicas.split(",")]:
