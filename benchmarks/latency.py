@@ -19,6 +19,11 @@ audio is what it is for).  Cases:
 * paragraph: see above;
 * long: about 40 s of speech, 3 chunks (the ``--long-preset``, default Fast: the
   Reference preset takes minutes on 2 cores);
+* first: where the first chunk's time goes (issue 59, item 4): the reply of the issue ("The storm passed
+  before midnight." then a longer sentence) at the ``--first-preset`` (default Fast) with sentence streaming,
+  ``quick_start`` off and at each of ``--quick`` (seconds), taking turns ``--repeats`` times: the first
+  audio of the streamed run, then the first chunk alone at its planned length (the same rows: prompt and
+  target) with its stages (forwards of the backbone, heads, sampling, codec decode) and its rows;
 * sixty: about 60 s of speech (the long text, then the paragraph) with and without
   sentence streaming (``--sixty-preset``, default Reference): first audio against
   the unstreamed total, past the reference's 30 s chunking threshold.
@@ -31,7 +36,9 @@ post-processing), which issue 18 keeps under 15% of a Reference run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import pathlib
 import platform
 import subprocess
@@ -60,12 +67,12 @@ def reference_clip(seconds: float) -> tuple[np.ndarray, int]:
     return (0.2 * voiced * np.clip(np.sin(np.pi * 4.0 * t) ** 2 * 1.4 - 0.2, 0, 1)).astype(np.float32), sr
 
 
-def timed_run(engine, label, text, config, voice=None, stop_after_first=False) -> dict:
-    plan = engine.prepare(text, voice=voice, config=config)
+def timed_run(engine, label, text, config, voice=None, stop_after_first=False, instruct=None) -> dict:
+    plan = engine.prepare(text, voice=voice, config=config, instruct=instruct)
     estimate = engine.estimate_seconds(plan)
     started, cpu_started = time.perf_counter(), time.process_time()
     first = first_cpu = result = None
-    stream = engine.stream(text, voice=voice, config=config)
+    stream = engine.stream(text, voice=voice, config=config, instruct=instruct)
     for event in stream:
         if event.kind == "chunk" and first is None:
             first, first_cpu = time.perf_counter() - started, time.process_time() - cpu_started
@@ -89,6 +96,41 @@ def timed_run(engine, label, text, config, voice=None, stop_after_first=False) -
     return row
 
 
+#: issue 59's reply: a short first sentence (2 s of speech), then a longer one
+REPLY = "The storm passed before midnight. By morning the streets were quiet again and the sky was clear."
+
+
+def first_chunk_rows(engine, text: str, config, quick_values, repeats: int) -> list[dict]:
+    """The ``first`` case: per repeat, sentence streaming without and with each ``quick_start``, alternating; the
+    voice is the front ends' default design (``alloy``), whose instruct is part of every conditional row."""
+    from omnivoice_demo.studio.vocabulary import DESIGNS
+
+    instruct = DESIGNS["alloy"]
+    rows = []
+    for repeat in range(repeats):
+        for quick in [0.0, *quick_values]:
+            streamed = config.replace(sentence_streaming=True, quick_start=quick)
+            row = timed_run(engine, "first", text, streamed, stop_after_first=True, instruct=instruct)
+            plan = engine.prepare(text, config=streamed, instruct=instruct)
+            frames = engine._layout(plan)[0]
+            alone = config.replace(duration=frames / 25)   # the first chunk alone, at its planned length
+            cpu = time.process_time()
+            result = engine.generate(plan.chunks[0], config=alone, instruct=instruct)
+            cpu = time.process_time() - cpu
+            prompt = engine.planner.prompt_tokens(dataclasses.replace(plan, chunks=[plan.chunks[0]]))
+            row.update(repeat=repeat + 1, quick_start=quick, first_chunk=plan.chunks[0], first_frames=frames,
+                       cond_rows=prompt + frames, uncond_rows=frames,
+                       first_chunk_stages={k: round(v, 3) for k, v in result.timings.items()},
+                       first_chunk_cpu_s=round(cpu, 3),
+                       load_1min=round(os.getloadavg()[0], 2))
+            row.pop("stages", None)
+            print(json.dumps(dict(case="first-stages", **{k: row[k] for k in (
+                "quick_start", "first_chunk", "first_frames", "cond_rows", "time_to_first_audio_s",
+                "first_audio_cpu_s", "first_chunk_stages", "first_chunk_cpu_s", "load_1min")})), flush=True)
+            rows.append(row)
+    return rows
+
+
 def _preset_name(config) -> str:
     from omnivoice_demo.settings.presets import matching_preset
 
@@ -109,6 +151,9 @@ def main(argv=None) -> int:
                              "busy machine: the first-audio ratio hardly depends on it)")
     parser.add_argument("--skip-fast", action="store_true", help="paragraph: no Fast preset run")
     parser.add_argument("--stream-full", action="store_true")
+    parser.add_argument("--first-preset", default="fast", help="preset of the first case")
+    parser.add_argument("--quick", default="0.8,1.2", help="the first case's quick_start seconds (comma-separated)")
+    parser.add_argument("--repeats", type=int, default=2, help="turns of the first case")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -146,6 +191,9 @@ def main(argv=None) -> int:
         elif case == "long":
             rows.append(timed_run(engine, "long", LONG, GenerationConfig.preset(args.long_preset)
                                   .replace(seed=args.seed)))
+        elif case == "first":
+            rows += first_chunk_rows(engine, REPLY, GenerationConfig.preset(args.first_preset).replace(seed=args.seed),
+                                     [float(q) for q in args.quick.split(",") if q], args.repeats)
         elif case == "sixty":
             sixty = GenerationConfig.preset(args.sixty_preset).replace(seed=args.seed)
             rows.append(timed_run(engine, "sixty", SIXTY, sixty.replace(sentence_streaming=True),

@@ -196,7 +196,9 @@ def test_synthesize_is_the_engines_audio_for_the_same_text_voice_and_seed(server
     start = AudioStart.from_event(received[0][1])
     assert (start.rate, start.width, start.channels) == (24000, 2, 1)
     voice = server.context.voices.load(SAVED)
-    expected = engine.generate(ONE_SENTENCE, voice=voice, seed=SEED, sentence_streaming=True)
+    # the server's default: the voice assistant's preset (Fast) with a quick start
+    expected = engine.generate(ONE_SENTENCE, voice=voice, seed=SEED, sentence_streaming=True, quick_start=1.2,
+                               num_step=8, guidance_every=2, prompt_refresh=4)
     assert len(expected.chunks) == 1
     assert audio_of(received) == pcm16(expected.audio)   # one chunk: exactly the engine's result
 
@@ -466,12 +468,13 @@ def test_a_wrong_uri_is_one_error_line():
 
 
 def test_the_servers_preset_sets_every_requests_steps(core, server, engine, monkeypatch):
-    """Home Assistant sends no generation settings: ``--preset`` is how a slow machine answers sooner."""
+    """Home Assistant sends no generation settings: the server answers at the voice assistant's Fast preset, and
+    ``--preset reference`` gives the exact model's steps."""
     models, voices, service = core
     record = recording_run(engine, monkeypatch)
     talk(server.port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
     port = free_port()
-    fast = WyomingServer(f"tcp://127.0.0.1:{port}", make_context(models, voices, service, preset="Fast")
+    fast = WyomingServer(f"tcp://127.0.0.1:{port}", make_context(models, voices, service, preset="Reference")
                          ).start_in_thread()
     try:
         received = talk(port, [synthesize(ONE_SENTENCE, "alloy", seed=SEED)])
@@ -479,8 +482,8 @@ def test_the_servers_preset_sets_every_requests_steps(core, server, engine, monk
         fast.stop_thread()
     assert received[-1][1].type == "audio-stop"
     default, quick = (plan.config for plan in record["plans"])
-    assert (default.num_step, default.guidance_every) == (32, 1)
-    assert (quick.num_step, quick.guidance_every, quick.prompt_refresh) == (8, 2, 4)
+    assert (default.num_step, default.guidance_every, default.prompt_refresh) == (8, 2, 4)   # Fast by default
+    assert (quick.num_step, quick.guidance_every) == (32, 1)   # Reference a flag away
     assert quick.sentence_streaming and quick.seed == SEED == default.seed
 
 
@@ -488,7 +491,7 @@ def test_the_preset_flags_of_the_wyoming_server(capsys):
     from omnivoice_demo.cli.main import build_parser
 
     parser = build_parser()
-    assert parser.parse_args(["wyoming"]).wyoming_preset == "reference"
+    assert parser.parse_args(["wyoming"]).wyoming_preset == "fast"
     assert parser.parse_args(["wyoming", "--preset", "FAST"]).wyoming_preset == "fast"
     assert parser.parse_args(["serve", "--wyoming-uri", "tcp://127.0.0.1:10200", "--wyoming-preset", "hd"]
                              ).wyoming_preset == "hd"

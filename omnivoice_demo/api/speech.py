@@ -13,7 +13,10 @@ The request's fields (OpenAI's, then ours):
   applied, what was not understood and which style clip spoke), ``strict`` (true: refuse instructions
   with any word not understood),
   ``stream_format`` (as OpenAI: ``audio`` by default, the file's bytes as each chunk is
-  decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``);
+  decoded; ``sse``: ``speech.audio.delta`` events with base64 audio, then ``speech.audio.done``); a stream
+  is sentence streaming with a quick start by default (``stream_config``: a first chunk of a clause or a few
+  words, then the sentences; ``quick_start: 0`` makes the first chunk the first sentence,
+  ``sentence_streaming: false`` the reference's chunker at ``STREAM_CHUNK_SECONDS``);
 * ``stream: false``: one whole file instead (the exact output of the text in one plan, with the
   codes digest and duration headers); ``stream: true`` without a ``stream_format`` means OpenAI's default, ``audio`` (the file's bytes, never SSE text);
   a ``wav`` request that says nothing of streaming is a whole file too (its header then states its
@@ -50,6 +53,7 @@ import urllib.parse
 from typing import AsyncIterator, Optional
 
 from ..settings.generation import GenerationConfig
+from ..settings.presets import QUICK_START_SECONDS
 from ..errors import ResourceLimitExceeded
 from ..text.normalize_choice import normalize_failures, normalized_header
 from ..text.descriptions import Description
@@ -109,12 +113,26 @@ def header_text(value: str) -> str:
     return urllib.parse.quote(value, safe=_HEADER_SAFE)
 
 
+def stream_config(request: SpeechRequest, config: GenerationConfig) -> GenerationConfig:
+    """A stream's settings: sentence streaming with ``quick_start`` at ``QUICK_START_SECONDS`` (a first chunk of a
+    clause or a few words, so a voice assistant's reply starts sooner; BENCHMARKS.md, "First audio for a voice
+    assistant"), where the request sets neither; a whole file (``stream: false``) keeps the request's."""
+    if not request.stream_format:
+        return config
+    given = request.settings
+    if "sentence_streaming" not in given:
+        config = config.replace(sentence_streaming=True)
+    if "quick_start" not in given and config.sentence_streaming:
+        config = config.replace(quick_start=QUICK_START_SECONDS)
+    return config
+
+
 def plan_for(engine, request: SpeechRequest, voice, instruct: Optional[str], voices=None):
     """The engine's plan of a request (SSML when its input starts with ``<speak``, its voice names resolved by
-    ``voices``).  Streaming splits the text at about ``STREAM_CHUNK_SECONDS`` of
+    ``voices``).  Streaming (``stream_config``) splits the text at about ``STREAM_CHUNK_SECONDS`` of
     speech (longer chunks where that would pass the server's chunk limit) unless the request sets
     ``chunk_duration``/``chunk_threshold`` itself."""
-    config = config_for(request, engine)
+    config = stream_config(request, config_for(request, engine))
     plan = engine.prepare(request.text, language=request.language, instruct=instruct, voice=voice, config=config,
                           pronunciations=request.pronunciations, ssml=None, voices=voices)
     if not request.stream_format or {"chunk_duration", "chunk_threshold"} & set(request.settings):

@@ -49,7 +49,7 @@ from ..storage.voice_file import Voice
 from ..text.prompt import build_condition_ids, load_text_tokenizer
 from . import render_key as render_keys
 from . import voices, word_times
-from .duration import chunk_reference, chunk_target_frames
+from .duration import chunk_reference
 from .estimate import PipelineEstimator
 from .events import ChunkEvent, GenerationPlan, GenerationResult, StepEvent, Timer
 from .guard import Guard
@@ -61,7 +61,7 @@ from .read_ahead import StreamedPlan
 from .sampling import decode_step
 from .segments import SegmentsPlan, run_segments
 from .steps import CellHeads, unmask
-from .streaming import playback_piece
+from .streaming import chunk_frames, playback_piece
 from .turns import TurnsPlan, run_turns
 from .work import plan_work
 
@@ -303,9 +303,7 @@ class OmniVoiceEngine:
 
     @staticmethod
     def _layout(plan: GenerationPlan) -> list[int]:
-        voice = plan.voice
-        return chunk_target_frames(plan.chunks, plan.target_frames, plan.speed,
-                                   voice.transcript if voice else None, voice.frames if voice else None)
+        return chunk_frames(plan)   # chunk_target_frames, but a quick_start plan's first chunk (streaming.py)
 
     def _chunk(self, plan: GenerationPlan, index: int, frames: int, first_codes: Optional[np.ndarray],
                rng: np.random.Generator, guard: Optional[Guard], timer: Timer, started: float) -> Generator:

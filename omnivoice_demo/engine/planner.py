@@ -154,7 +154,8 @@ class Planner:
                                                 voice.frames if voice else None, speed=config.speed,
                                                 duration=config.duration)
         # sentence streaming: the first sentence alone, then chunks of the reference's size, at any length
-        chunks = (sentence_chunks(text, target, config.chunk_duration, language=splitting_language(code, normalization))
+        chunks = (sentence_chunks(text, target, config.chunk_duration, language=splitting_language(code, normalization),
+                                  quick_start=config.quick_start)
                   if config.sentence_streaming else [text])
         if len(chunks) == 1 and needs_chunking(target, config.chunk_threshold):
             chunks = chunk_for_generation(text, target, config.chunk_duration)

@@ -33,9 +33,8 @@ from ..settings.generation import GenerationConfig
 from ..storage.voice_file import Voice
 from ..text.normalize import read_as_words
 from ..text.sentences import split_sentences
-from .duration import estimate_target_frames
 from .events import GenerationPlan
-from .streaming import first_chunk_end, splitting_language, worth_streaming
+from .streaming import first_chunk_end, first_chunk_frames, splitting_language, worth_streaming
 
 #: the workers that read the later sentences (each reading passes text_work.GATE, one at a time)
 READERS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="omnivoice-read-ahead")
@@ -131,7 +130,7 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
         read.append(words)
         failed += missed
         prefix = "".join(read).strip()
-        end, decided = first_chunk_end(prefix, language=language)
+        end, decided = first_chunk_end(prefix, language=language, quick_start=config.quick_start)
         if decided:
             break
     else:
@@ -142,7 +141,7 @@ def read_ahead_plan(engine, text: str, code: Optional[str], instruct: Optional[s
         return None
     voice_text, voice_frames = (voice.transcript, voice.frames) if voice else (None, None)
     # the first of several chunks is planned alone, against the voice (or the reference's fallback)
-    head_frames = estimate_target_frames(first, voice_text, voice_frames, speed=config.speed)
+    head_frames = first_chunk_frames(first, voice_text, voice_frames, config.speed, quick=config.quick_start > 0)
     head = engine.plan_of("".join(read) + unread, code, instruct, voice, config, normalization.with_failures(failed))
     head = dataclasses.replace(head, chunks=[first] + head.chunks[1:])
     # the first chunk's own checks: the whole text's length and prompt are at least these

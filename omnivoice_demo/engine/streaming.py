@@ -13,12 +13,24 @@ audio sooner is to generate a short first piece on its own:
   duration estimator lengthens a text (its cube-root soft floor), and the
   later chunks, which take their speaking rate from the first, would be
   drawn out;
-* the rest of the text is grouped into chunks of the reference's chunk size
-  (``chunk_text_punctuation`` with the characters per ``chunk_duration``, and
-  ``split_oversized_chunks`` as the engine's unstreamed chunking), at any
-  length: past the reference's chunking threshold (30 s) too, where the first
-  sentence is still its own chunk, so first audio comes after one sentence
-  whatever the text's length.
+* with ``quick_start`` (seconds, a ``GenerationConfig`` setting; 0 = off) the
+  first chunk is shorter still, for a voice assistant whose reply should start
+  within about a second: the longest run of the first clauses within that
+  length (at least ``MIN_QUICK_FRAMES``), else its first words within it (a
+  script written without spaces keeps the sentence rule); the next chunk is the rest up to a sentence end of at least
+  ``MIN_FIRST_FRAMES``, so it is ready about when the first has played.  Such a
+  first chunk is under the estimator's soft floor on purpose: ``chunk_frames``
+  sizes it at the text's own speaking rate (the floor would draw it out, and
+  every later chunk with it, since they take their rate from it);
+* the rest of the text is cut into sentences by ``text.sentences.split_sentences``
+  (the one splitter, as the first chunk) and grouped into chunks of up to the
+  reference's chunk size (the characters per ``chunk_duration``; a sentence
+  longer than that is cut by ``split_oversized_chunks``, as the engine's
+  unstreamed chunking), at any length: past the reference's chunking threshold
+  (30 s) too, where the first sentence is still its own chunk, so first audio
+  comes after one sentence whatever the text's length.  Streaming is not the
+  exact path: the unstreamed path keeps the reference's own chunker
+  (``prompt.chunk_text_punctuation``), whose cuts the parity tests hold.
 
 The engine then runs these chunks as the reference runs its own: without a
 voice, the first chunk's codes and text are the voice of the later ones, so
@@ -29,12 +41,14 @@ played one after the other, sound like the reference's cross-fade join.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import numpy as np
 
 from ..constants import FRAME_RATE, SAMPLE_RATE
-from .duration import FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, estimate_duration, split_oversized_chunks
+from .duration import (FALLBACK_REF_FRAMES, FALLBACK_REF_TEXT, chunk_target_frames, estimate_duration,
+                       estimate_target_frames, split_oversized_chunks)
 from ..text.prompt import chunk_text_punctuation
 from ..text.sentences import split_sentences
 
@@ -44,6 +58,9 @@ FIRST_CHUNK_SECONDS = 3.0
 #: the duration estimator's soft floor (``estimate_duration``'s ``low_threshold``): a first chunk shorter than this
 #: would be lengthened, and so would every later chunk that takes its rate from it
 MIN_FIRST_FRAMES = 50
+
+#: ``quick_start``'s shortest first chunk (0.6 s: a few words; a shorter text is spoken poorly and gains little)
+MIN_QUICK_FRAMES = 15
 
 #: the reference's join: fade out, silence, fade in, a third of this each (``cross_fade_chunks``)
 JOIN_SECONDS = 0.3
@@ -73,31 +90,63 @@ def splitting_language(code: Optional[str], normalization=None) -> Optional[str]
 
 
 def sentence_chunks(text: str, target_frames: int, chunk_duration: float = 15.0,
-                    first_chunk_seconds: float = FIRST_CHUNK_SECONDS, language: Optional[str] = None) -> list[str]:
+                    first_chunk_seconds: float = FIRST_CHUNK_SECONDS, language: Optional[str] = None,
+                    quick_start: float = 0.0) -> list[str]:
     """The chunks of ``text`` for sentence streaming (see the module doc).
 
     ``target_frames`` is the whole text's planned length, which sets the
     frames per character as in the reference's chunking.  A text of one
     short sentence comes back as one chunk, the text itself.  ``language``:
-    whose rules cut sentences (None: the text's own).
+    whose rules cut sentences (None: the text's own).  ``quick_start``: the
+    first chunk's seconds for a voice assistant (0: the first sentence).
     """
     text = text.strip()
-    end, _ = first_chunk_end(text, first_chunk_seconds, language)
+    end, _ = first_chunk_end(text, first_chunk_seconds, language, quick_start)
     first, rest = text[:end].strip(), text[end:].strip()
     if not worth_streaming(rest):
         return [text]
     frames_per_char = max(target_frames, 1) / max(len(text), 1)
     chunk_len = int(chunk_duration * FRAME_RATE / frames_per_char)         # the reference's chunk size
-    return [first] + split_oversized_chunks(chunk_text_punctuation(rest, chunk_len=chunk_len, min_chunk_len=3),
-                                            chunk_len)
+    return [first] + split_oversized_chunks(later_chunks(rest, chunk_len, language, quick=end < len(text)
+                                                         and quick_start > 0), chunk_len)
+
+
+def later_chunks(rest: str, chunk_len: int, language: Optional[str] = None, quick: bool = False) -> list[str]:
+    """The text after the first chunk in chunks: its sentences (``split_sentences``) joined while a chunk stays
+    within ``chunk_len`` characters.  ``quick`` (a ``quick_start`` first chunk): the first of them ends at the
+    first sentence end past ``MIN_FIRST_FRAMES``, so that it is made while the short first chunk plays."""
+    chunks: list[str] = []
+    current = ""
+    for sentence in (piece.strip() for piece in split_sentences(rest, language)):
+        if not sentence:
+            continue
+        joined = f"{current} {sentence}" if current else sentence
+        if current and len(joined) > chunk_len:
+            chunks.append(current)
+            joined = sentence
+        current = joined
+        if quick and not chunks and _frames(current) >= MIN_FIRST_FRAMES:
+            chunks.append(current)
+            current = ""
+    if current:
+        if chunks and len(current) < 3:   # a stray mark (the reference's min_chunk_len): with the one before
+            chunks[-1] = f"{chunks[-1]} {current}"
+        else:
+            chunks.append(current)
+    return chunks
 
 
 def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS,
-                    language: Optional[str] = None) -> tuple[int, bool]:
+                    language: Optional[str] = None, quick_start: float = 0.0) -> tuple[int, bool]:
     """Where the first chunk of ``text`` (stripped) ends, and whether its end was decided (False: every clause was
     taken and the first chunk is still short, so a longer text would have a longer one).  It depends on the clauses
     and sentences up to its end only: a text's beginning decides it (``read_ahead.py``).  A clause ends the first
-    sentence where the splitter ends one (``sentence_ends``), not at every full stop (the "5." of "am 5. Juni")."""
+    sentence where the splitter ends one (``sentence_ends``), not at every full stop (the "5." of "am 5. Juni").
+    ``quick_start``: a first chunk of about that many seconds (``quick_end``) where the text allows one."""
+    if quick_start > 0:
+        end = quick_end(text, quick_start)
+        if end is not None:
+            return end, True
     pieces = clauses(text)
     ends = sentence_ends(text, language)
     end, taken = 0, 0
@@ -112,6 +161,60 @@ def first_chunk_end(text: str, first_chunk_seconds: float = FIRST_CHUNK_SECONDS,
         if end in ends and _frames(text[:end]) >= MIN_FIRST_FRAMES:
             return end, True
     return end, False
+
+
+def quick_end(text: str, seconds: float) -> Optional[int]:
+    """The end of a ``quick_start`` first chunk of ``text`` (stripped): the longest run of its first clauses within
+    ``seconds`` of speech, of at least ``MIN_QUICK_FRAMES``; where none is, its first words within ``seconds``; None where neither fits (the sentence rule decides) or the rest would be too short to be a
+    chunk of its own (``worth_streaming``)."""
+    limit = seconds * FRAME_RATE
+    end, best = 0, None
+    for piece in clauses(text):
+        start = text.find(piece, end)
+        if start < 0 or _frames(text[:start + len(piece)]) > limit:
+            break
+        end = start + len(piece)
+        # a mark inside a word or number ("10:30", "1,250") is no boundary: a clause ends before white space
+        if _frames(text[:end]) >= MIN_QUICK_FRAMES and (end == len(text) or text[end].isspace()):
+            best = end
+    if best is None:   # no run of clauses fits: the first words within ``seconds``
+        for word in re.finditer(r"\S+(?=\s)", text):
+            if _frames(text[:word.end()]) > limit:
+                break
+            if _frames(text[:word.end()]) >= MIN_QUICK_FRAMES:
+                best = word.end()
+    if best is None or not worth_streaming(text[best:].strip()):
+        return None
+    return best
+
+
+def first_chunk_frames(text: str, ref_text: Optional[str] = None, num_ref_frames: Optional[int] = None,
+                       speed: float = 1.0, quick: bool = False) -> int:
+    """Frames of a first chunk of several: ``estimate_target_frames`` (the reference's, against the voice or its
+    fallback); ``quick`` (a ``quick_start`` plan): at the speaking rate alone, without the soft floor that would
+    draw a short first chunk out, and with it every later chunk that takes its rate from it."""
+    if not quick:
+        return estimate_target_frames(text, ref_text, num_ref_frames, speed=speed)
+    if num_ref_frames is None or not ref_text:
+        ref_text, num_ref_frames = FALLBACK_REF_TEXT, FALLBACK_REF_FRAMES
+    estimated = estimate_duration(text, ref_text, num_ref_frames, low_threshold=None)
+    return max(1, int(estimated / speed if speed > 0 and speed != 1.0 else estimated))
+
+
+def chunk_frames(plan) -> list[int]:
+    """Frames of each chunk of ``plan`` (a ``GenerationPlan``): ``chunk_target_frames``, the reference's sizing,
+    but for a ``quick_start`` plan's first chunk (``first_chunk_frames``), from which the later chunks take their
+    rate when there is no voice."""
+    voice = plan.voice
+    ref_text, ref_frames = (voice.transcript, voice.frames) if voice else (None, None)
+    config = plan.config
+    if not (config.sentence_streaming and config.quick_start > 0 and len(plan.chunks) > 1):
+        return chunk_target_frames(plan.chunks, plan.target_frames, plan.speed, ref_text, ref_frames)
+    first = first_chunk_frames(plan.chunks[0], ref_text, ref_frames, plan.speed, quick=True)
+    if voice is None:
+        ref_text, ref_frames = plan.chunks[0], first
+    return [first] + [estimate_target_frames(chunk, ref_text, ref_frames, speed=plan.speed)
+                      for chunk in plan.chunks[1:]]
 
 
 def worth_streaming(rest: str) -> bool:

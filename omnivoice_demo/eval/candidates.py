@@ -5,7 +5,8 @@ engine's ``backbone=`` (passed through as given, so every choice the engine
 offers works here), and a ``GenerationConfig`` (a preset, any of its fields,
 ``sentence_streaming``).  On the command line a candidate is one comma-separated
 spec: ``name=fast,preset=fast``, ``backbone=int4``, ``precision=int4``,
-``model=DIR,num_step=8``, ``preset=reference,streaming=on``.  Whatever a
+``model=DIR,num_step=8``, ``preset=reference,streaming=on``, ``preset=fast,streaming=on,quick_start=1.2`` (a
+voice assistant's first chunk of a clause or a few words, against ``preset=fast,streaming=on``).  Whatever a
 candidate does not say is the exact configuration's (its model, precision and
 backbone); the settings default to the Reference preset.
 """
@@ -67,6 +68,8 @@ class Candidate:
             parts.append(f"prompt refreshed every {config.prompt_refresh}")
         if config.sentence_streaming:
             parts.append("sentence streaming")
+            if config.quick_start:
+                parts.append(f"quick start {config.quick_start:g} s")
         parts.append(f"backbone {self.backbone}" + (f" from {self.backbone_weights}" if self.backbone_weights else ""))
         if self.model:
             parts.append(self.shown_as or f"model {_shown_model(self.model)}")

@@ -123,6 +123,12 @@ class GenerationConfig:
                                        help="normalise the final audio to this integrated loudness (EBU R128; "
                                             "-16 for podcasts, -23 for broadcast) with its true peak at most "
                                             "-1 dBTP (needs the loudness extra: pyloudnorm)")
+    # --- first audio (0 = the first sentence; engine/streaming.py) --- last, so /speak's positions stay -------
+    quick_start: float = _field(0.0, low=0.0, high=10.0,
+                                help="with sentence streaming, a first chunk of about this many seconds of speech "
+                                     "(a clause or a few words) so the first audio comes sooner, as a voice "
+                                     "assistant wants; the rest by sentence as without it (0 = the first "
+                                     "sentence, at least 2 s; changes the audio at the first cut)")
 
     # --- describing -------------------------------------------------------------------
 

@@ -49,6 +49,16 @@ DESCRIPTIONS = MappingProxyType({
 
 DEFAULT_PRESET = "reference"
 
+#: the default of the front end a voice assistant speaks through (Wyoming: Home Assistant sends no preset, so the
+#: server's decides): the fastest preset, with Reference one flag away (``--preset reference``).  Random weights
+#: cannot judge its quality: ``omnivoice eval`` on the real weights does (docs/quality.md, docs/home-assistant.md)
+VOICE_ASSISTANT_PRESET = "fast"
+
+#: ``quick_start`` where the first audio is what a listener waits for (Wyoming, the HTTP API's streams): a first
+#: chunk of about this many seconds of speech, a clause or a few words (engine/streaming.py; the figures:
+#: BENCHMARKS.md, "First audio for a voice assistant")
+QUICK_START_SECONDS = 1.2
+
 #: other names of presets, as other TTS APIs call them (OpenAI's ``tts-1-hd``, "quality"): accepted everywhere
 ALIASES = MappingProxyType({"quality": "reference", "hd": "reference"})
 

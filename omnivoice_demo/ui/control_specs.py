@@ -53,6 +53,7 @@ CONTROLS: dict[str, Control] = {
     "guard_tries": Control("Check: takes per chunk", step=1),
     "word_timestamps": Control("Word timings (read-along)"),
     "loudness": Control("Loudness of the result and downloads", advanced=False),
+    "quick_start": Control("Quick start (s)", high=3.0, step=0.1),
 }
 
 

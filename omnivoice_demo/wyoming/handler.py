@@ -47,7 +47,7 @@ from wyoming.server import AsyncEventHandler
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeStopped
 
 from ..settings.generation import NORMALIZE_AUTO, GenerationConfig
-from ..settings.presets import DEFAULT_PRESET
+from ..settings.presets import QUICK_START_SECONDS, VOICE_ASSISTANT_PRESET
 from ..text.normalize_choice import normalization_note
 from ..constants import SAMPLE_RATE
 from ..errors import (Busy, InvalidInput, ModelFolderError, ModelNotAvailable, ResourceLimitExceeded,
@@ -91,7 +91,8 @@ class WyomingContext:
     session: Optional[str] = None           # the voice library's session when it is per session
     guard: bool = False                     # check each sentence (the engine's sentence check, --guard)
     lexicon: Optional[object] = None        # text.lexicon.Lexicon of --lexicon: every request's pronunciations
-    preset: str = DEFAULT_PRESET            # the speed preset of every request (--preset; Wyoming has no field)
+    preset: str = VOICE_ASSISTANT_PRESET    # the speed preset of every request (--preset; Wyoming has no field)
+    quick_start: float = QUICK_START_SECONDS  # the first chunk's seconds (--quick-start; 0: the first sentence)
 
     def saved_names(self) -> list[str]:
         return self.voices.names(self.session)
@@ -351,7 +352,7 @@ class SpeechHandler(AsyncEventHandler):
         if voice is None and piece.stream is not None:
             voice = piece.stream.reference
         config = GenerationConfig.preset(self.context.preset).replace(
-            seed=piece.request.seed, sentence_streaming=True,
+            seed=piece.request.seed, sentence_streaming=True, quick_start=self.context.quick_start,
             normalize_text=NORMALIZE_AUTO,   # by the text's language (en, zh)
             guard=self.context.guard)
         # a text that starts with <speak is SSML: a whole one (synthesize), or a streamed one, which TextStream

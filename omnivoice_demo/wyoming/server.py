@@ -52,7 +52,8 @@ from wyoming.tts import Synthesize
 
 from ..text.lexicon import lexicon_argument
 from ..studio.service import add_queue_arguments
-from ..settings.presets import ALIASES, DEFAULT_PRESET, PRESETS, canonical_preset
+from ..settings.presets import (ALIASES, PRESETS, QUICK_START_SECONDS, VOICE_ASSISTANT_PRESET,
+                                canonical_preset)
 from .handler import SpeechHandler, WyomingContext
 
 log = logging.getLogger(__name__)
@@ -71,18 +72,35 @@ WARM_UP_SECONDS = 600.0
 
 
 def make_context(models, voices, service, redact: Callable[[str], str] = str, guard: bool = False,
-                 lexicon=None, preset: str = DEFAULT_PRESET) -> WyomingContext:
+                 lexicon=None, preset: str = VOICE_ASSISTANT_PRESET,
+                 quick_start: float = QUICK_START_SECONDS) -> WyomingContext:
     return WyomingContext(models=models, voices=voices, service=service, redact=redact,
                           session=WYOMING_SESSION if getattr(voices, "private", False) else None, guard=guard,
-                          lexicon=lexicon, preset=canonical_preset(preset))
+                          lexicon=lexicon, preset=canonical_preset(preset), quick_start=quick_start)
 
 
-def _preset_argument(group, flag: str) -> None:
-    group.add_argument(flag, dest="wyoming_preset", choices=[*PRESETS, *ALIASES], default=DEFAULT_PRESET,
+def _preset_argument(group, flag: str, quick_flag: str) -> None:
+    group.add_argument(flag, dest="wyoming_preset", choices=[*PRESETS, *ALIASES], default=VOICE_ASSISTANT_PRESET,
                        type=str.lower, metavar="PRESET",
                        help=f"the speed preset of every Wyoming request ({', '.join(PRESETS)}; default "
-                            f"{DEFAULT_PRESET}: the model's 32 steps): Home Assistant sends no setting of its own, so a slow "
-                            "machine answers sooner with fast (docs/home-assistant.md)")
+                            f"{VOICE_ASSISTANT_PRESET}, a voice assistant's: Home Assistant sends no setting of its "
+                            "own; reference: the model's exact 32 steps, slower; docs/home-assistant.md)")
+    group.add_argument(quick_flag, dest="wyoming_quick_start", type=_quick_seconds, default=QUICK_START_SECONDS,
+                       metavar="SECONDS",
+                       help=f"the first audio chunk's seconds of speech: a clause or a few words (default "
+                            f"{QUICK_START_SECONDS:g}), so a reply starts sooner; 0: the first sentence, as the "
+                            "HTTP API's sentence streaming")
+
+
+def _quick_seconds(text: str) -> float:
+    """``--quick-start``'s value, checked as the setting is (0 to 10 seconds)."""
+    from ..errors import InvalidInput
+    from ..settings.generation import GenerationConfig
+
+    try:
+        return GenerationConfig.from_mapping({"quick_start": text}).validate().quick_start
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _guard_argument(group, flag: str) -> None:
@@ -327,7 +345,7 @@ def wyoming_arguments(parser: argparse.ArgumentParser) -> None:
                             "and queue (default: off)")
     _zeroconf_argument(group)
     _guard_argument(group, "--wyoming-guard")
-    _preset_argument(group, "--wyoming-preset")
+    _preset_argument(group, "--wyoming-preset", "--wyoming-quick-start")
 
 
 def start_beside(args: argparse.Namespace, models, voices, service, redact: Callable[[str], str] = str
@@ -341,7 +359,8 @@ def start_beside(args: argparse.Namespace, models, voices, service, redact: Call
     server = WyomingServer(args.wyoming_uri, make_context(models, voices, service, redact,
                                                           getattr(args, "wyoming_guard", False),
                                                           getattr(args, "lexicon", None),
-                                                          getattr(args, "wyoming_preset", DEFAULT_PRESET)),
+                                                          getattr(args, "wyoming_preset", VOICE_ASSISTANT_PRESET),
+                                                          getattr(args, "wyoming_quick_start", QUICK_START_SECONDS)),
                            args.zeroconf, warm_up=True, warm_up_first=False)
     return server.start_in_thread()
 
@@ -367,7 +386,8 @@ def run_wyoming(args: argparse.Namespace) -> int:
         return redact_paths(text, voices.private_paths() + [models.cache_dir]) if args.shared else text
 
     server = WyomingServer(args.uri, make_context(models, voices, service_from_arguments(args), redact,
-                                                  args.wyoming_guard, args.lexicon, args.wyoming_preset),
+                                                  args.wyoming_guard, args.lexicon, args.wyoming_preset,
+                                                  args.wyoming_quick_start),
                            args.zeroconf, warm_up=True)
     try:
         asyncio.run(server.serve_forever())
@@ -386,7 +406,7 @@ def add_wyoming_command(commands, add_model_arguments) -> None:
                             "only; tcp://0.0.0.0:10200 for Home Assistant on another machine)")
     _zeroconf_argument(group)
     _guard_argument(group, "--guard")
-    _preset_argument(group, "--preset")
+    _preset_argument(group, "--preset", "--quick-start")
     group.add_argument("--shared", action="store_true",
                        help="a server for strangers: no server paths in messages, saved voices not offered")
     group.add_argument("--lexicon", default=None, metavar="FILE", type=lexicon_argument,
