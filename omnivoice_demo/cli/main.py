@@ -132,7 +132,8 @@ def synth(args) -> int:
     if args.speaker:
         raise InvalidInput("--speaker gives the voices of a --script's names; give --script too.", param="speaker")
     text, reference = checked_inputs(args)  # before the model is loaded
-    voice, design = cli_voice(args.voice) if args.voice and not args.ref_audio else (None, None)
+    lookup = voice_lookup(args)
+    voice, design = lookup(args.voice) if args.voice and not args.ref_audio else (None, None)
     voice, description = read_voice_description(voice, args.instruct, strict=args.strict_instruct,
                                                 limits=limits_from_arguments(args), param="--instruct")
     if description.text is not None:
@@ -142,7 +143,7 @@ def synth(args) -> int:
         for note in flagged("--text", parse_ssml, text, limits_from_arguments(args)).notes:
             print(f"SSML: {note}", file=sys.stderr)
     request = dict(instruct=description.instruct or design, config=config, pronunciations=args.lexicon, ssml=ssml,
-                   voices=cli_voice)
+                   voices=lookup)
     # every check and limit the request decides without the model (a cloned voice's are made when it is known)
     engine = open_engine(args, check=lambda planner: planner.prepare(text, language=args.language, voice=voice,
                                                                      **request))
@@ -169,7 +170,7 @@ def synth_script(args, output: pathlib.Path, config) -> int:
     script = flagged("--script", read_script_file, args.script)
     limits_from_arguments(args).check("The script", len(script), "max_text_chars", " characters")
     flagged("--language", resolve_language, args.language)
-    turns = flagged("--script", read_script, script, cli_voice, dict(args.speaker))  # before the model is loaded
+    turns = flagged("--script", read_script, script, voice_lookup(args), dict(args.speaker))  # before the model
     request = dict(language=args.language, config=config, pronunciations=args.lexicon)
     engine = open_engine(args, check=lambda planner: flagged("--script", planner.prepare_turns, turns, **request))
     plan = flagged("--script", engine.prepare_turns, turns, **request)
@@ -273,14 +274,30 @@ def read_text(value: str) -> str:
     return text
 
 
-def cli_voice(name: str):
-    """(voice, design) of ``--voice``: a voice saved in the app, a named design, or a .npz path."""
+def cli_voice(name: str, store=None, listed_by: str = "omnivoice voices list"):
+    """(voice, design) of ``--voice``: a voice saved in the app, a named design, or a .npz path.  ``store`` opens
+    the saved voices' store (``voice_lookup``; None: $OMNIVOICE_VOICE_STORE, else the app's folder), asked only
+    for a name that is not a design (one query for the name, one for the voice)."""
     from ..studio.vocabulary import resolve_voice
     from ..studio.voice_store import open_voice_store
 
-    library = open_voice_store()   # $OMNIVOICE_VOICE_STORE, else the app's folder
-    return resolve_voice(name, library.names(), library.load, listed_by="omnivoice voices list",
-                         path_base=pathlib.Path.cwd())
+    opened = store or functools.cache(open_voice_store)
+    return resolve_voice(name, lambda wanted: opened().find(wanted), lambda found: opened().load(found),
+                         listed_by=listed_by, path_base=pathlib.Path.cwd())
+
+
+def voice_lookup(args):
+    """``cli_voice`` on the store of ``synth --voice-store`` (else $OMNIVOICE_VOICE_STORE, else the app's folder)
+    with its ``--voice-store-*-timeout`` flags, opened once, when a name that is not a design is first looked up;
+    the command to list its voices names it without its password."""
+    from ..settings.store import store_timeouts_from_arguments
+    from ..studio.store_url import redact_store_url
+    from ..studio.voice_store import open_voice_store
+
+    url = getattr(args, "voice_store", None)
+    listed_by = f"omnivoice voices --store {redact_store_url(url)} list" if url else "omnivoice voices list"
+    opened = functools.cache(functools.partial(open_voice_store, url, timeouts=store_timeouts_from_arguments(args)))
+    return functools.partial(cli_voice, store=opened, listed_by=listed_by)
 
 
 def offered_language(whisper_code: str):
@@ -344,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     speak.add_argument("--voice", default=None,
                        help="a voice saved in the app (omnivoice voices list), a named design (alloy, echo, ..., "
                             "whisper) or a voice file (.npz)")
+    from ..studio.voice_store import add_voice_store_argument
+
+    add_voice_store_argument(speak)   # where --voice's saved voices are (docs/deploy.md)
     speak.add_argument("--output", default="out.wav")
     speak.add_argument("--words", default=None, metavar="FILE.json",
                        help="also write every word's start and end (s) in the output, aligned by the speech "

@@ -36,7 +36,6 @@ import hashlib
 import logging
 import math
 import pathlib
-import re
 import tempfile
 import threading
 import time
@@ -47,7 +46,8 @@ from ..settings.limits import Limits
 from ..settings.store import StoreTimeouts
 from ..storage.voice_file import Voice
 from ..text.voice_names import check_free, clean_name, find_name, look_alike_key
-from .voice_db_pool import make_pool, silence_limit
+from .store_url import redact_store_url as describe_url   # every form of password hidden (issue 57)
+from .voice_db_pool import make_pool, quiet_pool_warnings, silence_limit
 from .voices import (MAX_VOICES_PER_OWNER, StoreState, VoiceEntry, VoiceStore, check_not_built_in, data_dir,
                      owner_key)
 
@@ -78,11 +78,6 @@ MIGRATION_LOCK = 0x6F6D6E69
 MAX_VOICE_BYTES = 25 * 1024 * 1024
 
 
-def describe_url(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", url)
-
-
 
 
 class PostgresVoiceStore(VoiceStore):
@@ -95,9 +90,11 @@ class PostgresVoiceStore(VoiceStore):
             import psycopg  # noqa: F401 - only its presence is checked here
             from psycopg_pool import ConnectionPool
         except ImportError:
+            from ..extras import extra_install_hint
+
             raise StoreUnavailable("A postgresql:// voice store needs psycopg 3 and psycopg_pool, which are not "
-                                   "installed: pip install 'omnivoice-onnx-studio[store]' (or use a folder: "
-                                   "leave --voice-store out).") from None
+                                   f"installed: {extra_install_hint('store')} (or use a folder: leave --voice-store "
+                                   "out).") from None
         self.url, self.private = url, private
         self.max_voices, self.max_variants = max_voices, max_variants
         self.root = pathlib.Path(root) if root is not None else data_dir() / "voices"
@@ -175,7 +172,7 @@ class PostgresVoiceStore(VoiceStore):
         """Connect, and make or migrate the schema (once, whichever process starts first)."""
         if self._ready:
             return
-        with self._transaction() as cursor:
+        with quiet_pool_warnings(), self._transaction() as cursor:   # a failure said once, in its error
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             cursor.execute("CREATE TABLE IF NOT EXISTS omnivoice_voice_store_schema ("
                            "id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)")

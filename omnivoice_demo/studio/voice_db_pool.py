@@ -10,12 +10,15 @@ wait is bounded (``settings.store.StoreTimeouts``).
   replaces the connection instead of a thread waiting on it for good;
 * a free connection: the pool's ``timeout``;
 * a pooled connection is checked before each use (``check``: an empty query, under ``silence_limit``): one that a
-  database restart or a dropped network left dead is replaced then, so it costs no request.
+  database restart or a dropped network left dead is replaced then, so it costs no request;
+* the store's first contact (``quiet_pool_warnings``: a start-up, a command) says a failure once, in its own
+  error, without the pool's warning at each try (issue 57: seven lines where one was promised).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import socket
@@ -70,3 +73,21 @@ def make_pool(url: str, timeouts: StoreTimeouts, size: int, name: str = "omnivoi
                "options": f"-c statement_timeout={timeouts.statement_ms}"}
     return ConnectionPool(url, min_size=0, max_size=size, open=False, timeout=timeouts.pool_wait, kwargs=connect,
                           check=check, name=name)
+
+
+@contextlib.contextmanager
+def quiet_pool_warnings() -> Iterator[None]:
+    """``psycopg_pool``'s warnings (one per failed connection attempt, from its worker threads) left out while this
+    block runs; its errors still show."""
+    pool_log = logging.getLogger("psycopg.pool")
+    only_errors = _OnlyErrors()
+    pool_log.addFilter(only_errors)
+    try:
+        yield
+    finally:
+        pool_log.removeFilter(only_errors)
+
+
+class _OnlyErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
