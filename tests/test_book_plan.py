@@ -1,84 +1,79 @@
-"""``omnivoice book`` hands the batch runner one plan (``batch.plan.BatchPlan``) built from the book's settings, and
-joins its chapters from what the runner hands back (``batch.results.BatchResult``): no setting of the book is
-threaded through the batch's internals one by one (issue 50, "the house, round three")."""
+"""``omnivoice book`` hands the batch runner one plan built from the book's settings and joins its chapters from
+what the runner hands back: checked by what the batch then makes (each sentence's sidecar, the M4B, what a rerun
+reuses), not by a stand-in runner that records the plan (issue 60)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
-import pytest
 
-from omnivoice_demo.batch.plan import BatchPlan, Workers
 from omnivoice_demo.batch.results import NOT_RUN, BatchResult, ItemResult, Summary
 from omnivoice_demo.batch.store import OutputFolder
-from omnivoice_demo.book import project
-from omnivoice_demo.book.contents import Book, Chapter
-
-BOOK = Book(title="Harbour", author=None, language="en",
-            chapters=(Chapter(title="One", paragraphs=("Calm sea. The storm came.",)),))
 
 
-@pytest.fixture
-def handed(monkeypatch) -> list:
-    """Every plan the book hands ``run_batch``; the run makes nothing (as a paused run), so nothing is joined."""
-    plans: list = []
+def book_command(source, model, out, *flags) -> dict:
+    """``omnivoice book`` on the tiny model, in this process; its last line's figures."""
+    import contextlib
+    import io
 
-    def run_batch(plan, *, backend=None, progress=True):
-        plans.append((plan, backend))
-        return BatchResult(Summary(total=len(plan.items)), OutputFolder(plan.job.output),
-                           {item.id: ItemResult(item.id, NOT_RUN) for item in plan.items})
-
-    monkeypatch.setattr(project, "run_batch", run_batch)
-    return plans
-
-
-def test_the_book_command_hands_the_runner_one_plan_from_its_flags(handed, tmp_path, capsys):
     from omnivoice_demo.cli.main import main
 
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["book", str(source), "--model", str(model), "--output", str(out), "--no-guard", "--no-progress",
+                     "--backbone", "fp32", "--precision", "fp32", "--offline", "--workers", "1", *flags])
+    assert code == 0, printed.getvalue()
+    return json.loads(printed.getvalue().splitlines()[-1])
+
+
+def sidecars(out) -> list[dict]:
+    """What the batch made of the book's sentences: each sentence's sidecar, in the book's order."""
+    records = [json.loads(path.read_text()) for path in (out / "sentences").glob("*.json")]
+    return sorted((r for r in records if "status" in r), key=lambda r: r["line"])
+
+
+def test_the_book_commands_flags_decide_what_the_batch_makes(tiny_fp32_folder, tmp_path):
+    """The book's flags, followed to what the batch wrote: every sentence (the heading too) made with the seed,
+    the steps, the model and the backbone asked for, as FLAC, on the threads asked for, and the M4B joined."""
     (tmp_path / "b.txt").write_text("Chapter 1\n\nCalm sea. The storm came.\n")
-    code = main(["book", str(tmp_path / "b.txt"), "--model", str(tmp_path / "model"), "--output",
-                 str(tmp_path / "out"), "--num-step", "2", "--seed", "5", "--no-guard", "--no-progress",
-                 "--backbone", "fp32", "--precision", "fp32", "--offline", "--workers", "2", "--threads", "3"])
-    assert code == 0 and json.loads(capsys.readouterr().out.splitlines()[-1])["made"] == 0
-    [(plan, backend)] = handed
-    assert isinstance(plan, BatchPlan) and backend is None   # the runner opens what the plan names
-    assert [item.text for item in plan.items] == ["Chapter 1", "Calm sea.", "The storm came."]
-    assert {item.config.seed for item in plan.items} == {5} and {item.config.num_step for item in plan.items} == {2}
-    assert (plan.model.model, plan.model.precision, plan.model.offline, plan.model.backbone) == (
-        str(tmp_path / "model"), "fp32", True, "fp32")
-    assert plan.workers == Workers(count=2, threads=3)
-    assert plan.job.output == str(tmp_path / "out" / "sentences") and plan.job.audio_format == "flac"
-    assert plan.job.silence_for_no_audio == project.SILENT_SENTENCE and plan.retry_failed
+    made = book_command(tmp_path / "b.txt", tiny_fp32_folder, tmp_path / "out", "--num-step", "2", "--seed", "5",
+                        "--threads", "1")
+    records = sidecars(tmp_path / "out")
+    assert [r["text"] for r in records] == ["Chapter 1", "Calm sea.", "The storm came."]
+    assert made["made"] == 3 and all(r["status"] == "done" for r in records)
+    assert {r["seed"] for r in records} == {5} and {r["config"]["num_step"] for r in records} == {2}
+    assert {r["format"] for r in records} == {"flac"} and {r["threads"] for r in records} == {1}
+    assert all((tmp_path / "out" / "sentences" / r["audio"]).suffix == ".flac" for r in records)
+    assert {r["render"]["compute"] for r in records} == {"fp32 on cpu"} and {r["render"]["format"] for r in records} == {
+        "flac"}
+    assert list((tmp_path / "out").glob("*.m4b"))
 
 
-def test_a_setting_of_the_book_changes_the_plan_field_its_render_key_reads(handed, tiny_fp32_folder, tmp_path):
-    """The runner keys each item on what the engine plans of it (``ItemWorker.check``: ``engine.render_parts``):
-    a book setting that decides the audio reaches the key through the plan's items, and one that does not (the
-    workers) leaves every key as it was."""
-    from omnivoice_demo.batch.worker import ItemWorker
-    from omnivoice_demo.book.voices import Voicing
-    from omnivoice_demo.engine.loop import OmniVoiceEngine
-    from omnivoice_demo.engine.render_key import key_of
-    from omnivoice_demo.settings.generation import GenerationConfig
+def test_a_setting_that_decides_the_audio_remakes_the_sentences_and_one_that_does_not_reuses_them(
+        tiny_fp32_folder, tmp_path):
+    """The same book run again: with another thread count (the audio is the same) every sentence is reused;
+    with another seed or step count every sentence is made again, and the batch's records say the new setting."""
+    (tmp_path / "b.txt").write_text("Chapter 1\n\nCalm sea. The storm came.\n")
+    out = tmp_path / "out"
 
-    worker = ItemWorker.on_engine(OmniVoiceEngine(tiny_fp32_folder, verify="size", calibrate=False, backbone="fp32"))
+    seen: set = set()
 
-    def keys(settings) -> list[str]:
-        project.run_book(project.plan_book(BOOK, settings), settings, tmp_path / "out", progress=False)
-        plan, _ = handed[-1]
-        problems, _, parts = worker.check(list(plan.items), plan.job.audio_format)
-        assert problems == []
-        return [key_of(parts[item.id]) for item in plan.items]
+    def run(*flags) -> tuple[dict, list[dict]]:
+        """The run's figures and the records it added (sentences made with other settings are other items)."""
+        figures = book_command(tmp_path / "b.txt", tiny_fp32_folder, out, *flags)
+        added = [r for r in sidecars(out) if r["id"] not in seen]
+        seen.update(r["id"] for r in added)
+        return figures, added
 
-    settings = project.BookSettings(config=GenerationConfig(num_step=2, seed=1), narrator=Voicing("d"))
-    first = keys(settings)
-    assert keys(dataclasses.replace(settings, workers=Workers(count=2))) == first
-    assert handed[-1][0].workers == Workers(count=2)
-    reseeded = keys(dataclasses.replace(settings, config=settings.config.replace(seed=2)))
-    assert all(a != b for a, b in zip(first, reseeded)) and len(reseeded) == len(first) == 2
-    slower = keys(dataclasses.replace(settings, config=settings.config.replace(num_step=3)))
-    assert all(a != b for a, b in zip(first, slower))
+    first, made = run("--num-step", "2", "--seed", "1")
+    assert first["made"] == 3 and len(made) == 3
+    again, added = run("--num-step", "2", "--seed", "1", "--threads", "1")
+    assert (again["made"], again["reused"], added) == (0, 3, [])
+    reseeded, remade = run("--num-step", "2", "--seed", "2")
+    assert (reseeded["made"], reseeded["reused"]) == (3, 0) and {r["seed"] for r in remade} == {2}
+    assert not {r["key"] for r in made} & {r["key"] for r in remade} and len(remade) == 3
+    slower, remade = run("--num-step", "3", "--seed", "2")
+    assert slower["made"] == 3 and {r["config"]["num_step"] for r in remade} == {3} and len(remade) == 3
 
 
 def test_a_result_reads_each_record_once_until_it_is_discarded(tmp_path, monkeypatch):
