@@ -265,7 +265,8 @@ def test_the_http_api_reports_the_checks_in_a_header_and_the_sse_done_event(api,
     assert [(c["chunk"], c["kept"], c["passed"], len(c["takes"])) for c in checks] == [(0, 2, True, 2),
                                                                                        (1, 1, True, 1)]
     planted.script = ["wrong", "wrong", second]
-    streamed = api.post("/v1/audio/speech", json=dict(body, stream=True, stream_format="sse"))
+    # the stream in the non-streamed request's chunks (a stream's default is sentence streaming with a quick start)
+    streamed = api.post("/v1/audio/speech", json=dict(body, stream=True, stream_format="sse", sentence_streaming=False))
     done = [json.loads(line[6:]) for line in streamed.text.splitlines() if '"speech.audio.done"' in line][0]
     assert [(c["kept"], c["passed"]) for c in done["checks"]] == [(1, False), (1, True)]
     assert [t["transcript"] for t in done["checks"][0]["takes"]] == ["wrong", "wrong"]

@@ -393,7 +393,8 @@ def wyoming(tiny_fp32_folder, tmp_path_factory):
     loaded = models.load(str(tiny_fp32_folder), "fp32")
     port = free_port()
     running = WyomingServer(f"tcp://127.0.0.1:{port}",
-                            make_context(models, VoiceLibrary(root / "voices"), EngineService())).start_in_thread()
+                            make_context(models, VoiceLibrary(root / "voices"), EngineService(),   # the exact path
+                                         preset="Reference", quick_start=0)).start_in_thread()
     running.port = port
     yield running, loaded.engine
     running.stop_thread()
