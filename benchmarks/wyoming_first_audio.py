@@ -1,12 +1,13 @@
 """Time to the first audio chunk against the total time of a Wyoming ``synthesize`` (Home Assistant's way in).
 
     python -m benchmarks.wyoming_first_audio --model /work/models/full-int4 --threads 2 [--repeats 1] [--numbers] \
-        [--preset fast]
+        [--preset reference --quick-start 0]
 
 Starts ``python -m omnivoice_demo wyoming`` on 127.0.0.1 (a free port), sends the three-sentence text
 of ``api_first_audio`` (``--numbers``: six sentences with numbers, dates and money, read as words by the
 server's default) with the ``wyoming`` library's client (voice ``alloy``, seed 1, the server's
-preset: ``--preset``, default reference's 32 steps) and prints, per run, the seconds to the first ``audio-chunk``, to ``audio-stop`` and
+preset and quick start: ``--preset`` and ``--quick-start``, by default the server's own: Fast with a 1.2 s quick
+start since 2026-12-06; ``--preset reference --quick-start 0`` is the earlier default) and prints, per run, the seconds to the first ``audio-chunk``, to ``audio-stop`` and
 their ratio.  The first run is the server's first request.
 """
 
@@ -69,16 +70,18 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--numbers", action="store_true", help="six sentences with numbers instead")
-    parser.add_argument("--preset", default="reference", help="the server's --preset")
+    parser.add_argument("--preset", default=None, help="the server's --preset (default: the server's default)")
+    parser.add_argument("--quick-start", default=None, help="the server's --quick-start (default: the server's)")
     args = parser.parse_args()
     text = NUMBERS if args.numbers else TEXT
     port = free_port()
     command = [sys.executable, "-m", "omnivoice_demo", "wyoming", "--model", args.model,
-               "--uri", f"tcp://127.0.0.1:{port}", "--preset", args.preset] + (
+               "--uri", f"tcp://127.0.0.1:{port}"] + (["--preset", args.preset] if args.preset else []) + (
+                   ["--quick-start", args.quick_start] if args.quick_start is not None else []) + (
                    ["--threads", str(args.threads)] if args.threads else [])
     with server_process(command) as server:
         asyncio.run(wait_serving(port, server))
-        print(f"text: {text!r} ({len(text)} characters), preset {args.preset}, threads {args.threads or 'all'}",
+        print(f"text: {text!r} ({len(text)} characters), preset {args.preset or 'default'}, quick start {args.quick_start or 'default'}, threads {args.threads or 'all'}",
               flush=True)
         for run in range(args.repeats):
             first, total, size = asyncio.run(timed(port, text))
