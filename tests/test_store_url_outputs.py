@@ -106,7 +106,11 @@ def test_the_503_body_and_the_probes_never_show_the_password(pg_server, refusing
     from omnivoice_demo.studio.voice_store import open_voice_store
 
     database, refuse = refusing_database
-    store = open_voice_store(database_forms(pg_server, database)[form], root=tmp_path / "local")
+    from omnivoice_demo.settings.store import StoreTimeouts
+
+    # a short pool wait: the refused database is known at once, and each wait here would otherwise be the default's
+    store = open_voice_store(database_forms(pg_server, database)[form], root=tmp_path / "local",
+                             timeouts=StoreTimeouts(pool_wait=1))
     caplog.set_level(logging.DEBUG)
     try:
         store.check()

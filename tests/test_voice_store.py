@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from omnivoice_demo.errors import InvalidInput, StoreUnavailable
+from omnivoice_demo.settings.store import StoreTimeouts
 from omnivoice_demo.storage.voice_file import Voice
 from omnivoice_demo.studio.voice_store import open_voice_store
 from omnivoice_demo.studio.voices import VoiceLibrary
@@ -185,7 +186,8 @@ def test_a_database_that_is_down_is_a_clear_error_and_a_503(tmp_path):
     from tests.support.app_server import free_port
 
     url = f"postgresql://omnivoice:secret-password@127.0.0.1:{free_port()}/voices"   # nothing listens there
-    store = open_voice_store(url, root=tmp_path / "local")
+    # a short pool wait: a refused connection is known at once, and each wait below would otherwise be the default's
+    store = open_voice_store(url, root=tmp_path / "local", timeouts=StoreTimeouts(pool_wait=1))
     try:
         with pytest.raises(StoreUnavailable) as caught:
             store.check()
