@@ -16,28 +16,14 @@ import urllib.parse
 
 import pytest
 
+from benchmarks.hardening.families.store_secrets import forms, leaks
 from tests.support.app_server import ROOT, free_port
-
-SECRET_PARTS = ("SECRET", "Zq9")
 
 
 def unreachable_forms(port: int) -> dict[str, str]:
-    """Each form of password, for a database on ``port`` of 127.0.0.1 where nothing listens."""
-    at = f"127.0.0.1:{port}"
-    return {
-        "userinfo": f"postgresql://tts:Zq9SECRETx@{at}/voices",
-        "percent-encoded": f"postgresql://tts:Zq9%40SECRET%2Fx@{at}/voices",
-        "raw @": f"postgresql://tts:Zq9@SECRETx@{at}/voices",
-        "raw /": f"postgresql://tts:Zq9/SECRETx@{at}/voices",
-        "query": f"postgresql://tts@{at}/voices?password=Zq9SECRETx",
-        "query, another case": f"postgresql://tts@{at}/voices?sslmode=disable&PASSWORD=Zq9SECRETx",
-        "key=value": f"host=127.0.0.1 port={port} password=Zq9SECRETx dbname=voices",
-        "key=value quoted": f"host=127.0.0.1 port={port} password='Zq9 SECRET x' dbname=voices",
-    }
-
-
-def leaks(text: str) -> list[str]:
-    return [part for part in SECRET_PARTS if part in text]
+    """Each form of password (the hardening probe's, family 64), for a database on ``port`` of 127.0.0.1 where
+    nothing listens."""
+    return forms("127.0.0.1", port)
 
 
 #: (front end, form) of each way a start-up fails, one process each (the forms that share one are in-process in
