@@ -20,12 +20,6 @@ from benchmarks.hardening.families.store_secrets import forms, leaks
 from tests.support.app_server import ROOT, free_port
 
 
-def unreachable_forms(port: int) -> dict[str, str]:
-    """Each form of password (the hardening probe's, family 64), for a database on ``port`` of 127.0.0.1 where
-    nothing listens."""
-    return forms("127.0.0.1", port)
-
-
 #: (front end, form) of each way a start-up fails, one process each (the forms that share one are in-process in
 #: test_store_url.py): the pool tried and failed (the app logs at INFO, so the pool's warnings would show there);
 #: the address refused before connecting, as libpq would misread it, and as a key=value string
@@ -35,12 +29,12 @@ POOL_WAIT = "1"
 
 
 def test_the_start_up_error_is_one_line_without_the_password(tmp_path):
-    port = free_port()
+    port = free_port()   # a database address where nothing listens
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMNIVOICE_DATA=str(tmp_path / "data"),
                OMNIVOICE_CACHE=str(tmp_path / "cache"))
     program = {"serve": [sys.executable, "-m", "omnivoice_demo", "serve"], "app": [sys.executable, "app.py"]}
     running = {(front, form): subprocess.Popen(
-        program[front] + ["--port", str(free_port()), "--voice-store", unreachable_forms(port)[form],
+        program[front] + ["--port", str(free_port()), "--voice-store", forms("127.0.0.1", port)[form],
                           "--voice-store-pool-timeout", POOL_WAIT],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for front, form in START_UPS}
     for (front, form), process in running.items():
