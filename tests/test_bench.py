@@ -259,3 +259,33 @@ def test_attention_forms_finds_both_forms_the_same_to_the_bit_and_profiles_them(
     assert "| 0 + 12 |" in printed and "| 4 + 6 |" in printed and "NO |" not in printed
     profile = printed.split("| operator, a forward of 12 rows")[1]
     assert "| GroupQueryAttention |" in profile and "| Attention |" in profile and "| RotaryEmbedding |" in profile
+
+
+def test_codec_decode_compares_its_kinds_on_the_same_codes_and_finds_the_decoders_reach(tiny_fp32_folder, capsys):
+    """benchmarks/codec_decode.py (issue 59, item 3): every kind decodes the same codes; the ones that only change
+    how ONNX Runtime schedules the graph give the engine's audio to the bit, the 2-D rewrite within float rounding;
+    the reach is found where a changed frame moves the audio."""
+    from benchmarks import codec_decode
+
+    rows = codec_decode.timing(tiny_fp32_folder, [6], rounds=1)
+    by_kind = {row["kind"]: row for row in rows}
+    assert set(by_kind) == {"engine", "1 thread", "parallel", "2-D convs"}
+    assert all(by_kind[kind]["same_audio"] for kind in ("engine", "1 thread", "parallel"))
+    assert by_kind["2-D convs"]["largest_difference_of_peak"] < 1e-4
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    decoder = tiny_fp32_folder / "audio_tokenizer" / "higgs_decoder.onnx"
+    rewritten = onnx.load_from_string(codec_decode.as_2d(decoder))
+    convolutions = [node for node in rewritten.graph.node if node.op_type in ("Conv", "ConvTranspose")]
+    assert convolutions and all(len(dict((a.name, a) for a in node.attribute)["kernel_shape"].ints) == 2
+                                for node in convolutions)
+    flat = ort.InferenceSession(str(decoder), providers=["CPUExecutionProvider"])
+    wide = ort.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
+    codes = codec_decode.random_codes(6)
+    np.testing.assert_allclose(codec_decode.decode(wide, codes), codec_decode.decode(flat, codes), atol=1e-5)
+    capsys.readouterr()
+    codec_decode.reach(tiny_fp32_folder, 12)
+    reached = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert reached["changed_frame"] == 6 and reached["reach_before_frames"] > 0 and reached["reach_after_frames"] > 0
