@@ -36,11 +36,20 @@ SLOW_FIXTURES = frozenset({"tiny_int4_folder", "tiny_fp16_folder", "tiny_causal_
                            "export_fp16"})  # test_codec's fp16 codec
 
 
+#: the modules that start a local Ray cluster (``ray.init``, ``--ray``, ``serve --replicas``): one worker runs them all,
+#: since a second cluster on the machine would be found by ``--ray auto``
+RAY_MODULES = frozenset({"tests.test_batch", "tests.test_book", "tests.test_replicas"})
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (directly or through a fixture)."""
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (directly or through a fixture), and give each
+    test its module as its ``xdist_group`` (the Ray modules one group), so that under ``-n N --dist loadgroup``
+    (scripts/test.sh) a module's tests share one worker and its module-scoped fixtures are built once."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        module = getattr(item.module, "__name__", "") if getattr(item, "module", None) else ""
+        item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module or item.nodeid))
 
 
 @pytest.fixture(scope="session")
