@@ -55,7 +55,13 @@ class Busy(OmniVoiceError):
 
 
 class StoreUnavailable(OmniVoiceError):
-    """The saved voices' store (a database) cannot be reached or used now; the message names it and what to do."""
+    """The saved voices' store (a database) cannot be reached or used now.  The message names it and why (its host,
+    user and database, the driver's reason: never its password), for its operator: the command line says it, a
+    server logs it.  A server says ``PUBLIC`` to its visitors instead (the HTTP API, the page, ``/ready``): a
+    stranger learns that saved voices are down, not where the database lives."""
+
+    PUBLIC = ("The voice store cannot be used now: saved voices are unavailable until its database answers. "
+              "Try again shortly; the built-in voices still work.")
 
 
 class StorageNotWritable(OmniVoiceError):
@@ -92,6 +98,7 @@ class Refusal:
     param: Optional[str] = None  # the request's field at fault, where known
     title: Optional[str] = None  # the page's error title (None: Gradio's own, "Error")
     exit_status: int = 2         # the command line's
+    public: Optional[str] = None  # what a server says to its visitors where ``message`` is for the operator (logged)
     headers: tuple = ()          # (name, value) pairs of the HTTP answer
 
 
@@ -118,7 +125,7 @@ def refusal_of(exc: BaseException) -> Optional[Refusal]:
                        title="Model not available" if isinstance(exc, ModelNotAvailable) else None)
     if isinstance(exc, StoreUnavailable):   # the voices' database is down: the server is not at fault for long
         return Refusal(line, 503, "server_error", "voice_store_unavailable",
-                       headers=(("Retry-After", "5"),))
+                       headers=(("Retry-After", "5"),), public=StoreUnavailable.PUBLIC)
     if isinstance(exc, StorageNotWritable):   # the server's folder, not the request: 507 when full, else 403
         return Refusal(line, 507 if exc.full else 403, "server_error" if exc.full else "permission_error",
                        "storage_full" if exc.full else "storage_read_only")

@@ -128,3 +128,25 @@ def test_the_apps_usage_error_never_repeats_the_password(capsys):
         parse_args(["--voicestore", "postgresql://tts:S3c ret@db/voices?password=Sec0nd"])
     error = capsys.readouterr().err
     assert "unrecognized arguments" in error and "S3c" not in error and "Sec0nd" not in error
+
+
+def test_a_visitor_is_told_the_store_is_down_and_the_operator_where(caplog):
+    """Where a server answers a stranger (the HTTP API, the page, the Gradio API and Wyoming's error event), a voice
+    store that is down is said in ``StoreUnavailable.PUBLIC``'s words and its address is logged; the command line,
+    run by the operator, says the address."""
+    import logging
+
+    from omnivoice_demo.api.openai_errors import api_error
+    from omnivoice_demo.errors import StoreUnavailable, refusal_of
+    from omnivoice_demo.studio.messages import error_text
+    from omnivoice_demo.ui.error_mapping import ui_error
+
+    detail = "The voice store postgresql://tts:***@db.internal:5432/voices cannot be used now (connection refused)"
+    down = StoreUnavailable(detail)
+    caplog.set_level(logging.WARNING)
+    for said in (api_error(down).message, str(ui_error(down)), error_text(down, "the Wyoming server")):
+        assert StoreUnavailable.PUBLIC in said and "db.internal" not in said, said
+    logged = [record.getMessage() for record in caplog.records]
+    assert len(logged) == 3 and all("db.internal:5432/voices" in line for line in logged), logged
+    assert api_error(down).status == 503 and api_error(down).code == "voice_store_unavailable"
+    assert "db.internal:5432/voices" in refusal_of(down).message   # the CLI's line (cli/refusals.py)

@@ -38,7 +38,9 @@ def api_error(exc: BaseException) -> ApiError:
         return ApiError(exc.status_code, str(exc.detail), code="invalid_value")
     said = refusal_of(exc)   # the one mapping of our errors (errors.refusal_of), shared with the page and the CLI
     if said is not None:
-        return ApiError(said.status, said.message, said.type, param=said.param, code=said.code,
+        if said.public is not None:   # the operator's detail (where the database is) goes to the log only
+            log.warning("%s", said.message)
+        return ApiError(said.status, said.public or said.message, said.type, param=said.param, code=said.code,
                         headers=dict(said.headers))
     if isinstance(exc, ValueError):   # a library's check of a value the request gave
         return ApiError(400, one_line(exc), code="invalid_value")

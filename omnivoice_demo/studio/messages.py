@@ -16,7 +16,7 @@ import functools
 import inspect
 import logging
 
-from ..errors import OmniVoiceError, one_line
+from ..errors import OmniVoiceError, StoreUnavailable, one_line
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,11 @@ def is_expected(exc: BaseException) -> bool:
 
 
 def error_text(exc: BaseException, where: str = "a handler") -> str:
-    """What a person reads for ``exc`` (filtered): our message, or the internal-error line (then logged)."""
+    """What a person reads for ``exc`` (filtered): our message, or the internal-error line (then logged).  A voice
+    store that is down is said in ``StoreUnavailable.PUBLIC``'s words, its operator's detail logged."""
+    if isinstance(exc, StoreUnavailable):
+        log.warning("%s: %s", where, exc)
+        return StoreUnavailable.PUBLIC
     if is_expected(exc):
         return filtered(str(exc).strip() or one_line(exc))
     log.error("internal error in %s", where, exc_info=exc)

@@ -33,7 +33,9 @@ def ui_error(exc: BaseException) -> gr.Error:
         return exc
     said = refusal_of(exc)   # the one mapping of our errors (errors.refusal_of), shared with the HTTP API and the CLI
     if said is not None:   # the whole message (its later paragraphs too), as the page can show them
-        return gr.Error(user_message(exc), title=said.title or "Error", print_exception=False)
+        if said.public is not None:   # the operator's detail (where the database is) goes to the log only
+            log.warning("%s", said.message)
+        return gr.Error(user_message(said.public or exc), title=said.title or "Error", print_exception=False)
     log.error("internal error in a handler", exc_info=exc)
     return gr.Error(user_message(INTERNAL_ERROR.format(name=type(exc).__name__)), title="Internal error",
                     print_exception=False)
