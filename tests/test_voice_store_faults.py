@@ -358,7 +358,9 @@ def test_serve_on_a_stalled_store_keeps_its_probes_and_built_in_voices(tiny_fp32
     seeded.check()
     seeded.save(voice_of(1), "Anna")
     seeded.save(voice_of(3), "Bea")
-    _insert_rows(seeded, [("a/b", _voice_bytes(voice_of(2))), ("../../x", _voice_bytes(voice_of(2)))])
+    # rows another client wrote: names no voice may have, and a built-in voice's name (which speaks the design)
+    _insert_rows(seeded, [("a/b", _voice_bytes(voice_of(2))), ("../../x", _voice_bytes(voice_of(2))),
+                          ("Alloy", _voice_bytes(voice_of(2)))])
     seeded.close()
     served = Served(["-m", "omnivoice_demo", "serve", "--model", str(tiny_fp32_folder), "--precision", "fp32",
                      "--voice-store", url], tmp_path / "serve")
@@ -371,6 +373,7 @@ def test_serve_on_a_stalled_store_keeps_its_probes_and_built_in_voices(tiny_fp32
         listed = served.get("/v1/audio/voices", params={"limit": 1, "after": listed["last_id"]}).json()
         ids = [item["id"] for item in listed["data"]]
         assert ids[0] == "Bea" and "alloy" in ids and listed["has_more"] is False   # the built-ins on the last page
+        assert "Alloy" not in ids and ids.count("alloy") == 1, ids   # the row named like the design is left out
         assert served.get("/v1/audio/voices", params={"limit": 0}).status_code == 400
         for bad in ("a/b", "../../x"):   # a row's name that no voice may have: a 4xx, never a 500
             spoken = served.speak(bad)
@@ -396,6 +399,9 @@ def test_serve_on_a_stalled_store_keeps_its_probes_and_built_in_voices(tiny_fp32
             assert answer.json()["error"]["code"] == "voice_store_unavailable" and answer.headers["Retry-After"]
             ready = httpx.get(served.url + "/ready", timeout=5)
             assert ready.status_code == 200 and ready.json()["voice_store"]["status"] == "unavailable", ready.text
+            # the probe is public: it says the store is down, not where the database lives
+            assert ready.json()["voice_store"]["message"] == StoreUnavailable.PUBLIC, ready.text
+            assert StoreUnavailable.PUBLIC in answer.json()["error"]["message"], answer.text
         deadline = time.monotonic() + 15
         while served.get("/v1/audio/voices").status_code != 200:
             assert time.monotonic() < deadline, served.log_text()

@@ -58,3 +58,16 @@ def test_the_variant_speaks_by_its_name_and_by_an_instructions_word(server):
 def test_an_unknown_style_is_an_error_event(server):
     error = Error.from_event(talk(server.port, [synthesize(TEXT, f"{SAVED} (sad)")])[-1][1])
     assert error.code == "invalid_value" and "has no style 'sad'" in error.text and "cheerful" in error.text
+
+
+def test_a_saved_voice_named_like_a_built_in_one_is_not_offered_and_the_design_is():
+    """A database row another client wrote may carry a design's name (``alloy``) or ``auto``: that name speaks the
+    built-in voice (built-in names resolve first), so describe offers the design under it, never the row."""
+    from omnivoice_demo.studio.vocabulary import DESIGNS
+    from omnivoice_demo.wyoming.info import voice_descriptions
+
+    described = dict(voice_descriptions(["Anna", "Alloy", "auto", "warm, low pitch"], {"Anna": ["cheerful"],
+                                                                                        "Alloy": ["calm"]}))
+    assert described["Anna"] == "saved voice (cloned)" and "Anna (cheerful)" in described
+    assert described["alloy"] == f"voice design: {DESIGNS['alloy']}"
+    assert not {"Alloy", "Alloy (calm)", "auto", "warm, low pitch"} & set(described), described

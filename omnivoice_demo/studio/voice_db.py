@@ -404,10 +404,13 @@ def _bytes_of_voice(voice: Voice) -> bytes:
 
 
 def usable_row_name(name) -> bool:
-    """Whether a row's name is one a saved voice may have (``clean_name`` leaves it as it is); others are left
-    out of lists and refused when asked for (``checked_row_name``)."""
+    """Whether a row's name is one a saved voice may have (``clean_name`` leaves it as it is, and it is not a
+    built-in voice's: ``voices.check_not_built_in``, which a row written by another program skipped); others are
+    left out of lists (a built-in name speaks the built-in voice) and refused when asked for (``checked_row_name``)."""
+    from .vocabulary import is_built_in
+
     try:
-        return checked_row_name(name) == name
+        return checked_row_name(name) == name and not is_built_in(name)
     except InvalidInput:
         return False
 

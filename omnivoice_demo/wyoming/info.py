@@ -18,7 +18,7 @@ from wyoming.info import Attribution, Info, TtsProgram, TtsVoice
 from ..constants import app_version
 from ..text.languages import supported_language_codes
 from ..studio.variants import variant_name
-from ..studio.vocabulary import DESIGNS
+from ..studio.vocabulary import DESIGNS, is_built_in
 
 PROGRAM = "omnivoice"
 ATTRIBUTION = Attribution(name="k2-fsa (OmniVoice); OmniVoice ONNX Studio", url="https://github.com/k2-fsa/OmniVoice")
@@ -34,13 +34,15 @@ def advertised_languages() -> tuple[str, ...]:
 def voice_descriptions(saved_names: list[str], tags: Optional[Mapping[str, list[str]]] = None
                        ) -> list[tuple[str, str]]:
     """(name, description) of every voice: saved ones first, each followed by its style variants (``tags``: saved
-    name -> its tags), then the designs, then ``default``."""
-    saved = {name.casefold() for name in saved_names}  # a saved voice of a design's name is the one used
+    name -> its tags), then the designs, then ``default``.  A saved voice named like a built-in one (a design,
+    ``auto``, ``default``: only a database row written by another client can be) is left out: that name speaks
+    the built-in voice (``studio.vocabulary.choose_voice`` resolves built-in names before the saved voices)."""
     tags = tags or {}
-    return ([item for name in saved_names for item in
+    reachable = [name for name in saved_names if not is_built_in(name)]
+    return ([item for name in reachable for item in
              [(name, "saved voice (cloned)")] + [(variant_name(name, tag), f"saved voice {name}, its {tag} style")
                                                  for tag in tags.get(name, ())]]
-            + [(name, f"voice design: {design}") for name, design in DESIGNS.items() if name not in saved]
+            + [(name, f"voice design: {design}") for name, design in DESIGNS.items()]
             + [(DEFAULT_VOICE, "the model chooses a voice (fixed by the seed)")])
 
 
