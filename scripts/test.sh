@@ -14,9 +14,9 @@ if [ "${free_mb:-0}" -lt 4096 ]; then
 fi
 bash scripts/lint.sh  # ruff and mypy first: a lint or type error fails the run (scripts/lint.sh)
 # two workers (pytest-xdist) by default: a test waits on a server, a subprocess or a timeout for much of its time,
-# so two at once take the 2-core machine's suite from 23 to 15 minutes (docs/development.md). Each worker runs whole
-# modules (tests/conftest.py gives every test its module as its xdist_group; the Ray modules share one), so
-# module fixtures are built once. OMNIVOICE_TEST_WORKERS=0 runs everything in one process (-n 0).
+# so two at once take the 2-core machine's suite from 23 to 15 minutes (docs/development.md). --dist loadfile: a
+# module's tests run on one worker, in order, and its module fixtures are built once; the Ray modules take turns
+# (tests/conftest.py). OMNIVOICE_TEST_WORKERS=0 runs everything in one process (-n 0).
 workers=${OMNIVOICE_TEST_WORKERS:-2}
 OMNIVOICE_NODE_MODULES=${OMNIVOICE_NODE_MODULES:-$PWD/.node-dev} HF_HUB_OFFLINE=1 exec .venv-dev/bin/python -m pytest \
-  -n "$workers" --dist loadgroup "$@"
+  -n "$workers" --dist loadfile "$@"

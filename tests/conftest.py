@@ -36,20 +36,31 @@ SLOW_FIXTURES = frozenset({"tiny_int4_folder", "tiny_fp16_folder", "tiny_causal_
                            "export_fp16"})  # test_codec's fp16 codec
 
 
-#: the modules that start a local Ray cluster (``ray.init``, ``--ray``, ``serve --replicas``): one worker runs them all,
-#: since a second cluster on the machine would be found by ``--ray auto``
+#: the modules that start a local Ray cluster (``ray.init``, ``--ray``, ``serve --replicas``): they take turns
+#: (``one_ray_module_at_a_time``)
 RAY_MODULES = frozenset({"tests.test_batch", "tests.test_book", "tests.test_replicas"})
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (directly or through a fixture), and give each
-    test its module as its ``xdist_group`` (the Ray modules one group), so that under ``-n N --dist loadgroup``
-    (scripts/test.sh) a module's tests share one worker and its module-scoped fixtures are built once."""
+    """Mark ``slow`` every test that needs one of ``SLOW_FIXTURES`` (directly or through a fixture)."""
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        module = getattr(item.module, "__name__", "") if getattr(item, "module", None) else ""
-        item.add_marker(pytest.mark.xdist_group("ray" if module in RAY_MODULES else module or item.nodeid))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_ray_module_at_a_time(request):
+    """A Ray module holds a lock of this machine's test runs while it runs.  ``scripts/test.sh`` runs two
+    pytest-xdist workers (``--dist loadfile``: a module's tests on one worker), and ``ray.init`` and ``--ray
+    auto`` join any Ray cluster they find running on the machine (Ray looks for its GCS processes), so a Ray
+    module on one worker would join the cluster of another's.  Other modules run beside a Ray module as usual."""
+    if request.module.__name__ not in RAY_MODULES:
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(os.path.join(tempfile.gettempdir(), f"omnivoice-tests-ray-{os.getuid()}.lock")):
+        yield
 
 
 @pytest.fixture(scope="session")
