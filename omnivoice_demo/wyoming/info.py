@@ -35,8 +35,9 @@ def voice_descriptions(saved_names: list[str], tags: Optional[Mapping[str, list[
                        ) -> list[tuple[str, str]]:
     """(name, description) of every voice: saved ones first, each followed by its style variants (``tags``: saved
     name -> its tags), then the designs, then ``default``.  A saved voice named like a built-in one (a design,
-    ``auto``, ``default``: only a database row written by another client can be) is left out: that name speaks
-    the built-in voice (``studio.vocabulary.choose_voice`` resolves built-in names before the saved voices)."""
+    ``auto``, ``default``: only a voice written around the program, such as another client's database row, can
+    be) is left out: that name speaks the built-in voice (``studio.vocabulary.choose_voice`` resolves built-in
+    names before the saved voices)."""
     tags = tags or {}
     reachable = [name for name in saved_names if not is_built_in(name)]
     return ([item for name in reachable for item in
