@@ -259,6 +259,13 @@ def test_a_row_is_untrusted_input(store, tmp_path):
         assert store.tags(name) == []
     with pytest.raises(InvalidInput):   # bytes that are no voice: refused, never written under the cache
         store.path(f"..{marker}")
+    _insert_rows(store, [("Carol", b"PK\x03\x04 not a voice")])   # a name a voice may have, bytes that are none
+    for call in (store.load, store.path):
+        with pytest.raises(InvalidInput) as caught:
+            call("Carol")
+        said = str(caught.value)   # of the voice asked for, never of a file name the client did not send
+        assert said.startswith("The saved voice 'Carol' cannot be used: its stored data is not a saved voice"), said
+        assert "voice.npz" not in said and said.endswith("Save it again, or delete it."), said
     listed = [entry.name for entry in store.listing()[0]]
     assert escaping not in listed and f"a/{marker}" not in listed and "Bob" in listed
     with pytest.raises(InvalidInput):   # refused when looked up, never used as a path

@@ -404,9 +404,8 @@ def _bytes_of_voice(voice: Voice) -> bytes:
 
 
 def usable_row_name(name) -> bool:
-    """Whether a row's name is one a saved voice may have (``clean_name`` leaves it as it is, and it is not a
-    built-in voice's: ``voices.check_not_built_in``, which a row written by another program skipped); others are
-    left out of lists (a built-in name speaks the built-in voice) and refused when asked for (``checked_row_name``)."""
+    """Whether a row's name is one a saved voice may have (``clean_name`` keeps it, and not a built-in voice's, which
+    speaks the built-in one); others are left out of lists and refused when asked for (``checked_row_name``)."""
     from .vocabulary import is_built_in
 
     try:
@@ -441,6 +440,11 @@ def _voice_of_bytes(data: bytes, name: str) -> Voice:
     with tempfile.TemporaryDirectory(prefix="omnivoice-voice-") as folder:
         path = pathlib.Path(folder) / "voice.npz"
         path.write_bytes(data)
-        voice = Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=MAX_VOICE_BYTES)
+        try:
+            voice = Voice.load(path, max_frames=roomy.max_reference_frames, max_bytes=MAX_VOICE_BYTES)
+        except InvalidInput as exc:   # said of the voice asked for, not of the temporary file's name
+            reason = str(exc).replace(repr(path.name), path.name).replace(path.name, "its stored data", 1).rstrip(".")
+            raise InvalidInput(f"The saved voice {excerpt(name)} cannot be used: {reason}. Save it again, or "
+                               "delete it.", param="voice") from None
     voice.name = name
     return voice
