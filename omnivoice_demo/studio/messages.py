@@ -16,7 +16,7 @@ import functools
 import inspect
 import logging
 
-from ..errors import OmniVoiceError, StoreUnavailable, one_line
+from ..errors import OmniVoiceError, one_line, refusal_of
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +44,13 @@ def is_expected(exc: BaseException) -> bool:
 
 
 def error_text(exc: BaseException, where: str = "a handler") -> str:
-    """What a person reads for ``exc`` (filtered): our message, or the internal-error line (then logged).  A voice
-    store that is down is said in ``StoreUnavailable.PUBLIC``'s words, its operator's detail logged."""
-    if isinstance(exc, StoreUnavailable):
+    """What a person reads for ``exc`` (filtered): our message, or the internal-error line (then logged).  An
+    error with words for a server's visitors (``Refusal.public``: a voice store that is down) is said in them, its
+    operator's detail logged."""
+    said = refusal_of(exc)
+    if said is not None and said.public is not None:
         log.warning("%s: %s", where, exc)
-        return StoreUnavailable.PUBLIC
+        return said.public
     if is_expected(exc):
         return filtered(str(exc).strip() or one_line(exc))
     log.error("internal error in %s", where, exc_info=exc)
