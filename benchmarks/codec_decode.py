@@ -39,6 +39,13 @@ from collections import defaultdict
 import numpy as np
 
 
+def decoder_of(folder: pathlib.Path) -> pathlib.Path:
+    """The codec's decoder graph of a model folder."""
+    from omnivoice_demo.audio.codec import CODEC_GRAPH_FILES
+
+    return folder / "audio_tokenizer" / CODEC_GRAPH_FILES["higgs_decoder"]
+
+
 def sessions(decoder: pathlib.Path) -> dict:
     """The kinds of session compared, by label."""
     import onnxruntime as ort
@@ -102,8 +109,7 @@ def decode(session, codes: np.ndarray) -> np.ndarray:
 
 def timing(folder: pathlib.Path, frames_list: list[int], rounds: int) -> list[dict]:
     """Each kind at each length, in turns; seconds, ratio to ``engine``, bit equality."""
-    decoder = folder / "audio_tokenizer" / "higgs_decoder.onnx"
-    kinds = sessions(decoder)
+    kinds = sessions(decoder_of(folder))
     rows = []
     for frames in frames_list:
         codes = random_codes(frames)
@@ -133,7 +139,7 @@ def profile(folder: pathlib.Path, frames_list: list[int]) -> None:
     """Each operator type's share of one decode (after a warm-up), per length."""
     from omnivoice_demo.runtime.sessions import open_session, providers_for, session_options
 
-    decoder = folder / "audio_tokenizer" / "higgs_decoder.onnx"
+    decoder = decoder_of(folder)
     for frames in frames_list:
         with tempfile.TemporaryDirectory() as scratch:
             options = session_options(2)
@@ -156,11 +162,10 @@ def profile(folder: pathlib.Path, frames_list: list[int]) -> None:
 
 def reach(folder: pathlib.Path, frames: int) -> None:
     """How many frames either side one frame's codes change, and whether a decode of a head is the whole's head."""
+    from omnivoice_demo.constants import HOP_LENGTH as hop
     from omnivoice_demo.runtime.sessions import open_session, providers_for, session_options
 
-    session = open_session(folder / "audio_tokenizer" / "higgs_decoder.onnx", providers_for("cpu"),
-                           session_options(2))
-    hop = 960
+    session = open_session(decoder_of(folder), providers_for("cpu"), session_options(2))
     codes = random_codes(frames)
     whole = decode(session, codes)
     middle = frames // 2
