@@ -83,12 +83,11 @@ def test_the_503_body_and_the_probes_never_show_the_password(pg_server, refusing
 
     from omnivoice_demo.api.routes import ApiContext, build_router
     from omnivoice_demo.errors import StoreUnavailable
+    from omnivoice_demo.settings.store import StoreTimeouts
     from omnivoice_demo.studio import EngineService, ModelManager
     from omnivoice_demo.studio.voice_store import open_voice_store
 
     database, refuse = refusing_database
-    from omnivoice_demo.settings.store import StoreTimeouts
-
     # a short pool wait: the refused database is known at once, and each wait here would otherwise be the default's
     store = open_voice_store(database_forms(pg_server, database)[form], root=tmp_path / "local",
                              timeouts=StoreTimeouts(pool_wait=1))
