@@ -265,6 +265,10 @@ def test_codec_decode_compares_its_kinds_on_the_same_codes_and_finds_the_decoder
     """benchmarks/codec_decode.py (issue 59, item 3): every kind decodes the same codes; the ones that only change
     how ONNX Runtime schedules the graph give the engine's audio to the bit, the 2-D rewrite within float rounding;
     the reach is found where a changed frame moves the audio."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
     from benchmarks import codec_decode
 
     rows = codec_decode.timing(tiny_fp32_folder, [6], rounds=1)
@@ -272,11 +276,7 @@ def test_codec_decode_compares_its_kinds_on_the_same_codes_and_finds_the_decoder
     assert set(by_kind) == {"engine", "1 thread", "parallel", "2-D convs"}
     assert all(by_kind[kind]["same_audio"] for kind in ("engine", "1 thread", "parallel"))
     assert by_kind["2-D convs"]["largest_difference_of_peak"] < 1e-4
-    import numpy as np
-    import onnx
-    import onnxruntime as ort
-
-    decoder = tiny_fp32_folder / "audio_tokenizer" / "higgs_decoder.onnx"
+    decoder = codec_decode.decoder_of(tiny_fp32_folder)
     rewritten = onnx.load_from_string(codec_decode.as_2d(decoder))
     convolutions = [node for node in rewritten.graph.node if node.op_type in ("Conv", "ConvTranspose")]
     assert convolutions and all(len(dict((a.name, a) for a in node.attribute)["kernel_shape"].ints) == 2
